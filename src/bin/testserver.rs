@@ -1,0 +1,541 @@
+//! `toolhub-testserver`: a small MCP server over stdio that produces faults on
+//! demand for toolhub's integration tests (crash, hang, flaky, garbage on
+//! stdout, list changes, a grandchild to reap, a SIGTERM it ignores).
+//!
+//! ```text
+//! toolhub-testserver [--name NAME] [--log FILE] [--state-dir DIR] [--extra-tool NAME]...
+//! ```
+//!
+//! - `--log FILE`: one JSON line `{"tool","arguments","pid","ts","server"}` per
+//!   `tools/call`, appended and fsynced *before* the tool runs, so a test can
+//!   prove which calls reached the server even after a SIGKILL.
+//! - `--state-dir DIR`: where `flaky` and `counter` keep their counts, so a
+//!   count survives restarts. Without it the counts live in memory.
+//! - `--extra-tool NAME`: an extra echo-like tool (two servers sharing a name).
+//! - `TESTSERVER_IGNORE_TERM=1`: ignore SIGTERM so the hub must escalate.
+//!
+//! Bad arguments and unknown tools are JSON-RPC `-32602` errors, so the hub
+//! sees them as invalid params rather than as a tool's own failure.
+
+#[path = "testserver/state.rs"]
+mod state;
+#[path = "testserver/tools.rs"]
+mod tools;
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+
+use state::{CallLog, Counters};
+use tools::{builtin_tools, echo_like_tool, Args as ToolArgs, PNG_1X1_BASE64};
+
+/// Parsed command line.
+#[derive(Debug, Default, PartialEq)]
+struct Cli {
+    name: String,
+    log: Option<std::path::PathBuf>,
+    state_dir: Option<std::path::PathBuf>,
+    extra_tools: Vec<String>,
+}
+
+fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
+    let mut cli = Cli {
+        name: "testserver".to_owned(),
+        ..Cli::default()
+    };
+    while let Some(flag) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{flag} needs a value, expected `{flag} VALUE`"))
+        };
+        match flag.as_str() {
+            "--name" => cli.name = value()?,
+            "--log" => cli.log = Some(value()?.into()),
+            "--state-dir" => cli.state_dir = Some(value()?.into()),
+            "--extra-tool" => cli.extra_tools.push(value()?),
+            other => {
+                return Err(format!(
+                "unknown argument `{other}`, expected --name, --log, --state-dir or --extra-tool"
+            ))
+            }
+        }
+    }
+    Ok(cli)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = match parse_cli(std::env::args().skip(1)) {
+        Ok(cli) => cli,
+        Err(e) => {
+            eprintln!("toolhub-testserver: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if std::env::var("TESTSERVER_IGNORE_TERM").as_deref() == Ok("1") {
+        // SAFETY: installs SIG_IGN for one signal; no handler code runs, and
+        // tokio has not registered SIGTERM (we never ask it to).
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
+    let name = cli.name.clone();
+    let server = match TestServer::new(cli) {
+        Ok(server) => server,
+        Err(e) => {
+            eprintln!("toolhub-testserver: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    eprintln!("testserver {name} started pid={}", std::process::id());
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("testserver {name} handshake failed: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match running.waiting().await {
+        Ok(reason) => eprintln!("testserver {name} stopped: {reason:?}"),
+        Err(e) => eprintln!("testserver {name} stopped with a join error: {e}"),
+    }
+    ExitCode::SUCCESS
+}
+
+/// A tool registered at runtime with `add_tool`; `revision` bumps on
+/// `change_tool` so its schema changes too, not only its description.
+struct DynamicTool {
+    description: String,
+    revision: u64,
+}
+
+struct TestServer {
+    name: String,
+    log: Option<CallLog>,
+    counters: Counters,
+    /// Built-in tools plus `--extra-tool` ones, fixed at startup.
+    fixed: Vec<Tool>,
+    extra: Vec<String>,
+    dynamic: Mutex<BTreeMap<String, DynamicTool>>,
+    /// Wakes `subscriptions/listen` streams (2026-07-28 clients); legacy
+    /// sessions get the notification straight from the request's peer.
+    list_changed: broadcast::Sender<()>,
+}
+
+impl TestServer {
+    fn new(cli: Cli) -> Result<Self, String> {
+        let log = cli.log.as_deref().map(CallLog::open).transpose()?;
+        let counters = Counters::new(cli.state_dir)?;
+        let mut fixed = builtin_tools();
+        for extra in &cli.extra_tools {
+            if fixed.iter().any(|t| t.name == extra.as_str()) {
+                return Err(format!(
+                    "--extra-tool `{extra}` clashes with a built-in tool, expected a new name"
+                ));
+            }
+            fixed.push(echo_like_tool(extra, "An extra echo-like tool.", 0));
+        }
+        let (list_changed, _) = broadcast::channel(16);
+        Ok(Self {
+            name: cli.name,
+            log,
+            counters,
+            fixed,
+            extra: cli.extra_tools,
+            dynamic: Mutex::new(BTreeMap::new()),
+            list_changed,
+        })
+    }
+
+    fn all_tools(&self) -> Vec<Tool> {
+        let mut tools = self.fixed.clone();
+        if let Ok(dynamic) = self.dynamic.lock() {
+            tools.extend(
+                dynamic
+                    .iter()
+                    .map(|(name, d)| echo_like_tool(name, &d.description, d.revision)),
+            );
+        }
+        tools
+    }
+
+    fn is_dynamic(&self, name: &str) -> bool {
+        self.dynamic.lock().is_ok_and(|d| d.contains_key(name))
+    }
+
+    /// Tells the client the tool list changed, on whichever channel its
+    /// protocol era uses.
+    async fn notify_list_changed(&self, cx: &RequestContext<RoleServer>) {
+        let _ = self.list_changed.send(());
+        let legacy = cx.protocol_version().is_none_or(|v| v.has_initialize());
+        if legacy {
+            if let Err(e) = cx.peer.notify_tool_list_changed().await {
+                eprintln!("testserver {} could not send list_changed: {e}", self.name);
+            }
+        }
+    }
+
+    /// Registers, removes or changes a dynamic tool. Returns the text reply.
+    fn edit_dynamic(&self, tool: &str, args: &ToolArgs<'_>) -> Result<String, ErrorData> {
+        let name = args.string("name")?;
+        let mut dynamic = self
+            .dynamic
+            .lock()
+            .map_err(|_| ErrorData::internal_error("dynamic tool table poisoned", None))?;
+        let fixed = self.fixed.iter().any(|t| t.name == name);
+        match tool {
+            "add_tool" if fixed || dynamic.contains_key(name) => {
+                Err(invalid(format!("tool `{name}` already exists")))
+            }
+            "add_tool" => {
+                let description = args
+                    .opt_string("description")?
+                    .unwrap_or("A dynamic echo-like tool.");
+                dynamic.insert(
+                    name.to_owned(),
+                    DynamicTool {
+                        description: description.to_owned(),
+                        revision: 0,
+                    },
+                );
+                Ok(format!("added {name}"))
+            }
+            "remove_tool" => match dynamic.remove(name) {
+                Some(_) => Ok(format!("removed {name}")),
+                None => Err(invalid(format!("no dynamic tool named `{name}`"))),
+            },
+            _ => {
+                let description = args.string("description")?;
+                let entry = dynamic
+                    .get_mut(name)
+                    .ok_or_else(|| invalid(format!("no dynamic tool named `{name}`")))?;
+                entry.description = description.to_owned();
+                entry.revision += 1;
+                Ok(format!("changed {name} to revision {}", entry.revision))
+            }
+        }
+    }
+
+    /// Runs one tool. Faults that must not answer (`crash`) never return.
+    async fn dispatch(
+        &self,
+        tool: &str,
+        args: &ToolArgs<'_>,
+        cx: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        match tool {
+            "echo" => Ok(text(args.string("message")?)),
+            "echo_structured" => {
+                let value = args.get("value").cloned().unwrap_or(Value::Null);
+                Ok(CallToolResult::structured(
+                    json!({"value": value, "items": [{"id": 1}, {"id": 2}]}),
+                ))
+            }
+            "add" => {
+                let sum = tools::add(args.number("a")?, args.number("b")?);
+                Ok(CallToolResult::structured(json!({ "sum": sum })))
+            }
+            "slow" | "destructive" => {
+                let ms = match tool {
+                    "slow" => args.uint("ms")?,
+                    _ => args.opt_uint("ms")?.unwrap_or(0),
+                };
+                let message = args.opt_string("message")?.unwrap_or("done").to_owned();
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(text(message)),
+                    _ = cx.ct.cancelled() => Err(self.cancelled(tool, cx)),
+                }
+            }
+            "hang" => {
+                // rmcp does not drop a handler on `notifications/cancelled`; it
+                // cancels `ct`, so that is the only way this call ends.
+                cx.ct.cancelled().await;
+                Err(self.cancelled(tool, cx))
+            }
+            "crash" => {
+                let code = args.opt_int("code")?.unwrap_or(1);
+                eprintln!("testserver {} crashing with code {code}", self.name);
+                std::process::exit(i32::try_from(code).unwrap_or(1))
+            }
+            "flaky" => {
+                let key = args.string("key")?;
+                let failures = args.uint("failures")?;
+                let error_text = args
+                    .opt_string("errorText")?
+                    .unwrap_or("connect ECONNREFUSED 127.0.0.1:9");
+                let n = self.counters.bump("flaky", key).map_err(internal)?;
+                if n <= failures {
+                    Ok(CallToolResult::error(vec![ContentBlock::text(error_text)]))
+                } else {
+                    Ok(text(format!("ok after {failures} failures")))
+                }
+            }
+            "fail" => Ok(CallToolResult::error(vec![ContentBlock::text(
+                args.string("message")?,
+            )])),
+            "jsonrpc_error" => {
+                let code = args.opt_int("code")?.unwrap_or(-32603);
+                let code = i32::try_from(code)
+                    .map_err(|_| invalid(format!("code {code} does not fit in an i32")))?;
+                let message = args
+                    .opt_string("message")?
+                    .unwrap_or("simulated json-rpc error");
+                Err(ErrorData::new(ErrorCode(code), message.to_owned(), None))
+            }
+            "add_tool" | "remove_tool" | "change_tool" => {
+                let reply = self.edit_dynamic(tool, args)?;
+                self.notify_list_changed(cx).await;
+                Ok(text(reply))
+            }
+            "counter" => {
+                let key = args.string("key")?;
+                let count = self.counters.bump("counter", key).map_err(internal)?;
+                let mut result = text(count.to_string());
+                result.structured_content = Some(json!({ "key": key, "count": count }));
+                Ok(result)
+            }
+            "big" => {
+                let bytes = args.uint("bytes")?;
+                let bytes = usize::try_from(bytes)
+                    .ok()
+                    .filter(|b| *b <= tools::BIG_MAX_BYTES)
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "bytes {bytes} is too large, expected at most {}",
+                            tools::BIG_MAX_BYTES
+                        ))
+                    })?;
+                Ok(text("x".repeat(bytes)))
+            }
+            "image" => Ok(CallToolResult::success(vec![
+                ContentBlock::image(PNG_1X1_BASE64, "image/png"),
+                ContentBlock::text("a 1x1 png"),
+            ])),
+            "stderr" => {
+                eprintln!("{}", args.string("text")?);
+                Ok(text("ok"))
+            }
+            "spawn_grandchild" => {
+                // Null stdio: the grandchild must not hold the hub's pipes,
+                // only sit in our process group until someone kills it.
+                let child = std::process::Command::new("sleep")
+                    .arg("1000")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| internal(format!("could not spawn `sleep 1000`: {e}")))?;
+                let pid = child.id();
+                let mut result = text(pid.to_string());
+                result.structured_content = Some(json!({ "pid": pid }));
+                Ok(result)
+            }
+            "garbage" => {
+                write_garbage_line().map_err(|e| internal(format!("stdout write failed: {e}")))?;
+                Ok(text("wrote a garbage line to stdout"))
+            }
+            name if self.extra.iter().any(|e| e == name) || self.is_dynamic(name) => {
+                let message = args.opt_string("message")?.unwrap_or("").to_owned();
+                let mut result = text(message.clone());
+                result.structured_content =
+                    Some(json!({"server": self.name, "tool": name, "message": message}));
+                Ok(result)
+            }
+            name => Err(invalid(format!("unknown tool: {name}"))),
+        }
+    }
+
+    fn cancelled(&self, tool: &str, cx: &RequestContext<RoleServer>) -> ErrorData {
+        // Tests look for this line to prove the cancellation reached us.
+        eprintln!("testserver {} cancelled {tool} id={}", self.name, cx.id);
+        ErrorData::internal_error(format!("{tool} was cancelled"), None)
+    }
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            self.name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions("fault-injection MCP server for toolhub's integration tests")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.all_tools()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.all_tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        if let Some(log) = &self.log {
+            // Durable before the tool runs: a crash or SIGKILL mid-call
+            // must still leave the record behind.
+            log.record(&self.name, &request.name, &arguments)
+                .map_err(internal)?;
+        }
+        let args = ToolArgs::new(&request.name, &arguments);
+        self.dispatch(&request.name, &args, &cx)
+            .await
+            .map(CallToolResponse::from)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changed = self.list_changed.subscribe();
+        loop {
+            tokio::select! {
+                _ = cx.cancelled() => return Ok(()),
+                event = changed.recv() => {
+                    if matches!(event, Err(broadcast::error::RecvError::Closed))
+                        || cx.sink().notify_tool_list_changed().await.is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn text(message: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(message)])
+}
+
+fn invalid(message: String) -> ErrorData {
+    ErrorData::invalid_params(message, None)
+}
+
+fn internal(message: String) -> ErrorData {
+    ErrorData::internal_error(message, None)
+}
+
+/// Writes a non-JSON line to fd 1, past the MCP transport. Going through
+/// `std::io::stdout()` shares the lock tokio's stdout takes per write, so the
+/// garbage lands between messages rather than inside one.
+fn write_garbage_line() -> std::io::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(b"this is not json-rpc: testserver garbage\n")?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(items: &[&str]) -> impl Iterator<Item = String> {
+        items
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn cli_parses_every_flag_and_repeats_extra_tool() {
+        let cli = parse_cli(argv(&[
+            "--name",
+            "alpha",
+            "--log",
+            "/tmp/l",
+            "--state-dir",
+            "/tmp/s",
+            "--extra-tool",
+            "x",
+            "--extra-tool",
+            "y",
+        ]))
+        .unwrap();
+        assert_eq!(cli.name, "alpha");
+        assert_eq!(cli.log.as_deref(), Some(std::path::Path::new("/tmp/l")));
+        assert_eq!(
+            cli.state_dir.as_deref(),
+            Some(std::path::Path::new("/tmp/s"))
+        );
+        assert_eq!(cli.extra_tools, vec!["x", "y"]);
+    }
+
+    #[test]
+    fn cli_rejects_missing_value_and_unknown_flag() {
+        let e = parse_cli(argv(&["--name"])).unwrap_err();
+        assert!(e.contains("--name needs a value"), "{e}");
+        let e = parse_cli(argv(&["--bogus"])).unwrap_err();
+        assert!(e.contains("unknown argument `--bogus`"), "{e}");
+    }
+
+    #[test]
+    fn extra_tool_clashing_with_builtin_is_refused() {
+        let cli = Cli {
+            name: "t".into(),
+            extra_tools: vec!["echo".into()],
+            ..Cli::default()
+        };
+        let e = TestServer::new(cli).err().unwrap();
+        assert!(e.contains("clashes with a built-in tool"), "{e}");
+    }
+
+    #[test]
+    fn dynamic_tools_add_change_remove() {
+        let server = TestServer::new(Cli {
+            name: "t".into(),
+            ..Cli::default()
+        })
+        .unwrap();
+        let obj = |v: Value| v.as_object().cloned().unwrap();
+        let add_args = obj(json!({"name": "dyn1"}));
+        server
+            .edit_dynamic("add_tool", &ToolArgs::new("add_tool", &add_args))
+            .unwrap();
+        assert!(server.get_tool("dyn1").is_some());
+        assert!(server
+            .edit_dynamic("add_tool", &ToolArgs::new("add_tool", &add_args))
+            .is_err());
+        let before = server.get_tool("dyn1").unwrap();
+        let change = obj(json!({"name": "dyn1", "description": "new"}));
+        server
+            .edit_dynamic("change_tool", &ToolArgs::new("change_tool", &change))
+            .unwrap();
+        let after = server.get_tool("dyn1").unwrap();
+        assert_eq!(after.description.as_deref(), Some("new"));
+        assert_ne!(before.input_schema, after.input_schema);
+        server
+            .edit_dynamic("remove_tool", &ToolArgs::new("remove_tool", &add_args))
+            .unwrap();
+        assert!(server.get_tool("dyn1").is_none());
+    }
+}

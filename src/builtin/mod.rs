@@ -1,0 +1,162 @@
+//! The hub's internal server `hub`: workspace tools (read_file, write_file,
+//! list_directory, run_command) and the hub's own controls as tools, so an
+//! agent that can only emit tool calls can use them.
+//!
+//! Built-in tools can never approve a `need_user` step: an agent must not
+//! approve its own dangerous call.
+
+pub mod command;
+pub mod fs;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::BuiltinConfig;
+use crate::errors::{ErrorType, HubError};
+use crate::hub::Hub;
+use crate::mcp::registry::RawTool;
+
+/// Every built-in tool; dispatch is on this enum, not on strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    ReadFile,
+    WriteFile,
+    ListDirectory,
+    RunCommand,
+    HealthCheck,
+    ListTools,
+    History,
+}
+
+impl Tool {
+    const CONTROL: [Tool; 3] = [Tool::HealthCheck, Tool::ListTools, Tool::History];
+    const WORKSPACE: [Tool; 4] = [
+        Tool::ReadFile,
+        Tool::WriteFile,
+        Tool::ListDirectory,
+        Tool::RunCommand,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Tool::ReadFile => "read_file",
+            Tool::WriteFile => "write_file",
+            Tool::ListDirectory => "list_directory",
+            Tool::RunCommand => "run_command",
+            Tool::HealthCheck => "health_check",
+            Tool::ListTools => "list_tools",
+            Tool::History => "history",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Tool> {
+        Tool::WORKSPACE
+            .into_iter()
+            .chain(Tool::CONTROL)
+            .find(|t| t.name() == name)
+    }
+}
+
+pub struct Builtin {
+    workspace: Option<(fs::Workspace, command::CommandRunner)>,
+}
+
+impl Builtin {
+    pub fn new(cfg: &BuiltinConfig) -> std::io::Result<Builtin> {
+        let workspace = if cfg.enabled {
+            let ws = fs::Workspace::new(&cfg.workspace, cfg.max_read_bytes)?;
+            let runner = command::CommandRunner::new(
+                ws.root().to_path_buf(),
+                cfg.command_timeout,
+                cfg.max_output_bytes,
+            );
+            Some((ws, runner))
+        } else {
+            None
+        };
+        Ok(Builtin { workspace })
+    }
+
+    /// The tools of the `hub` server, for the registry.
+    pub fn raw_tools(&self) -> Vec<RawTool> {
+        let mut out = Vec::new();
+        if self.workspace.is_some() {
+            for (name, description, schema) in fs::tool_definitions() {
+                out.push(RawTool {
+                    name: name.to_string(),
+                    description: Some(description.to_string()),
+                    input_schema: schema,
+                    annotations: None,
+                });
+            }
+        }
+        let empty = json!({"type": "object", "properties": {}});
+        out.push(RawTool {
+            name: Tool::HealthCheck.name().into(),
+            description: Some("The hub's health: every server's state, tool count, restarts, last error and stderr tail, plus checks with fixes.".into()),
+            input_schema: empty.clone(),
+            annotations: Some(json!({"readOnlyHint": true})),
+        });
+        out.push(RawTool {
+            name: Tool::ListTools.name().into(),
+            description: Some("Every tool the hub offers (name, server, qualifiedName, description, inputSchema) and the list's hash.".into()),
+            input_schema: empty,
+            annotations: Some(json!({"readOnlyHint": true})),
+        });
+        out.push(RawTool {
+            name: Tool::History.name().into(),
+            description: Some("The latest tool calls made through the hub (secrets redacted).".into()),
+            input_schema: json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}}),
+            annotations: Some(json!({"readOnlyHint": true})),
+        });
+        out
+    }
+}
+
+/// Run one built-in tool.
+pub async fn call(
+    hub: &Hub,
+    name: &str,
+    params: &Value,
+    cancel: &CancellationToken,
+) -> Result<Value, HubError> {
+    let Some(tool) = Tool::from_name(name) else {
+        return Err(HubError::new(
+            ErrorType::ToolNotFound,
+            format!("the hub has no built-in tool \"{name}\""),
+        ));
+    };
+    let ws = || {
+        hub.builtin.workspace.as_ref().ok_or_else(|| {
+            HubError::new(
+                ErrorType::ToolNotFound,
+                format!("built-in tool {name} is off (builtin.enabled is false in config.json)"),
+            )
+        })
+    };
+    match tool {
+        Tool::ReadFile => ws()?.0.read_file(params).await,
+        Tool::WriteFile => ws()?.0.write_file(params).await,
+        Tool::ListDirectory => ws()?.0.list_directory(params).await,
+        Tool::RunCommand => {
+            let v = ws()?.1.run(params, cancel.clone()).await?;
+            if let Some(e) = command::exit_error(&v) {
+                return Err(e);
+            }
+            Ok(v)
+        }
+        Tool::HealthCheck => Ok(crate::hub::health::report(hub).await),
+        Tool::ListTools => {
+            let t = hub.tools();
+            Ok(json!({"tools": t.tools(), "hash": t.hash()}))
+        }
+        Tool::History => {
+            let limit = params
+                .get("limit")
+                .and_then(Value::as_u64)
+                .unwrap_or(50)
+                .min(1000) as usize;
+            Ok(json!({"entries": hub.history.latest(limit)}))
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! config.json: raw serde mirror (`raw`) -> validated [`Config`] (`validate`).
+//!
+//! Every key is optional (defaults live in `defaults`). Parsing is two passes
+//! over the same text: first into `serde_json::Value` (syntax errors with
+//! line:column, unknown-key warnings), then into the `Raw*` types (type errors
+//! with line:column). Semantic errors are located by `locate`, which maps a JSON
+//! pointer back to the line:column of its key. A failed load changes nothing:
+//! the caller keeps its old `Config`. `reload` watches the file.
+
+mod defaults;
+mod locate;
+mod raw;
+pub mod reload;
+mod sections;
+mod servers;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::errors::ErrorType;
+
+pub use defaults::{default_redact_keys, default_safety_rules, default_strategies};
+pub use reload::{diff_servers, spawn_watcher, ServerDiff};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Absolute path of the file.
+    pub path: PathBuf,
+    /// Its folder; every relative path in the file is resolved against it.
+    pub base_dir: PathBuf,
+    pub server: ServerConfig,
+    pub mcp_servers: BTreeMap<String, ServerSpec>,
+    pub builtin: BuiltinConfig,
+    pub task_engine: TaskEngineConfig,
+    pub health_check: HealthCheckConfig,
+    pub recording: RecordingConfig,
+    pub replay: ReplayConfig,
+    pub retry: RetryConfig,
+    pub safety: SafetyConfig,
+    pub security: SecurityConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub allowed_origins: Vec<String>,
+    pub token: TokenSetting,
+    pub max_message_bytes: usize,
+    pub max_connections: usize,
+    pub send_queue: usize,
+    pub handshake_timeout: Duration,
+    pub ping_interval: Duration,
+    pub idle_timeout: Duration,
+    pub max_json_depth: usize,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub enum TokenSetting {
+    /// Key absent: generate one at first start into `<stateDir>/token`.
+    Generate,
+    /// `false`: no token (only allowed on a loopback address).
+    Disabled,
+    Fixed(String),
+}
+
+// Debug by hand so a logged Config never shows the token.
+impl std::fmt::Debug for TokenSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenSetting::Generate => f.write_str("Generate"),
+            TokenSetting::Disabled => f.write_str("Disabled"),
+            TokenSetting::Fixed(_) => f.write_str("Fixed(<redacted>)"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerSpec {
+    pub name: String,
+    pub transport: Transport,
+    pub disabled: bool,
+    pub trusted: bool,
+    pub timeout: Option<Duration>,
+    pub recovery_tool: Option<String>,
+    pub snapshot_tool: Option<String>,
+    pub screenshot_tool: Option<String>,
+    pub resume_uncertain: Option<UncertainPolicy>,
+    pub tool_overrides: BTreeMap<String, ToolOverride>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// `cwd` is the configured folder resolved against the config folder, or
+    /// the config folder itself when absent, so relative `args` such as
+    /// `./workspace` mean the same thing wherever the hub was started.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+    /// A recording id, or an absolute path when the value looked like a path.
+    Recording { source: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOverride {
+    pub resume_uncertain: Option<UncertainPolicy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UncertainPolicy {
+    Confirm,
+    Rerun,
+    Skip,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuiltinConfig {
+    pub enabled: bool,
+    pub workspace: PathBuf,
+    pub command_timeout: Duration,
+    pub max_output_bytes: usize,
+    pub max_read_bytes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskEngineConfig {
+    pub default_timeout: Duration,
+    pub max_retries: u32,
+    pub retry_delay: Duration,
+    pub state_dir: PathBuf,
+    pub max_batch_steps: usize,
+    pub durability: Durability,
+    pub resume_uncertain: UncertainPolicy,
+    pub retention: Retention,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// fdatasync after every step.
+    Step,
+    /// flush only; a crash may lose the steps since the last sync.
+    Batch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    pub max_age: Duration,
+    pub max_tasks: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HealthCheckConfig {
+    pub enabled: bool,
+    pub interval: Duration,
+    pub auto_fix: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordingConfig {
+    pub enabled: bool,
+    pub screenshot_on_step: bool,
+    pub storage_path: PathBuf,
+    pub max_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReplayConfig {
+    pub ignore_paths: Vec<String>,
+    /// Patterns checked to compile at load time.
+    pub ignore_regexes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryConfig {
+    /// Only recoverable classes; the defaults merged with the file's overrides.
+    pub strategies: BTreeMap<ErrorType, Strategy>,
+    pub retry_destructive_on_timeout: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Strategy {
+    pub max_retries: u32,
+    pub delay: Duration,
+    /// Multiplier per attempt, >= 1.0.
+    pub backoff: f64,
+    /// Fraction of the delay, 0.0..=1.0.
+    pub jitter: f64,
+    pub action: RetryAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryAction {
+    None,
+    ExtendTimeout,
+    RebuildContext,
+    RefreshSnapshot,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SafetyConfig {
+    pub rules: Vec<SafetyRule>,
+    pub confirm_timeout: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct SafetyRule {
+    /// Glob over the tool name: `*` any run of characters, `?` one character.
+    pub tool: String,
+    /// Param key -> pattern; the rule applies when every pattern finds a match.
+    pub matches: Vec<(String, regex::Regex)>,
+    pub action: SafetyAction,
+    pub reason: Option<String>,
+}
+
+// Regex has no PartialEq; two rules are equal when their patterns are.
+impl PartialEq for SafetyRule {
+    fn eq(&self, other: &Self) -> bool {
+        self.tool == other.tool
+            && self.action == other.action
+            && self.reason == other.reason
+            && self.matches.len() == other.matches.len()
+            && self
+                .matches
+                .iter()
+                .zip(&other.matches)
+                .all(|((ka, ra), (kb, rb))| ka == kb && ra.as_str() == rb.as_str())
+    }
+}
+
+impl SafetyRule {
+    /// True when this rule applies to a call of `tool` with `params`.
+    /// A param that is a string is matched as is, an array of strings joined
+    /// with spaces (argv style), anything else as its JSON text. A missing
+    /// param means the rule does not apply.
+    pub fn applies(&self, tool: &str, params: &serde_json::Value) -> bool {
+        if !glob_match(&self.tool, tool) {
+            return false;
+        }
+        self.matches.iter().all(|(key, re)| match params.get(key) {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::String(s)) => re.is_match(s),
+            Some(serde_json::Value::Array(items)) if items.iter().all(|v| v.is_string()) => {
+                let joined: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();
+                re.is_match(&joined.join(" "))
+            }
+            Some(other) => re.is_match(&other.to_string()),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SafetyAction {
+    Deny,
+    Confirm,
+}
+
+#[derive(Debug, Clone)]
+pub struct SecurityConfig {
+    pub pin_tools: bool,
+    pub redact_keys: Vec<String>,
+    /// Case-insensitive alternation of `redact_keys`, unanchored: a key that
+    /// contains any of them ("githubToken", "X-Api-Key") is secret.
+    pub redact: regex::Regex,
+}
+
+impl PartialEq for SecurityConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.pin_tools == other.pin_tools && self.redact_keys == other.redact_keys
+    }
+}
+
+impl SecurityConfig {
+    /// True when a params/headers/env key names a secret whose value must be
+    /// redacted before it is logged or recorded.
+    pub fn is_secret_key(&self, key: &str) -> bool {
+        !self.redact_keys.is_empty() && self.redact.is_match(key)
+    }
+}
+
+/// `*` matches any run of characters (also none), `?` exactly one; everything
+/// else is literal. Iterative with one backtrack point, so linear-ish.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// A loaded config and the warnings (unknown keys, ignored keys) to log.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+/// Why a config could not be loaded. Display is one line starting with the
+/// file path, and `path:line:column:` when the problem has a place in the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot read config file: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+}
+
+impl ConfigError {
+    pub fn path(&self) -> &Path {
+        match self {
+            ConfigError::Read { path, .. } | ConfigError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// 1-based line, `None` for read errors.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { line, .. } => Some(*line),
+            ConfigError::Read { .. } => None,
+        }
+    }
+
+    /// 1-based column, `None` for read errors.
+    pub fn column(&self) -> Option<usize> {
+        match self {
+            ConfigError::Invalid { column, .. } => Some(*column),
+            ConfigError::Read { .. } => None,
+        }
+    }
+
+    /// What is wrong, without the location prefix.
+    pub fn message(&self) -> String {
+        match self {
+            ConfigError::Invalid { message, .. } => message.clone(),
+            ConfigError::Read { source, .. } => format!("cannot read config file: {source}"),
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ConfigError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// Read and validate the file at `path`. A missing file is an error
+/// ([`ConfigError::is_not_found`]); the caller decides whether that is fatal.
+pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(&text, path)
+}
+
+/// Validate `text` as if it were the content of the file at `path` (which
+/// need not exist; its folder anchors relative paths).
+pub fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
+    validate::parse(text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_config_parses_without_warnings() {
+        let l = parse(
+            include_str!("../../config.json"),
+            Path::new("/opt/toolhub/config.json"),
+        )
+        .unwrap_or_else(|e| panic!("shipped config.json is invalid: {e}"));
+        assert_eq!(l.warnings, Vec::<String>::new());
+        let c = l.config;
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:8765");
+        assert_eq!(c.server.allowed_origins, vec!["chrome-extension://*"]);
+        assert_eq!(c.builtin.workspace, PathBuf::from("/opt/toolhub/workspace"));
+        assert_eq!(c.task_engine.state_dir, PathBuf::from("/opt/toolhub/state"));
+        assert_eq!(
+            c.recording.storage_path,
+            PathBuf::from("/opt/toolhub/recordings")
+        );
+        let names: Vec<&str> = c.mcp_servers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["filesystem", "playwright"]);
+        assert!(c.mcp_servers.values().all(|s| s.disabled));
+        let pw = &c.mcp_servers["playwright"];
+        assert_eq!(pw.recovery_tool.as_deref(), Some("browser_close"));
+        assert_eq!(pw.snapshot_tool.as_deref(), Some("browser_snapshot"));
+        assert_eq!(
+            pw.screenshot_tool.as_deref(),
+            Some("browser_take_screenshot")
+        );
+        match &pw.transport {
+            Transport::Stdio { command, args, .. } => {
+                assert_eq!(command, "npx");
+                assert!(args.iter().any(|a| a == "@playwright/mcp@latest"));
+                assert!(args
+                    .windows(2)
+                    .any(|w| w == ["--executable-path", "/usr/bin/chromium"]));
+            }
+            other => panic!("playwright is not stdio: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn debug_output_hides_the_token() {
+        let shown = format!("{:?}", TokenSetting::Fixed("s3cret".into()));
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn glob_matching() {
+        assert!(glob_match("*", ""));
+        assert!(glob_match("*run_command*", "builtin.run_command"));
+        assert!(glob_match("run_command", "run_command"));
+        assert!(!glob_match("run_command", "run_commands"));
+        assert!(glob_match("browser_?lick", "browser_click"));
+        assert!(glob_match("a*b*c", "aXbYbZc"));
+        assert!(!glob_match("a*b*c", "aXbYbZ"));
+        assert!(!glob_match("?", ""));
+    }
+
+    #[test]
+    fn rules_match_argv_arrays_and_non_strings() {
+        let rule = SafetyRule {
+            tool: "*".into(),
+            matches: vec![("command".into(), regex::Regex::new(r"^rm -rf /$").unwrap())],
+            action: SafetyAction::Confirm,
+            reason: None,
+        };
+        assert!(rule.applies("x", &serde_json::json!({"command": ["rm", "-rf", "/"]})));
+        assert!(!rule.applies("x", &serde_json::json!({"command": null})));
+        assert!(!rule.applies("x", &serde_json::json!({})));
+        let n = SafetyRule {
+            matches: vec![("n".into(), regex::Regex::new(r"^42$").unwrap())],
+            ..rule
+        };
+        assert!(n.applies("x", &serde_json::json!({"n": 42})));
+    }
+
+    #[test]
+    fn config_error_accessors() {
+        let e = parse("{\n  \"server\": 1}", Path::new("c.json")).unwrap_err();
+        assert_eq!((e.line(), e.column()), (Some(2), Some(13)));
+        assert_eq!(e.path(), Path::new("c.json"));
+        assert_eq!(e.to_string(), format!("c.json:2:13: {}", e.message()));
+        assert!(!e.is_not_found());
+    }
+}

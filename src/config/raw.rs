@@ -1,0 +1,429 @@
+//! Serde mirror of config.json. Every field is optional (defaults are applied
+//! in `validate`), unknown keys are ignored by serde and reported as warnings
+//! by [`unknown_keys`], whose known-key lists come from these very types (via
+//! [`fields_of`]) so the two cannot drift apart.
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::locate::esc;
+use super::{Durability, RetryAction, SafetyAction, UncertainPolicy};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawConfig {
+    /// Editors add `$schema`; accepted and ignored.
+    #[serde(rename = "$schema")]
+    #[allow(dead_code)] // declared only so it counts as a known key
+    pub schema: Option<Value>,
+    pub server: Option<RawServerSection>,
+    pub mcp_servers: Option<BTreeMap<String, RawServer>>,
+    pub builtin: Option<RawBuiltin>,
+    pub task_engine: Option<RawTaskEngine>,
+    pub health_check: Option<RawHealthCheck>,
+    pub recording: Option<RawRecording>,
+    pub replay: Option<RawReplay>,
+    pub retry: Option<RawRetry>,
+    pub safety: Option<RawSafety>,
+    pub security: Option<RawSecurity>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawServerSection {
+    /// `IP:PORT`; `localhost:PORT` is taken as `127.0.0.1:PORT`.
+    pub listen: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub token: Option<RawToken>,
+    pub max_message_bytes: Option<usize>,
+    pub max_connections: Option<usize>,
+    pub send_queue: Option<usize>,
+    pub handshake_timeout: Option<u64>,
+    pub ping_interval: Option<u64>,
+    pub idle_timeout: Option<u64>,
+    pub max_json_depth: Option<usize>,
+}
+
+/// `"token"`: a string (fixed token), `false` (no token) or `true` (same as
+/// absent: generate one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawToken {
+    Fixed(String),
+    Flag(bool),
+}
+
+impl<'de> Deserialize<'de> for RawToken {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct TokenVisitor;
+        impl Visitor<'_> for TokenVisitor {
+            type Value = RawToken;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a token string or false")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawToken, E> {
+                Ok(RawToken::Fixed(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawToken, E> {
+                Ok(RawToken::Flag(v))
+            }
+        }
+        d.deserialize_any(TokenVisitor)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawServer {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub cwd: Option<String>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub recording: Option<String>,
+    /// Other MCP clients write `"type": "stdio"|"http"`; accepted and ignored
+    /// (the transport follows from command/url/recording).
+    #[serde(rename = "type")]
+    #[allow(dead_code)] // declared only so it counts as a known key
+    pub kind: Option<String>,
+    pub disabled: Option<bool>,
+    pub trusted: Option<bool>,
+    pub timeout: Option<u64>,
+    pub recovery_tool: Option<String>,
+    pub snapshot_tool: Option<String>,
+    pub screenshot_tool: Option<String>,
+    pub resume_uncertain: Option<UncertainPolicy>,
+    pub tools: Option<BTreeMap<String, RawToolOverride>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawToolOverride {
+    pub resume_uncertain: Option<UncertainPolicy>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawBuiltin {
+    pub enabled: Option<bool>,
+    pub workspace: Option<String>,
+    pub command_timeout: Option<u64>,
+    pub max_output_bytes: Option<usize>,
+    pub max_read_bytes: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawTaskEngine {
+    pub default_timeout: Option<u64>,
+    pub max_retries: Option<u32>,
+    pub retry_delay: Option<u64>,
+    pub state_dir: Option<String>,
+    pub max_batch_steps: Option<usize>,
+    pub durability: Option<Durability>,
+    pub resume_uncertain: Option<UncertainPolicy>,
+    pub retention: Option<RawRetention>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRetention {
+    pub max_age_hours: Option<u64>,
+    pub max_tasks: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawHealthCheck {
+    pub enabled: Option<bool>,
+    pub interval: Option<u64>,
+    pub auto_fix: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRecording {
+    pub enabled: Option<bool>,
+    pub screenshot_on_step: Option<bool>,
+    pub storage_path: Option<String>,
+    pub max_bytes: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawReplay {
+    pub ignore: Option<RawReplayIgnore>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawReplayIgnore {
+    pub paths: Option<Vec<String>>,
+    pub regexes: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRetry {
+    /// Keys are ErrorType wire names ("TIMEOUT"), checked in `validate`.
+    pub strategies: Option<BTreeMap<String, RawStrategy>>,
+    pub retry_destructive_on_timeout: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawStrategy {
+    pub max_retries: Option<u32>,
+    pub delay: Option<u64>,
+    pub backoff: Option<f64>,
+    pub jitter: Option<f64>,
+    pub action: Option<RetryAction>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawSafety {
+    /// When present, replaces the default rules entirely.
+    pub rules: Option<Vec<RawRule>>,
+    pub confirm_timeout: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRule {
+    /// Tool-name glob; absent means every tool.
+    pub tool: Option<String>,
+    /// Param key -> regex.
+    #[serde(rename = "match")]
+    pub matches: Option<BTreeMap<String, String>>,
+    /// Absent means confirm.
+    pub action: Option<SafetyAction>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawSecurity {
+    pub pin_tools: Option<bool>,
+    /// Regex fragments; replaces the default list when present.
+    pub redact_keys: Option<Vec<String>>,
+}
+
+/// The (renamed) field names serde expects for struct `T`, read by asking `T`
+/// to deserialize itself from a deserializer that only records them.
+pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Introspect<'f>(&'f mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Introspect<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = fields;
+            Err(de::Error::custom("fields recorded"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Introspect(&mut fields));
+    fields
+}
+
+/// A key serde will ignore.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnknownKey {
+    /// Pointer of the unknown key itself.
+    pub pointer: String,
+    pub key: String,
+    pub known: &'static [&'static str],
+}
+
+/// Every key in `root` that no Raw type knows. Free-form maps (env, headers,
+/// match, mcpServers names, tools names, strategies keys) are not checked here.
+pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
+    let mut out = Vec::new();
+    check(&mut out, root, "", fields_of::<RawConfig>());
+    let sections: [(&str, &'static [&'static str]); 9] = [
+        ("server", fields_of::<RawServerSection>()),
+        ("builtin", fields_of::<RawBuiltin>()),
+        ("taskEngine", fields_of::<RawTaskEngine>()),
+        ("healthCheck", fields_of::<RawHealthCheck>()),
+        ("recording", fields_of::<RawRecording>()),
+        ("replay", fields_of::<RawReplay>()),
+        ("retry", fields_of::<RawRetry>()),
+        ("safety", fields_of::<RawSafety>()),
+        ("security", fields_of::<RawSecurity>()),
+    ];
+    for (name, known) in sections {
+        if let Some(section) = root.get(name) {
+            check(&mut out, section, &format!("/{name}"), known);
+        }
+    }
+    if let Some(r) = root.pointer("/taskEngine/retention") {
+        check(
+            &mut out,
+            r,
+            "/taskEngine/retention",
+            fields_of::<RawRetention>(),
+        );
+    }
+    if let Some(i) = root.pointer("/replay/ignore") {
+        check(
+            &mut out,
+            i,
+            "/replay/ignore",
+            fields_of::<RawReplayIgnore>(),
+        );
+    }
+    for (name, server) in entries(root.get("mcpServers")) {
+        let p = format!("/mcpServers/{}", esc(name));
+        check(&mut out, server, &p, fields_of::<RawServer>());
+        for (tool, o) in entries(server.get("tools")) {
+            let tp = format!("{p}/tools/{}", esc(tool));
+            check(&mut out, o, &tp, fields_of::<RawToolOverride>());
+        }
+    }
+    for (class, s) in entries(root.pointer("/retry/strategies")) {
+        let p = format!("/retry/strategies/{}", esc(class));
+        check(&mut out, s, &p, fields_of::<RawStrategy>());
+    }
+    if let Some(Value::Array(rules)) = root.pointer("/safety/rules") {
+        for (i, rule) in rules.iter().enumerate() {
+            check(
+                &mut out,
+                rule,
+                &format!("/safety/rules/{i}"),
+                fields_of::<RawRule>(),
+            );
+        }
+    }
+    out
+}
+
+fn entries(v: Option<&Value>) -> impl Iterator<Item = (&String, &Value)> {
+    v.and_then(Value::as_object).into_iter().flatten()
+}
+
+fn check(out: &mut Vec<UnknownKey>, v: &Value, pointer: &str, known: &'static [&'static str]) {
+    for (key, _) in entries(Some(v)) {
+        if !known.contains(&key.as_str()) {
+            out.push(UnknownKey {
+                pointer: format!("{pointer}/{}", esc(key)),
+                key: key.clone(),
+                known,
+            });
+        }
+    }
+}
+
+/// The known key nearest to `key`: same letters ignoring case and `_`/`-`,
+/// or within edit distance max(2, len/3). Ties go to the first listed.
+pub fn suggest(key: &str, known: &[&'static str]) -> Option<&'static str> {
+    let norm = |s: &str| -> String {
+        s.chars()
+            .filter(|c| *c != '_' && *c != '-')
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let nk = norm(key);
+    if let Some(k) = known.iter().find(|k| norm(k) == nk) {
+        return Some(k);
+    }
+    let limit = (key.chars().count() / 3).max(2);
+    known
+        .iter()
+        .map(|k| (levenshtein(&nk, &norm(k)), *k))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Classic two-row edit distance over chars.
+pub fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_lists_come_from_serde_renames() {
+        let top = fields_of::<RawConfig>();
+        assert!(top.contains(&"mcpServers"));
+        assert!(top.contains(&"taskEngine"));
+        assert!(top.contains(&"$schema"));
+        assert!(fields_of::<RawRule>().contains(&"match"));
+        assert!(fields_of::<RawServer>().contains(&"type"));
+        assert!(fields_of::<RawServerSection>().contains(&"maxJsonDepth"));
+        assert_eq!(fields_of::<RawRetention>(), &["maxAgeHours", "maxTasks"]);
+    }
+
+    #[test]
+    fn levenshtein_distances() {
+        assert_eq!(levenshtein("", ""), 0);
+        assert_eq!(levenshtein("server", "serverz"), 1);
+        assert_eq!(levenshtein("kitten", "sitting"), 3);
+        assert_eq!(levenshtein("abc", ""), 3);
+    }
+
+    #[test]
+    fn suggestions() {
+        let top = fields_of::<RawConfig>();
+        assert_eq!(suggest("serverz", top), Some("server"));
+        assert_eq!(suggest("mcp_servers", top), Some("mcpServers"));
+        assert_eq!(suggest("TaskEngine", top), Some("taskEngine"));
+        assert_eq!(suggest("completelydifferent", top), None);
+    }
+
+    #[test]
+    fn unknown_keys_are_found_everywhere() {
+        let v: Value = serde_json::json!({
+            "serverz": 1,
+            "server": {"listen": "127.0.0.1:1", "tokn": "x"},
+            "mcpServers": {"fs": {"command": "x", "argz": [], "env": {"ANY": "1"},
+                                  "tools": {"t": {"resumeUncertian": "skip"}}}},
+            "taskEngine": {"retention": {"maxAge": 1}},
+            "replay": {"ignore": {"path": []}},
+            "retry": {"strategies": {"TIMEOUT": {"delayMs": 1}}},
+            "safety": {"rules": [{"tool": "x", "matches": {}}]}
+        });
+        let got: Vec<String> = unknown_keys(&v).into_iter().map(|u| u.pointer).collect();
+        assert_eq!(
+            got,
+            vec![
+                "/serverz",
+                "/server/tokn",
+                "/taskEngine/retention/maxAge",
+                "/replay/ignore/path",
+                "/mcpServers/fs/argz",
+                "/mcpServers/fs/tools/t/resumeUncertian",
+                "/retry/strategies/TIMEOUT/delayMs",
+                "/safety/rules/0/matches",
+            ]
+        );
+    }
+}

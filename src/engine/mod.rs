@@ -1,0 +1,248 @@
+//! The batch task engine: `tool_batch` → validated [`validate::Plan`] →
+//! a [`task::Task`] driven by [`runner::drive`]; task messages
+//! (`cancel_task`, `task_status`, `list_tasks`, `resume_task`).
+//!
+//! `template`, `condition`, `expect` and `state` are pure; the runner is the
+//! only writer of a task's state.
+
+pub mod condition;
+pub mod expect;
+pub mod runner;
+pub mod state;
+pub mod task;
+pub mod template;
+pub mod validate;
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+
+use crate::errors::{ErrorType, HubError};
+use crate::hub::Hub;
+use crate::protocol::{self, BatchReq, ClientMsg, MsgId};
+use crate::server::Outbox;
+use state::{TaskEvent, TaskState};
+use task::Task;
+use template::Templates;
+
+/// Live and finished tasks of this hub run.
+pub struct Engine {
+    tasks: DashMap<String, Arc<Task>>,
+    templates: Templates,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    pub fn new() -> Engine {
+        Engine {
+            tasks: DashMap::new(),
+            templates: Templates::new(),
+        }
+    }
+
+    pub fn templates(&self) -> &Templates {
+        &self.templates
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Task>> {
+        self.tasks.get(id).map(|t| t.clone())
+    }
+
+    pub fn list(&self) -> Vec<Arc<Task>> {
+        let mut v: Vec<_> = self.tasks.iter().map(|t| t.clone()).collect();
+        v.sort_by_key(|t| t.with(|d| d.created_ms));
+        v
+    }
+
+    pub(crate) fn persist_state(&self, _task: &Task) {}
+    pub(crate) fn persist_step_started(&self, _task: &Task, _i: usize, _params: &Value) {}
+    pub(crate) fn persist_step_finished(&self, _task: &Task, _i: usize) {}
+    pub(crate) fn task_finished(&self, _task: &Task) {}
+}
+
+/// Validate a batch and create its task (not yet started).
+pub fn create_task(
+    hub: &Hub,
+    batch_id: Value,
+    req: &BatchReq,
+    owner: Option<Outbox>,
+) -> Result<Arc<Task>, HubError> {
+    let cfg = hub.config();
+    let tools = hub.tools();
+    let plan = validate::validate(
+        &req.steps,
+        &req.options,
+        &tools,
+        hub.engine().templates(),
+        cfg.task_engine.max_batch_steps,
+    )
+    .map_err(|problems| {
+        let lines: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
+        HubError::new(
+            ErrorType::InvalidMessage,
+            format!(
+                "tool_batch is invalid ({} problem{}); nothing ran: {}",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                lines.join("; ")
+            ),
+        )
+        .with_suggestion("fix every listed step and send the batch again")
+    })?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let task = Arc::new(Task::new(
+        id.clone(),
+        batch_id,
+        plan,
+        owner,
+        hub.shutdown.child_token(),
+    ));
+    hub.engine().tasks.insert(id, task.clone());
+    Ok(task)
+}
+
+/// Start driving a task in the background; returns a handle to await it.
+pub fn start(
+    hub: &Hub,
+    task: Arc<Task>,
+    from: usize,
+    event: TaskEvent,
+) -> Result<tokio::task::JoinHandle<()>, HubError> {
+    let guard = task.driving.clone().try_lock_owned().map_err(|_| {
+        HubError::new(
+            ErrorType::InvalidMessage,
+            format!("task {} is already running", task.id),
+        )
+        .with_suggestion("wait for batch_complete, or cancel it with cancel_task")
+    })?;
+    let hub = hub.clone();
+    Ok(tokio::spawn(async move {
+        let _guard = guard;
+        runner::drive(hub, task, from, event).await;
+    }))
+}
+
+/// Handle a task message from a connection.
+pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
+    let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
+        out.send(protocol::error_msg(id, &e));
+    };
+    match msg {
+        ClientMsg::ToolBatch(req) => {
+            let batch_id = id
+                .clone()
+                .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
+            match create_task(hub, batch_id, &req, Some(out.clone())) {
+                Ok(task) => {
+                    if let Err(e) = start(hub, task, 0, TaskEvent::Start) {
+                        reply_err(&out, &id, e);
+                    }
+                }
+                Err(e) => reply_err(&out, &id, e),
+            }
+        }
+        ClientMsg::CancelTask(r) => match hub.engine().get(&r.task_id) {
+            Some(t) if t.state().is_active() => {
+                t.cancel_token().cancel();
+                out.send(protocol::reply(
+                    "task_cancelling",
+                    &id,
+                    json!({"taskId": r.task_id}),
+                ));
+            }
+            Some(t) => reply_err(
+                &out,
+                &id,
+                HubError::new(
+                    ErrorType::InvalidMessage,
+                    format!(
+                        "task {} is {:?}, not running; nothing to cancel",
+                        r.task_id,
+                        t.state()
+                    ),
+                ),
+            ),
+            None => reply_err(&out, &id, unknown_task(&r.task_id)),
+        },
+        ClientMsg::TaskStatus(r) => match hub.engine().get(&r.task_id) {
+            Some(t) => {
+                out.send(protocol::reply(
+                    "task",
+                    &id,
+                    json!({"task": t.to_json(true)}),
+                ));
+            }
+            None => reply_err(&out, &id, unknown_task(&r.task_id)),
+        },
+        ClientMsg::ListTasks => {
+            let tasks: Vec<Value> = hub
+                .engine()
+                .list()
+                .iter()
+                .map(|t| t.to_json(false))
+                .collect();
+            out.send(protocol::reply("tasks", &id, json!({"tasks": tasks})));
+        }
+        ClientMsg::ResumeTask(r) => match hub.engine().get(&r.task_id) {
+            Some(t) => {
+                let state = t.state();
+                if let Err(why) = state.resumable() {
+                    return reply_err(
+                        &out,
+                        &id,
+                        HubError::new(
+                            ErrorType::InvalidMessage,
+                            format!("task {} cannot be resumed: {why}", r.task_id),
+                        ),
+                    );
+                }
+                let from = r.from_step.unwrap_or(0).min(t.plan.steps.len());
+                t.with(|d| {
+                    d.resumed = true;
+                    for s in d.steps.iter_mut().skip(from) {
+                        if let Some(n) = s.state.next(state::StepEvent::Reset) {
+                            s.state = n;
+                        }
+                    }
+                });
+                t.set_owner(Some(out.clone()));
+                if let Err(e) = start(hub, t, from, TaskEvent::Resume) {
+                    reply_err(&out, &id, e);
+                }
+            }
+            None => reply_err(&out, &id, unknown_task(&r.task_id)),
+        },
+        ClientMsg::Confirm(r) => reply_err(
+            &out,
+            &id,
+            HubError::new(
+                ErrorType::InvalidMessage,
+                format!("task {} is not waiting for a confirmation", r.task_id),
+            ),
+        ),
+        other => reply_err(
+            &out,
+            &id,
+            HubError::new(
+                ErrorType::InvalidMessage,
+                format!("{other:?} is not a task message"),
+            ),
+        ),
+    }
+}
+
+fn unknown_task(id: &str) -> HubError {
+    HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
+        .with_suggestion("send {\"type\":\"list_tasks\"} to see the known tasks")
+}
+
+/// Is the task in a state where a user decision is pending?
+pub fn waiting_for_user(t: &Task) -> bool {
+    t.state() == TaskState::NeedUser
+}

@@ -1,0 +1,300 @@
+//! Drives one task: steps in order, conditions, templates, calls with
+//! retries and expectations, variables, streamed results, the batch
+//! deadline and cancellation. A disconnected owner does not stop it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::condition::EvalCtx;
+use super::state::{StepEvent, StepState, TaskEvent, TaskState};
+use super::task::Task;
+use crate::errors::{ErrorType, HubError};
+use crate::hub::{CallOutcome, CallRequest, Hub};
+
+/// Run `task` from step `start` to its end. The caller holds `task.driving`.
+pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
+    let span = tracing::info_span!("task", id = %task.id);
+    let _e = span.enter();
+    drop(_e);
+    let run_cancel = hub.shutdown.child_token();
+    task.set_cancel_token(run_cancel.clone());
+    let resumed = event == TaskEvent::Resume;
+    if task.transition(event).is_none() {
+        return;
+    }
+    hub.engine().persist_state(&task);
+    emit_state(&task, None);
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let batch_cancel = run_cancel.child_token();
+    if let Some(ms) = task.plan.options.timeout {
+        let (t, c, flag) = (
+            Duration::from_millis(ms),
+            batch_cancel.clone(),
+            timed_out.clone(),
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(t) => { flag.store(true, Ordering::SeqCst); c.cancel(); }
+                _ = c.cancelled() => {}
+            }
+        });
+    }
+    let total = task.plan.steps.len();
+    let mut any_failed = false;
+    for i in start..total {
+        if batch_cancel.is_cancelled() {
+            break;
+        }
+        let state = task.with(|d| d.steps[i].state);
+        if state.is_finished() {
+            continue; // finished steps never run again
+        }
+        let ok = run_step(&hub, &task, i, &batch_cancel, &timed_out, resumed).await;
+        if !ok {
+            any_failed = true;
+            if task.plan.options.stop_on_error {
+                break;
+            }
+        }
+    }
+    batch_cancel.cancel(); // stops the deadline timer
+    let (ev, err) = if run_cancel.is_cancelled() && !timed_out.load(Ordering::SeqCst) {
+        if hub.shutdown.is_cancelled() {
+            (TaskEvent::HubStopped, None)
+        } else {
+            (
+                TaskEvent::Cancel,
+                Some(HubError::new(
+                    ErrorType::Cancelled,
+                    "the task was cancelled by cancel_task",
+                )),
+            )
+        }
+    } else if timed_out.load(Ordering::SeqCst) {
+        let ms = task.plan.options.timeout.unwrap_or(0);
+        (
+            TaskEvent::Fail,
+            Some(HubError::new(
+                ErrorType::Timeout,
+                format!("the batch did not finish within options.timeout ({ms} ms)"),
+            )),
+        )
+    } else if any_failed {
+        (TaskEvent::Fail, None)
+    } else {
+        (TaskEvent::Succeed, None)
+    };
+    task.with(|d| d.error = err.clone());
+    let final_state = task.transition(ev).unwrap_or_else(|| task.state());
+    hub.engine().persist_state(&task);
+    emit_state(&task, None);
+    let completed = task.steps_completed();
+    let mut msg = json!({
+        "type": "batch_complete",
+        "batchId": task.batch_id,
+        "taskId": task.id,
+        "success": final_state == TaskState::Success,
+        "state": final_state,
+        "stepsCompleted": completed,
+        "totalSteps": total,
+    });
+    if resumed {
+        msg["resumed"] = json!(true);
+    }
+    if let Some(e) = err {
+        msg["error"] = json!(e);
+    }
+    tracing::info!(state = ?final_state, completed, total, "task finished");
+    task.emit(msg);
+    hub.engine().task_finished(&task);
+}
+
+/// Run step `i`; returns whether it succeeded (a skipped step counts as ok).
+async fn run_step(
+    hub: &Hub,
+    task: &Arc<Task>,
+    i: usize,
+    batch_cancel: &CancellationToken,
+    timed_out: &AtomicBool,
+    resumed: bool,
+) -> bool {
+    let planned = &task.plan.steps[i];
+    let step = &planned.step;
+    let templates = hub.engine().templates();
+    let (ctx, last_success) = task.with(|d| (Value::Object(d.ctx.clone()), d.last_success));
+    let base = json!({
+        "type": "batch_step_result",
+        "batchId": task.batch_id,
+        "taskId": task.id,
+        "stepIndex": i,
+        "stepId": step.id,
+        "tool": step.tool,
+    });
+    if let Some(cond) = &planned.when {
+        let eval = cond.evaluate(&EvalCtx {
+            last_success,
+            vars: &ctx,
+            templates,
+        });
+        match eval {
+            Ok((true, _)) => {}
+            Ok((false, reason)) => {
+                let mut msg = base;
+                msg["success"] = json!(true);
+                msg["skipped"] = json!(true);
+                msg["reason"] = json!(reason);
+                if let Some(name) = &step.save_as {
+                    task.with(|d| {
+                        d.ctx.insert(name.clone(), json!({"result": null, "success": false, "skipped": true, "error": null}))
+                    });
+                }
+                finish_step(hub, task, i, StepState::Skipped, msg, resumed);
+                return true;
+            }
+            Err(e) => {
+                let out = CallOutcome::failed(&step.tool, e.to_hub_error(), Duration::ZERO);
+                return record(hub, task, i, base, out, resumed);
+            }
+        }
+    }
+    let params = match templates.render_params(&step.params, &ctx) {
+        Ok(p) => p,
+        Err(e) => {
+            let out = CallOutcome::failed(
+                &step.tool,
+                e.to_hub_error().with_tool(&step.tool),
+                Duration::ZERO,
+            );
+            return record(hub, task, i, base, out, resumed);
+        }
+    };
+    task.with(|d| {
+        if let Some(n) = d.steps[i].state.next(StepEvent::Start) {
+            d.steps[i].state = n;
+        }
+    });
+    hub.engine().persist_step_started(task, i, &params);
+    let session = task
+        .owner()
+        .map(|o| o.session.clone())
+        .unwrap_or_else(|| format!("task:{}", task.id));
+    let req = CallRequest {
+        tool: step.tool.clone(),
+        params,
+        timeout: step.timeout.map(Duration::from_millis),
+        session,
+        retry: planned.retry.clone(),
+        cancel: batch_cancel.child_token(),
+    };
+    let expect = planned.expect.clone();
+    let mut out = hub
+        .call_with(req, move |r| match &expect {
+            None => r,
+            Some(x) => apply_expect(x, r),
+        })
+        .await;
+    if !out.success && timed_out.load(Ordering::SeqCst) {
+        let ms = task.plan.options.timeout.unwrap_or(0);
+        out.error = Some(
+            HubError::new(
+                ErrorType::Timeout,
+                format!("the batch did not finish within options.timeout ({ms} ms)"),
+            )
+            .with_tool(&step.tool),
+        );
+    }
+    record(hub, task, i, base, out, resumed)
+}
+
+/// Save the step's variable, make its result durable, then send it.
+fn record(
+    hub: &Hub,
+    task: &Arc<Task>,
+    i: usize,
+    base: Value,
+    out: CallOutcome,
+    resumed: bool,
+) -> bool {
+    let step = &task.plan.steps[i].step;
+    let success = out.success;
+    if let Some(name) = &step.save_as {
+        let var = json!({
+            "result": out.result,
+            "success": success,
+            "error": out.error,
+        });
+        task.with(|d| d.ctx.insert(name.clone(), var));
+    }
+    let mut msg = base;
+    if let (Some(obj), Value::Object(o)) = (msg.as_object_mut(), out.to_json()) {
+        for (k, v) in o {
+            if k != "tool" {
+                obj.insert(k, v);
+            }
+        }
+    }
+    task.with(|d| d.last_success = Some(success));
+    let state = if success {
+        StepState::Success
+    } else {
+        StepState::Failed
+    };
+    finish_step(hub, task, i, state, msg, resumed);
+    success
+}
+
+fn finish_step(
+    hub: &Hub,
+    task: &Arc<Task>,
+    i: usize,
+    state: StepState,
+    mut msg: Value,
+    resumed: bool,
+) {
+    if resumed {
+        msg["resumed"] = json!(true);
+    }
+    task.with(|d| {
+        d.steps[i].state = state;
+        let mut body = msg.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("type");
+            o.remove("batchId");
+            o.remove("taskId");
+        }
+        d.steps[i].outcome = Some(body);
+        d.updated_ms = crate::util::now_ms();
+    });
+    // Durable before it is sent.
+    hub.engine().persist_step_finished(task, i);
+    task.emit(msg);
+}
+
+pub fn emit_state(task: &Task, step: Option<usize>) {
+    let state = task.state();
+    task.emit(json!({"type": "task_state", "taskId": task.id, "batchId": task.batch_id, "state": state, "step": step}));
+}
+
+/// Judge an attempt by the step's `expect`: a miss becomes ASSERTION_FAILED
+/// (recoverable, so it is retried per `retry.strategies`); `{"success": false}`
+/// turns an expected failure into a success.
+pub fn apply_expect(
+    x: &super::expect::Expectations,
+    r: Result<Value, HubError>,
+) -> Result<Value, HubError> {
+    match r {
+        Ok(v) => match x.check(true, &v, None) {
+            Ok(()) => Ok(v),
+            Err(msg) => Err(HubError::new(ErrorType::AssertionFailed, msg)),
+        },
+        Err(e) if x.expects_failure() => match x.check(false, &Value::Null, Some(&e)) {
+            Ok(()) => Ok(json!({"expectedFailure": e})),
+            Err(msg) => Err(HubError::new(ErrorType::AssertionFailed, msg)),
+        },
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,217 @@
+//! A task: one batch's plan, its live state and its owner connection.
+//! The runner task is the only writer of a task's state; status queries
+//! read a snapshot under a short lock (never held across `.await`).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::state::{StepState, TaskEvent, TaskState};
+use super::validate::Plan;
+use crate::errors::HubError;
+use crate::server::Outbox;
+
+#[derive(Debug, Clone)]
+pub struct StepData {
+    pub state: StepState,
+    /// The last `batch_step_result` body of this step (without type/batchId).
+    pub outcome: Option<Value>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskData {
+    pub state: TaskState,
+    pub steps: Vec<StepData>,
+    /// Template context: `{"vars": {...}, "<saveAs>": {"result","success","error"}}`.
+    pub ctx: Map<String, Value>,
+    /// Did the last step that ran succeed? (`when: "success"`).
+    pub last_success: Option<bool>,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    pub error: Option<HubError>,
+    pub resumed: bool,
+    /// The step index a `need_user` is waiting on.
+    pub waiting_step: Option<usize>,
+}
+
+pub struct Task {
+    pub id: String,
+    pub batch_id: Value,
+    pub plan: Arc<Plan>,
+    pub data: Mutex<TaskData>,
+    /// Replaced on resume; cancelling it stops the current run.
+    pub cancel: Mutex<CancellationToken>,
+    /// The connection that started (or resumed) the task, if still there.
+    pub owner: Mutex<Option<Outbox>>,
+    /// Held while a runner drives the task: one resume wins, others are refused.
+    pub driving: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Task {
+    pub fn new(
+        id: String,
+        batch_id: Value,
+        plan: Plan,
+        owner: Option<Outbox>,
+        cancel: CancellationToken,
+    ) -> Task {
+        let now = crate::util::now_ms();
+        let mut ctx = Map::new();
+        ctx.insert(
+            super::validate::VARS.into(),
+            Value::Object(plan.options.variables.clone().unwrap_or_default()),
+        );
+        let steps = vec![
+            StepData {
+                state: StepState::Pending,
+                outcome: None
+            };
+            plan.steps.len()
+        ];
+        Task {
+            id,
+            batch_id,
+            plan: Arc::new(plan),
+            data: Mutex::new(TaskData {
+                state: TaskState::Pending,
+                steps,
+                ctx,
+                last_success: None,
+                created_ms: now,
+                updated_ms: now,
+                error: None,
+                resumed: false,
+                waiting_step: None,
+            }),
+            cancel: Mutex::new(cancel),
+            owner: Mutex::new(owner),
+            driving: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// Read or change the task's data under its lock.
+    pub fn with<R>(&self, f: impl FnOnce(&mut TaskData) -> R) -> R {
+        match self.data.lock() {
+            Ok(mut d) => f(&mut d),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    pub fn state(&self) -> TaskState {
+        self.with(|d| d.state)
+    }
+
+    /// Apply a task event; an illegal one is refused and logged.
+    pub fn transition(&self, ev: TaskEvent) -> Option<TaskState> {
+        let next = self.with(|d| {
+            let next = d.state.next(ev)?;
+            d.state = next;
+            d.updated_ms = crate::util::now_ms();
+            Some(next)
+        });
+        if next.is_none() {
+            tracing::warn!(task = %self.id, event = ?ev, state = ?self.state(), "illegal task transition refused");
+        }
+        next
+    }
+
+    pub fn cancel_token(&self) -> CancellationToken {
+        match self.cancel.lock() {
+            Ok(c) => c.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    pub fn set_cancel_token(&self, t: CancellationToken) {
+        if let Ok(mut c) = self.cancel.lock() {
+            *c = t;
+        }
+    }
+
+    pub fn owner(&self) -> Option<Outbox> {
+        self.owner.lock().ok().and_then(|o| o.clone())
+    }
+
+    pub fn set_owner(&self, o: Option<Outbox>) {
+        if let Ok(mut slot) = self.owner.lock() {
+            *slot = o;
+        }
+    }
+
+    /// Send an event to the owner, if it is still connected.
+    pub fn emit(&self, msg: Value) {
+        if let Some(o) = self.owner() {
+            if !o.is_closed() {
+                o.send(msg);
+            }
+        }
+    }
+
+    pub fn steps_completed(&self) -> usize {
+        self.with(|d| {
+            d.steps
+                .iter()
+                .filter(|s| s.state.is_finished() || s.state == StepState::Failed)
+                .count()
+        })
+    }
+
+    /// The `task` object of `task_status` / `list_tasks`.
+    pub fn to_json(&self, detail: bool) -> Value {
+        self.with(|d| {
+            let uncertain = d.steps.iter().position(|s| s.state == StepState::Uncertain);
+            let completed = d
+                .steps
+                .iter()
+                .filter(|s| s.state.is_finished() || s.state == StepState::Failed)
+                .count();
+            let resumable = d.state.resumable();
+            let mut v = json!({
+                "taskId": self.id,
+                "batchId": self.batch_id,
+                "state": d.state,
+                "totalSteps": d.steps.len(),
+                "stepsCompleted": completed,
+                "createdAt": crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(d.created_ms)),
+                "updatedAt": crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(d.updated_ms)),
+                "resumable": resumable.is_ok(),
+                "uncertainStep": uncertain,
+            });
+            if let Err(why) = resumable {
+                v["notResumableReason"] = json!(why);
+            }
+            if let Some(e) = &d.error {
+                v["error"] = json!(e);
+            }
+            if let Some(w) = d.waiting_step {
+                v["waitingStep"] = json!(w);
+            }
+            if detail {
+                v["steps"] = Value::Array(
+                    d.steps
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            let planned = &self.plan.steps[i].step;
+                            let mut o = json!({
+                                "stepIndex": i,
+                                "stepId": planned.id,
+                                "tool": planned.tool,
+                                "state": s.state,
+                            });
+                            if let (Some(Value::Object(out)), Some(obj)) = (&s.outcome, o.as_object_mut()) {
+                                for (k, val) in out {
+                                    obj.entry(k.clone()).or_insert(val.clone());
+                                }
+                            }
+                            o
+                        })
+                        .collect(),
+                );
+                v["variables"] = json!(d.ctx.get(super::validate::VARS));
+            }
+            v
+        })
+    }
+}

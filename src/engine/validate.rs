@@ -1,0 +1,168 @@
+//! Whole-batch validation before anything runs: every problem is collected
+//! with its step index, and an invalid batch gets one `INVALID_MESSAGE`.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use super::condition::{self, Condition};
+use super::expect::Expectations;
+use super::template::Templates;
+use crate::mcp::registry::ToolSnapshot;
+use crate::protocol::{BatchOptions, BatchStep};
+use crate::retry::RetryOverride;
+
+/// One step, checked and compiled once (regexes, conditions, expectations).
+#[derive(Debug, Clone)]
+pub struct PlannedStep {
+    pub step: BatchStep,
+    pub when: Option<Condition>,
+    pub expect: Option<Expectations>,
+    pub retry: RetryOverride,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub steps: Vec<PlannedStep>,
+    pub options: BatchOptions,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_index: Option<usize>,
+    pub message: String,
+}
+
+impl Problem {
+    fn at(i: usize, step: &BatchStep, message: String) -> Problem {
+        let label = match &step.id {
+            Some(id) => format!("step {i} ({id})"),
+            None => format!("step {i}"),
+        };
+        Problem {
+            step_index: Some(i),
+            message: format!("{label}: {message}"),
+        }
+    }
+}
+
+/// The variable that always exists: `{{vars.x}}` from `options.variables`.
+pub const VARS: &str = "vars";
+
+pub fn validate(
+    steps: &[BatchStep],
+    options: &BatchOptions,
+    tools: &ToolSnapshot,
+    templates: &Templates,
+    max_steps: usize,
+) -> Result<Plan, Vec<Problem>> {
+    let mut problems = Vec::new();
+    if steps.is_empty() {
+        problems.push(Problem {
+            step_index: None,
+            message: "steps is empty; expected at least one step".into(),
+        });
+    }
+    if steps.len() > max_steps {
+        problems.push(Problem {
+            step_index: None,
+            message: format!(
+                "{} steps is over the limit of {max_steps} (taskEngine.maxBatchSteps)",
+                steps.len()
+            ),
+        });
+        return Err(problems);
+    }
+    let mut ids = HashSet::new();
+    let mut defined: HashSet<String> = HashSet::new();
+    let mut planned = Vec::with_capacity(steps.len());
+    for (i, step) in steps.iter().enumerate() {
+        let mut bad = |m: String| problems.push(Problem::at(i, step, m));
+        if let Some(id) = &step.id {
+            if !ids.insert(id.clone()) {
+                bad(format!("duplicate step id \"{id}\""));
+            }
+        }
+        if let Err(e) = tools.resolve(&step.tool) {
+            bad(e.message.clone());
+        }
+        let mut used: Vec<String> = Vec::new();
+        match templates.check_params(&step.params) {
+            Ok(roots) => used.extend(roots),
+            Err(e) => bad(format!("params: {e}")),
+        }
+        let when = match &step.when {
+            None => None,
+            Some(v) => match condition::parse(v, templates) {
+                Ok(c) => {
+                    used.extend(c.referenced_vars());
+                    Some(c)
+                }
+                Err(e) => {
+                    bad(format!("when: {e}"));
+                    None
+                }
+            },
+        };
+        let expect = match &step.expect {
+            None => None,
+            Some(v) => match Expectations::parse(v) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    bad(format!("expect: {e}"));
+                    None
+                }
+            },
+        };
+        let retry = match RetryOverride::parse(step.retry.as_ref()) {
+            Ok(r) => r,
+            Err(e) => {
+                bad(e);
+                RetryOverride::Default
+            }
+        };
+        for name in used {
+            if name != VARS && !defined.contains(&name) && !Templates::is_reserved(&name) {
+                let later = steps[i + 1..]
+                    .iter()
+                    .any(|s| s.save_as.as_deref() == Some(name.as_str()));
+                if later {
+                    bad(format!(
+                        "uses \"{name}\" before the step that saves it (saveAs) has run"
+                    ));
+                } else {
+                    let mut known: Vec<_> = defined.iter().cloned().collect();
+                    known.push(VARS.into());
+                    known.sort();
+                    bad(format!(
+                        "uses unknown variable \"{name}\"; defined so far: {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        if let Some(name) = &step.save_as {
+            if name == VARS || Templates::is_reserved(name) {
+                bad(format!("saveAs \"{name}\" is a reserved name"));
+            } else if !defined.insert(name.clone()) {
+                bad(format!("duplicate saveAs \"{name}\""));
+            }
+        }
+        planned.push(PlannedStep {
+            step: step.clone(),
+            when,
+            expect,
+            retry,
+        });
+    }
+    if problems.is_empty() {
+        Ok(Plan {
+            steps: planned,
+            options: options.clone(),
+        })
+    } else {
+        Err(problems)
+    }
+}

@@ -1,0 +1,151 @@
+//! Call history: every call appended to `<stateDir>/history.jsonl`, secrets
+//! redacted before anything is written. A writer task owns the file so the
+//! call path never waits on disk; the latest entries are also kept in memory
+//! for `history {limit}`.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+
+use crate::config::SecurityConfig;
+use crate::hub::CallOutcome;
+
+/// Entries kept in memory for `history`.
+const KEEP: usize = 1000;
+/// The file is rotated to `history.1.jsonl` beyond this size.
+const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+#[derive(Clone)]
+pub struct History {
+    recent: Arc<Mutex<VecDeque<Value>>>,
+    tx: mpsc::UnboundedSender<Value>,
+    security: Arc<SecurityConfig>,
+}
+
+impl History {
+    pub fn open(state_dir: &Path, security: SecurityConfig) -> std::io::Result<History> {
+        std::fs::create_dir_all(state_dir)?;
+        let path = state_dir.join("history.jsonl");
+        let recent = Arc::new(Mutex::new(load_tail(&path)));
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("toolhub-history".into())
+            .spawn(move || writer(path, rx))?;
+        Ok(History {
+            recent,
+            tx,
+            security: Arc::new(security),
+        })
+    }
+
+    /// Append one call. Params are redacted here, before anything leaves.
+    pub fn record(&self, session: &str, params: &Value, out: &CallOutcome) {
+        let entry = json!({
+            "ts": crate::util::now_rfc3339(),
+            "session": session,
+            "tool": out.qualified_name.clone().unwrap_or_else(|| out.tool.clone()),
+            "params": redact(params, &self.security),
+            "success": out.success,
+            "errorType": out.error.as_ref().map(|e| e.error_type),
+            "attempts": out.attempts,
+            "retries": out.retries,
+            "durationMs": out.duration_ms,
+        });
+        if let Ok(mut r) = self.recent.lock() {
+            if r.len() >= KEEP {
+                r.pop_front();
+            }
+            r.push_back(entry.clone());
+        }
+        let _ = self.tx.send(entry);
+    }
+
+    /// The latest `limit` entries, oldest first.
+    pub fn latest(&self, limit: usize) -> Vec<Value> {
+        match self.recent.lock() {
+            Ok(r) => {
+                let skip = r.len().saturating_sub(limit);
+                r.iter().skip(skip).cloned().collect()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// Replace the value of every key that looks secret with `{"$redacted": key}`.
+pub fn redact(v: &Value, security: &SecurityConfig) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut out = Map::with_capacity(m.len());
+            for (k, val) in m {
+                if security.is_secret_key(k) {
+                    out.insert(k.clone(), json!({ "$redacted": k }));
+                } else {
+                    out.insert(k.clone(), redact(val, security));
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| redact(x, security)).collect()),
+        other => other.clone(),
+    }
+}
+
+fn load_tail(path: &Path) -> VecDeque<Value> {
+    let mut q = VecDeque::new();
+    let Ok(f) = std::fs::File::open(path) else {
+        return q;
+    };
+    for line in BufReader::new(f).lines().map_while(Result::ok) {
+        // A torn last line from a crash is skipped, not fatal.
+        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+            if q.len() >= KEEP {
+                q.pop_front();
+            }
+            q.push_back(v);
+        }
+    }
+    q
+}
+
+fn writer(path: PathBuf, mut rx: mpsc::UnboundedReceiver<Value>) {
+    let open = |p: &Path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(p)
+    };
+    let mut file = match open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "cannot open history; calls are not recorded");
+            return;
+        }
+    };
+    while let Some(entry) = rx.blocking_recv() {
+        let mut line = entry.to_string();
+        line.push('\n');
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            tracing::error!(path = %path.display(), error = %e, "history write failed");
+            continue;
+        }
+        if file
+            .metadata()
+            .map(|m| m.len() > ROTATE_BYTES)
+            .unwrap_or(false)
+        {
+            let _ = std::fs::rename(&path, path.with_extension("1.jsonl"));
+            match open(&path) {
+                Ok(f) => file = f,
+                Err(e) => {
+                    tracing::error!(error = %e, "history rotate failed");
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+//! The call path: resolve a name, run one attempt against the built-in
+//! server or an MCP peer (with timeout and cancellation), apply the value
+//! rules, and let the retry manager decide about further attempts.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolResponse;
+use rmcp::service::ServiceError;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{Hub, BUILTIN_SERVER};
+use crate::errors::{ErrorType, HubError};
+use crate::mcp::registry::ToolInfo;
+use crate::mcp::upstream;
+use crate::retry::{self, RetryOverride, RetryRecord};
+
+/// One tool call as a client (or a batch step) asks for it.
+#[derive(Debug, Clone)]
+pub struct CallRequest {
+    pub tool: String,
+    pub params: Value,
+    /// Per-attempt timeout; `None` = the server's, else `taskEngine.defaultTimeout`.
+    pub timeout: Option<Duration>,
+    pub session: String,
+    pub retry: RetryOverride,
+    pub cancel: CancellationToken,
+}
+
+/// Everything a `tool_result` / `batch_step_result` reports about a call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallOutcome {
+    pub tool: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qualified_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub success: bool,
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub result: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<HubError>,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retries: Vec<RetryRecord>,
+    pub duration_ms: u64,
+}
+
+/// The result of one attempt.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub result: Result<Value, HubError>,
+    pub raw: Option<Value>,
+}
+
+impl Hub {
+    /// Resolve, gate, call with retries, and record in history.
+    pub async fn call(&self, req: CallRequest) -> CallOutcome {
+        self.call_with(req, |r| r).await
+    }
+
+    /// Like [`Hub::call`], with `post` judging each attempt's result (a
+    /// batch step's `expect` turns a miss into ASSERTION_FAILED, retried).
+    pub async fn call_with<F>(&self, req: CallRequest, post: F) -> CallOutcome
+    where
+        F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
+    {
+        let started = tokio::time::Instant::now();
+        let snapshot = self.tools();
+        let info = match snapshot.resolve(&req.tool) {
+            Ok(info) => info.clone(),
+            Err(e) => {
+                let out = CallOutcome::failed(&req.tool, e, started.elapsed());
+                self.history.record(&req.session, &req.params, &out);
+                return out;
+            }
+        };
+        let mut out = retry::run_with(self, &info, &req, post).await;
+        out.duration_ms = started.elapsed().as_millis() as u64;
+        self.history.record(&req.session, &req.params, &out);
+        out
+    }
+
+    /// The timeout of one attempt when the caller gave none.
+    pub fn default_timeout(&self, server: &str) -> Duration {
+        let cfg = self.config();
+        cfg.mcp_servers
+            .get(server)
+            .and_then(|s| s.timeout)
+            .unwrap_or(cfg.task_engine.default_timeout)
+    }
+
+    /// One attempt, bounded by `timeout` and `cancel`. Giving up drops the
+    /// rmcp future, which sends `notifications/cancelled` to the server.
+    pub async fn attempt(
+        &self,
+        info: &ToolInfo,
+        params: &Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+    ) -> Attempt {
+        let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
+        if info.server == BUILTIN_SERVER {
+            let work = crate::builtin::call(self, &info.name, params, cancel);
+            let result = tokio::select! {
+                r = tokio::time::timeout(timeout, work) => match r {
+                    Ok(r) => r,
+                    Err(_) => Err(timeout_error(timeout)),
+                },
+                _ = cancel.cancelled() => Err(cancelled_error()),
+            };
+            return Attempt {
+                result: result.map_err(tag),
+                raw: None,
+            };
+        }
+        let Some(peer) = self.server(&info.server).and_then(|h| h.peer()) else {
+            return Attempt {
+                result: Err(tag(HubError::new(
+                    ErrorType::ServerUnavailable,
+                    format!(
+                        "server {} is not running (it is starting, restarting or stopped)",
+                        info.server
+                    ),
+                ))),
+                raw: None,
+            };
+        };
+        let call = match upstream::call_params(&info.name, params) {
+            Ok(c) => c,
+            Err(m) => {
+                return Attempt {
+                    result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
+                    raw: None,
+                }
+            }
+        };
+        let response = tokio::select! {
+            r = tokio::time::timeout(timeout, peer.call_tool_once(call)) => match r {
+                Ok(r) => r,
+                Err(_) => return Attempt { result: Err(tag(timeout_error(timeout))), raw: None },
+            },
+            _ = cancel.cancelled() => return Attempt { result: Err(tag(cancelled_error())), raw: None },
+        };
+        match response {
+            Ok(CallToolResponse::Complete(r)) => {
+                let raw = serde_json::to_value(&r).ok();
+                let text = r
+                    .content
+                    .iter()
+                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                if r.is_error == Some(true) {
+                    let msg = if text.is_empty() {
+                        "the tool reported an error without text".to_string()
+                    } else {
+                        text
+                    };
+                    return Attempt {
+                        result: Err(tag(HubError::classified(msg))),
+                        raw,
+                    };
+                }
+                let value = match r.structured_content {
+                    Some(v) => v,
+                    None => Value::String(text),
+                };
+                Attempt {
+                    result: Ok(value),
+                    raw,
+                }
+            }
+            Ok(_) => Attempt {
+                result: Err(tag(HubError::new(
+                    ErrorType::Unknown,
+                    "the server answered with an input request or a task, which the hub does not relay",
+                ))),
+                raw: None,
+            },
+            Err(e) => Attempt {
+                result: Err(tag(service_error(&info.server, e))),
+                raw: None,
+            },
+        }
+    }
+}
+
+impl CallOutcome {
+    pub fn failed(tool: &str, error: HubError, elapsed: Duration) -> CallOutcome {
+        CallOutcome {
+            tool: tool.to_string(),
+            qualified_name: None,
+            server: error.server.clone(),
+            success: false,
+            result: Value::Null,
+            raw: None,
+            error: Some(error),
+            attempts: 0,
+            retries: Vec::new(),
+            duration_ms: elapsed.as_millis() as u64,
+        }
+    }
+
+    /// The outcome as a JSON object (camelCase), for replies and steps.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+fn timeout_error(t: Duration) -> HubError {
+    HubError::new(
+        ErrorType::Timeout,
+        format!("the call did not finish within {} ms", t.as_millis()),
+    )
+}
+
+fn cancelled_error() -> HubError {
+    HubError::new(ErrorType::Cancelled, "the call was cancelled")
+}
+
+/// Map an rmcp error to the wire classes.
+fn service_error(server: &str, e: ServiceError) -> HubError {
+    match e {
+        ServiceError::TransportClosed | ServiceError::TransportSend(_) => HubError::new(
+            ErrorType::ServerUnavailable,
+            format!("server {server} closed its connection during the call (it exited or crashed); it is being restarted"),
+        ),
+        ServiceError::Timeout { timeout } => timeout_error(timeout),
+        ServiceError::Cancelled { reason } => HubError::new(
+            ErrorType::Cancelled,
+            format!("the call was cancelled: {}", reason.unwrap_or_default()),
+        ),
+        ServiceError::McpError(data) => {
+            let msg = format!("MCP error {}: {}", data.code.0, data.message);
+            match data.code.0 {
+                -32602 => HubError::new(ErrorType::InvalidParams, msg),
+                _ => HubError::classified(msg),
+            }
+        }
+        other => HubError::classified(other.to_string()),
+    }
+}

@@ -1,0 +1,255 @@
+//! `health_status`: what each server is doing and checks a person can act
+//! on (each with an exact `fix`), plus the periodic prober that pings live
+//! servers and, with `autoFix`, restarts wedged or crash-looped ones.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rmcp::model::{ClientRequest, PingRequest};
+use serde_json::{json, Value};
+
+use super::Hub;
+use crate::config::Transport;
+use crate::mcp::supervisor::ServerState;
+
+/// Consecutive failed probes after which a server counts as wedged.
+const WEDGED_AFTER: u32 = 2;
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+struct Check {
+    name: String,
+    ok: bool,
+    message: String,
+    fix: Option<String>,
+}
+
+/// Build the `health_status` object (without `type`/`replyTo`).
+pub async fn report(hub: &Hub) -> Value {
+    let cfg = hub.config();
+    let mut checks = Vec::new();
+    let mut servers = Vec::new();
+    let mut enabled = 0usize;
+    let mut running = 0usize;
+    for h in hub.server_handles() {
+        let Some(st) = h.status() else { continue };
+        if st.state != ServerState::Disabled {
+            enabled += 1;
+        }
+        if st.state == ServerState::Running {
+            running += 1;
+        }
+        let uptime_ms = st
+            .up_since
+            .and_then(|t| t.elapsed().ok())
+            .map(|d| d.as_millis() as u64);
+        let mut v = serde_json::to_value(&st).unwrap_or(Value::Null);
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("uptimeMs".into(), json!(uptime_ms));
+            obj.insert("stderrTail".into(), json!(h.stderr.lines()));
+        }
+        servers.push(v);
+        if !matches!(st.state, ServerState::Running | ServerState::Disabled) {
+            checks.push(Check {
+                name: format!("server:{}", st.name),
+                ok: false,
+                message: format!(
+                    "server {} is {:?}: {}",
+                    st.name,
+                    st.state,
+                    st.last_error
+                        .clone()
+                        .unwrap_or_else(|| "no error recorded".into())
+                ),
+                fix: Some(server_fix(&h.spec.transport, st.state)),
+            });
+        }
+        if st.state != ServerState::Disabled {
+            if let Some(c) = playwright_check(&st.name, &h.spec.transport) {
+                checks.push(c);
+            }
+        }
+    }
+    checks.push(match hub.config_error() {
+        None => Check {
+            name: "config".into(),
+            ok: true,
+            message: format!("{} is in force", cfg.path.display()),
+            fix: None,
+        },
+        Some(e) => Check {
+            name: "config".into(),
+            ok: false,
+            message: format!(
+                "the last edit of the config was refused, the previous config stays in force: {e}"
+            ),
+            fix: Some(format!(
+                "correct {} at the line and column named; the hub reloads it on save",
+                cfg.path.display()
+            )),
+        },
+    });
+    checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
+    let all_ok = checks.iter().all(|c| c.ok);
+    let status = if enabled > 0 && running == 0 && !cfg.builtin.enabled {
+        "down"
+    } else if all_ok && running == enabled {
+        "ok"
+    } else {
+        "degraded"
+    };
+    let tools = hub.tools();
+    json!({
+        "status": status,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptimeMs": hub.uptime().as_millis() as u64,
+        "connections": hub.connections.load(std::sync::atomic::Ordering::Relaxed),
+        "toolCount": tools.tools().len(),
+        "toolsHash": tools.hash(),
+        "servers": servers,
+        "checks": checks.iter().map(|c| json!({
+            "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn server_fix(t: &Transport, state: ServerState) -> String {
+    let base = match t {
+        Transport::Stdio { command, .. } => format!(
+            "check that `{command}` runs by hand and see stderrTail above; then send {{\"type\":\"reload_tools\"}}"
+        ),
+        Transport::Http { url, .. } => format!("check that {url} is reachable; then send {{\"type\":\"reload_tools\"}}"),
+        Transport::Recording { source } => format!("check that recording {source} exists"),
+    };
+    if state == ServerState::CrashLoop {
+        format!("{base} (restarts are paused after repeated crashes)")
+    } else {
+        base
+    }
+}
+
+/// A Playwright-based server needs a browser; say exactly how to get one.
+fn playwright_check(name: &str, t: &Transport) -> Option<Check> {
+    let Transport::Stdio { command, args, .. } = t else {
+        return None;
+    };
+    let is_playwright = std::iter::once(command)
+        .chain(args.iter())
+        .any(|a| a.contains("playwright"));
+    if !is_playwright {
+        return None;
+    }
+    let exe = args
+        .iter()
+        .position(|a| a == "--executable-path")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("--executable-path=").map(PathBuf::from))
+        });
+    let (ok, message) = match &exe {
+        Some(p) if p.exists() => (true, format!("browser found at {}", p.display())),
+        Some(p) => (
+            false,
+            format!("--executable-path {} does not exist", p.display()),
+        ),
+        None => match playwright_cache_browser() {
+            Some(p) => (true, format!("Playwright browser found at {}", p.display())),
+            None => (
+                false,
+                "no Playwright browser is installed (looked in ~/.cache/ms-playwright)".to_string(),
+            ),
+        },
+    };
+    Some(Check {
+        name: format!("browser:{name}"),
+        ok,
+        message,
+        fix: (!ok).then(|| {
+            "run `npx playwright install chromium`, or install Debian's chromium (`apt-get install -y chromium`) and add \"--executable-path\", \"/usr/bin/chromium\" to this server's args".to_string()
+        }),
+    })
+}
+
+fn playwright_cache_browser() -> Option<PathBuf> {
+    let root = std::env::var_os("PLAYWRIGHT_BROWSERS_PATH")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/ms-playwright")))?;
+    std::fs::read_dir(&root)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("chromium"))
+        })
+}
+
+fn dir_check(name: &str, dir: &Path) -> Check {
+    let probe = dir.join(".toolhub-write-probe");
+    let ok = std::fs::write(&probe, b"ok").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    Check {
+        name: name.into(),
+        ok,
+        message: if ok {
+            format!("{} is writable", dir.display())
+        } else {
+            format!("{} is not writable", dir.display())
+        },
+        fix: (!ok).then(|| {
+            format!(
+                "create {0} and make it writable: mkdir -p {0}",
+                dir.display()
+            )
+        }),
+    }
+}
+
+/// Every `healthCheck.interval`: probe running servers; with autoFix,
+/// restart wedged ones and give crash-looped ones another chance.
+pub fn spawn_prober(hub: Hub) {
+    tokio::spawn(async move {
+        let mut misses: std::collections::HashMap<String, u32> = Default::default();
+        loop {
+            let cfg = hub.config();
+            let interval = cfg.health_check.interval.max(Duration::from_millis(100));
+            tokio::select! {
+                _ = hub.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(interval) => {}
+            }
+            let cfg = hub.config();
+            if !cfg.health_check.enabled {
+                continue;
+            }
+            for h in hub.server_handles() {
+                let Some(st) = h.status() else { continue };
+                match st.state {
+                    ServerState::Running => {
+                        let Some(peer) = h.peer() else { continue };
+                        let ping =
+                            peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+                        let ok =
+                            matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)));
+                        let n = misses.entry(h.name.clone()).or_default();
+                        if ok {
+                            *n = 0;
+                            continue;
+                        }
+                        *n += 1;
+                        tracing::warn!(server = %h.name, misses = *n, "health probe failed");
+                        if *n >= WEDGED_AFTER && cfg.health_check.auto_fix {
+                            *n = 0;
+                            h.restart("health check: server stopped answering");
+                        }
+                    }
+                    ServerState::CrashLoop if cfg.health_check.auto_fix => {
+                        h.restart("health check autoFix");
+                    }
+                    _ => {}
+                }
+            }
+        }
+    });
+}

@@ -1,0 +1,262 @@
+//! The hub: one cheap-to-clone handle over the live config, the supervised
+//! servers, the aggregated tool list and the client event bus.
+//!
+//! Ownership: each server belongs to its supervisor task; the tool snapshot
+//! is an immutable `Arc` swapped by the event task alone; the call path only
+//! clones `Arc`s and never holds a lock across `.await`.
+
+mod call;
+mod events;
+pub mod health;
+mod reload;
+pub use reload::spawn_watcher as reload_watcher;
+
+pub use call::{CallOutcome, CallRequest};
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use dashmap::DashMap;
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::builtin::Builtin;
+use crate::config::Config;
+use crate::history::History;
+use crate::mcp::registry::{RawTool, ToolSnapshot};
+use crate::mcp::supervisor::{Envelope, ServerHandle};
+
+/// The name of the hub's own internal server (`hub__…` tools).
+pub const BUILTIN_SERVER: &str = "hub";
+
+/// Capacity of the client event bus; a lagging subscriber is told so.
+const EVENT_BUS: usize = 1024;
+
+#[derive(Clone)]
+pub struct Hub(Arc<Inner>);
+
+pub struct Inner {
+    config: RwLock<Arc<Config>>,
+    servers: DashMap<String, ServerHandle>,
+    generation: AtomicU64,
+    tools: RwLock<Arc<ToolSnapshot>>,
+    /// Tools per server as last reported; only the event task writes it.
+    server_tools: Mutex<BTreeMap<String, Vec<RawTool>>>,
+    bus: broadcast::Sender<Arc<Value>>,
+    sup_tx: mpsc::UnboundedSender<Envelope>,
+    pub history: History,
+    pub builtin: Builtin,
+    engine: crate::engine::Engine,
+    pub shutdown: CancellationToken,
+    /// The last refused config reload, shown by `health_status`.
+    config_error: Mutex<Option<String>>,
+    pub connections: AtomicUsize,
+    started: std::time::Instant,
+}
+
+impl std::ops::Deref for Hub {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl Hub {
+    /// Build the hub and start every configured server concurrently.
+    pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<Hub> {
+        let (bus, _) = broadcast::channel(EVENT_BUS);
+        let (sup_tx, sup_rx) = mpsc::unbounded_channel();
+        let history = History::open(&config.task_engine.state_dir, config.security.clone())?;
+        let builtin = Builtin::new(&config.builtin)?;
+        let hub = Hub(Arc::new(Inner {
+            config: RwLock::new(Arc::new(config)),
+            servers: DashMap::new(),
+            generation: AtomicU64::new(0),
+            tools: RwLock::new(Arc::new(ToolSnapshot::build(
+                Vec::<(String, Vec<RawTool>)>::new(),
+                BUILTIN_SERVER,
+            ))),
+            server_tools: Mutex::new(BTreeMap::new()),
+            bus,
+            sup_tx,
+            history,
+            builtin,
+            engine: crate::engine::Engine::new(),
+            shutdown,
+            config_error: Mutex::new(None),
+            connections: AtomicUsize::new(0),
+            started: std::time::Instant::now(),
+        }));
+        hub.rebuild_tools("hub started");
+        tokio::spawn(events::run(hub.clone(), sup_rx));
+        let specs: Vec<_> = hub.config().mcp_servers.values().cloned().collect();
+        for spec in specs {
+            hub.spawn_server(spec);
+        }
+        Ok(hub)
+    }
+
+    pub fn config(&self) -> Arc<Config> {
+        match self.0.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_config(&self, config: Config) {
+        match self.0.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+    }
+
+    pub fn engine(&self) -> &crate::engine::Engine {
+        &self.0.engine
+    }
+
+    pub fn tools(&self) -> Arc<ToolSnapshot> {
+        match self.0.tools.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn server(&self, name: &str) -> Option<ServerHandle> {
+        self.servers.get(name).map(|h| h.clone())
+    }
+
+    pub fn server_handles(&self) -> Vec<ServerHandle> {
+        let mut v: Vec<_> = self.servers.iter().map(|h| h.clone()).collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// A new receiver on the event bus (tools_updated, server_status, …).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Value>> {
+        self.bus.subscribe()
+    }
+
+    /// Send an event to every connected client.
+    pub fn broadcast(&self, msg: Value) {
+        let _ = self.bus.send(Arc::new(msg));
+    }
+
+    pub fn config_error(&self) -> Option<String> {
+        self.0.config_error.lock().ok().and_then(|e| e.clone())
+    }
+
+    fn set_config_error(&self, e: Option<String>) {
+        if let Ok(mut slot) = self.0.config_error.lock() {
+            *slot = e;
+        }
+    }
+
+    pub fn uptime(&self) -> std::time::Duration {
+        self.started.elapsed()
+    }
+
+    fn spawn_server(&self, spec: crate::config::ServerSpec) {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let name = spec.name.clone();
+        let handle = ServerHandle::spawn(spec, generation, self.sup_tx.clone(), &self.shutdown);
+        self.servers.insert(name, handle);
+    }
+
+    /// Stop a server, wait for its process group to be gone, drop its tools.
+    async fn stop_server(&self, name: &str, reason: &str) {
+        if let Some((_, handle)) = self.servers.remove(name) {
+            handle.stop().await;
+        }
+        if let Ok(mut st) = self.server_tools.lock() {
+            st.remove(name);
+        }
+        self.rebuild_tools(reason);
+    }
+
+    /// `reload_tools`: every running server re-lists (concurrently);
+    /// crash-looped ones get another chance. Resolves when the lists are in.
+    pub async fn reload_tools_and_wait(&self, _approve: bool) {
+        let handles = self.server_handles();
+        let relists = handles.iter().map(|h| async move {
+            match h.status().map(|s| s.state) {
+                Some(crate::mcp::supervisor::ServerState::CrashLoop) => h.restart("reload_tools"),
+                _ => h.relist().await,
+            }
+        });
+        futures::future::join_all(relists).await;
+        self.rebuild_tools("reload_tools");
+    }
+
+    /// Recompute the aggregate from the per-server lists; broadcast
+    /// `tools_updated` when anything changed.
+    pub(crate) fn rebuild_tools(&self, reason: &str) {
+        let per_server: Vec<(String, Vec<RawTool>)> = match self.server_tools.lock() {
+            Ok(st) => st.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            Err(_) => Vec::new(),
+        };
+        let mut all = Vec::with_capacity(per_server.len() + 1);
+        all.push((BUILTIN_SERVER.to_string(), self.builtin.raw_tools()));
+        all.extend(per_server);
+        let mut unavailable = BTreeMap::new();
+        for h in self.server_handles() {
+            if let Some(st) = h.status() {
+                use crate::mcp::supervisor::ServerState as S;
+                match st.state {
+                    S::Running => {}
+                    S::Disabled => {
+                        unavailable.insert(h.name.clone(), "disabled".to_string());
+                    }
+                    other => {
+                        let why = st.last_error.clone().unwrap_or_default();
+                        unavailable.insert(h.name.clone(), format!("down ({other:?}): {why}"));
+                    }
+                }
+            }
+        }
+        let next = Arc::new(ToolSnapshot::build(all, BUILTIN_SERVER).with_unavailable(unavailable));
+        let prev = self.tools();
+        let diff = prev.diff(&next);
+        match self.0.tools.write() {
+            Ok(mut t) => *t = next.clone(),
+            Err(poisoned) => *poisoned.into_inner() = next.clone(),
+        }
+        if !(diff.added.is_empty() && diff.removed.is_empty() && diff.changed.is_empty()) {
+            tracing::info!(
+                reason,
+                added = diff.added.len(),
+                removed = diff.removed.len(),
+                changed = diff.changed.len(),
+                hash = next.hash(),
+                "tool list changed"
+            );
+            self.broadcast(serde_json::json!({
+                "type": "tools_updated",
+                "tools": next.tools(),
+                "hash": next.hash(),
+                "added": diff.added,
+                "removed": diff.removed,
+                "changed": diff.changed,
+                "reason": reason,
+            }));
+        }
+    }
+
+    /// Stop every server (each kills its whole process group).
+    pub async fn shutdown_servers(&self) {
+        let handles = self.server_handles();
+        futures::future::join_all(handles.iter().map(|h| h.stop())).await;
+    }
+
+    /// `hello.servers`: name and state of each server.
+    pub fn server_summaries(&self) -> Value {
+        Value::Array(
+            self.server_handles()
+                .iter()
+                .filter_map(|h| h.status())
+                .map(|s| serde_json::json!({"name": s.name, "state": s.state, "toolCount": s.tool_count}))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,76 @@
+//! config.json hot reload: validate fully, keep the old config on any error,
+//! and apply a valid one per server (unchanged servers are left alone).
+
+use std::time::Duration;
+
+use super::Hub;
+use crate::config;
+
+/// Watch the config file until shutdown; each settled change is one reload.
+pub fn spawn_watcher(hub: Hub) {
+    let path = hub.config().path.clone();
+    let mut rx = match config::reload::spawn_watcher(path.clone(), Duration::from_millis(300)) {
+        Ok(rx) => rx,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot watch config; hot reload is off");
+            return;
+        }
+    };
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hub.shutdown.cancelled() => break,
+                ev = rx.recv() => match ev {
+                    Some(()) => { hub.reload_config().await; }
+                    None => break,
+                },
+            }
+        }
+    });
+}
+
+impl Hub {
+    /// Re-read config.json and apply it; returns the error text when refused.
+    pub async fn reload_config(&self) -> Option<String> {
+        let old = self.config();
+        let span = tracing::info_span!("reload", path = %old.path.display());
+        let _e = span.enter();
+        drop(_e);
+        let loaded = match config::load(&old.path) {
+            Ok(l) => l,
+            Err(e) => {
+                let msg = e.to_string();
+                tracing::error!(error = %msg, "config reload refused; the previous config stays in force");
+                self.set_config_error(Some(msg.clone()));
+                return Some(msg);
+            }
+        };
+        for w in &loaded.warnings {
+            tracing::warn!("{w}");
+        }
+        self.set_config_error(None);
+        let new = loaded.config;
+        let diff = config::reload::diff_servers(&old, &new);
+        tracing::info!(added = ?diff.added, removed = ?diff.removed, changed = ?diff.changed,
+            "config reloaded");
+        self.set_config(new.clone());
+        for name in &diff.removed {
+            self.stop_server(name, &format!("config reload: server {name} removed"))
+                .await;
+        }
+        for name in &diff.changed {
+            self.stop_server(name, &format!("config reload: server {name} changed"))
+                .await;
+            if let Some(spec) = new.mcp_servers.get(name) {
+                self.spawn_server(spec.clone());
+            }
+        }
+        for name in &diff.added {
+            if let Some(spec) = new.mcp_servers.get(name) {
+                self.spawn_server(spec.clone());
+            }
+        }
+        self.rebuild_tools("config reload");
+        None
+    }
+}

@@ -1,0 +1,106 @@
+//! The `toolhub` binary: parse the command line, load the config (exit 2 on a
+//! bad file), bind, and run until SIGINT/SIGTERM.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tokio_util::sync::CancellationToken;
+
+const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n";
+
+fn main() -> ExitCode {
+    let mut config_path = PathBuf::from("config.json");
+    let mut listen: Option<String> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--config" | "-c" => match args.next() {
+                Some(p) => config_path = PathBuf::from(p),
+                None => return usage_error("--config needs a path"),
+            },
+            "--listen" => match args.next() {
+                Some(l) => listen = Some(l),
+                None => return usage_error("--listen needs HOST:PORT"),
+            },
+            "--help" | "-h" => {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            "--version" | "-V" => {
+                println!("toolhub {}", env!("CARGO_PKG_VERSION"));
+                return ExitCode::SUCCESS;
+            }
+            other => return usage_error(&format!("unknown argument {other:?}")),
+        }
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let loaded = match toolhub::config::load(&config_path) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("toolhub: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    let mut config = loaded.config;
+    if let Some(l) = listen {
+        match l.parse() {
+            Ok(addr) => config.server.listen = addr,
+            Err(e) => return usage_error(&format!("--listen {l:?}: {e}")),
+        }
+    }
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhub: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    rt.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(config.server.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("toolhub: cannot listen on {}: {e} (is another hub running? change server.listen)", config.server.listen);
+                return ExitCode::FAILURE;
+            }
+        };
+        let shutdown = CancellationToken::new();
+        tokio::spawn(on_signal(shutdown.clone()));
+        match toolhub::run(listener, config, shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("toolhub: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("toolhub: {msg}\n{USAGE}");
+    ExitCode::from(2)
+}
+
+async fn on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,413 @@
+//! One task per configured server: start it, watch it, restart it with
+//! exponential backoff and a crash-loop guard, and report every state change.
+//!
+//! The task is the only owner of the rmcp service. Callers get a cloned
+//! [`Peer`] from the [`ServerHandle`]; when the child dies rmcp fails every
+//! pending call with `TransportClosed` and the supervisor clears the peer, so
+//! new calls fail at once with `SERVER_UNAVAILABLE` instead of hanging.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use rmcp::{Peer, RoleClient};
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ServerSpec;
+use crate::mcp::registry::RawTool;
+use crate::mcp::upstream::{self, StderrTail, UpstreamEvent};
+
+/// Backoff of the first restart; doubles per consecutive failure.
+const BACKOFF_START: Duration = Duration::from_millis(250);
+/// Longest wait between two restarts.
+const BACKOFF_CAP: Duration = Duration::from_secs(30);
+/// A server that stayed up this long is healthy again: backoff resets.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+/// This many consecutive failures mark the server `crash_loop`; it then waits
+/// for an explicit restart (reload_tools, autoFix, a config change).
+const CRASH_LOOP_LIMIT: u32 = 6;
+/// Bursts of tools/list_changed within this window become one re-list.
+const RELIST_DEBOUNCE: Duration = Duration::from_millis(100);
+const INIT_TIMEOUT: Duration = Duration::from_secs(60);
+const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time a child gets to exit after stdin closes and SIGTERM, before SIGKILL.
+const STOP_TIMEOUT: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerState {
+    Starting,
+    Running,
+    Restarting,
+    CrashLoop,
+    Stopped,
+    Disabled,
+}
+
+/// What `health_status` and `server_status` show of a server.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    pub name: String,
+    pub state: ServerState,
+    pub tool_count: usize,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub pid: Option<i32>,
+    #[serde(skip)]
+    pub up_since: Option<SystemTime>,
+    pub transport: &'static str,
+}
+
+/// Events from a supervisor to the hub.
+#[derive(Debug)]
+pub enum SupervisorEvent {
+    Status(ServerStatus),
+    /// The server's current tools (`None` while it is down).
+    Tools {
+        tools: Option<Vec<RawTool>>,
+        reason: String,
+    },
+}
+
+#[derive(Debug)]
+pub struct Envelope {
+    pub server: String,
+    pub generation: u64,
+    pub event: SupervisorEvent,
+}
+
+#[derive(Debug)]
+enum Control {
+    Restart(String),
+    /// Re-list tools; the sender (if any) is told when it is done.
+    Relist(Option<oneshot::Sender<()>>),
+}
+
+/// A cheap handle to one supervised server.
+#[derive(Clone)]
+pub struct ServerHandle {
+    pub name: String,
+    pub spec: Arc<ServerSpec>,
+    pub generation: u64,
+    status: Arc<Mutex<ServerStatus>>,
+    peer: Arc<RwLock<Option<Peer<RoleClient>>>>,
+    pub stderr: StderrTail,
+    control: mpsc::UnboundedSender<Control>,
+    stop: CancellationToken,
+    done: CancellationToken,
+}
+
+impl ServerHandle {
+    /// Start supervising `spec` (a disabled server only reports `disabled`).
+    pub fn spawn(
+        spec: ServerSpec,
+        generation: u64,
+        events: mpsc::UnboundedSender<Envelope>,
+        shutdown: &CancellationToken,
+    ) -> ServerHandle {
+        let transport = match spec.transport {
+            crate::config::Transport::Stdio { .. } => "stdio",
+            crate::config::Transport::Http { .. } => "http",
+            crate::config::Transport::Recording { .. } => "recording",
+        };
+        let status = ServerStatus {
+            name: spec.name.clone(),
+            state: if spec.disabled {
+                ServerState::Disabled
+            } else {
+                ServerState::Starting
+            },
+            tool_count: 0,
+            restarts: 0,
+            last_error: None,
+            pid: None,
+            up_since: None,
+            transport,
+        };
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let handle = ServerHandle {
+            name: spec.name.clone(),
+            spec: Arc::new(spec),
+            generation,
+            status: Arc::new(Mutex::new(status)),
+            peer: Arc::new(RwLock::new(None)),
+            stderr: StderrTail::default(),
+            control,
+            stop: shutdown.child_token(),
+            done: CancellationToken::new(),
+        };
+        let sup = Supervisor {
+            h: handle.clone(),
+            events,
+            control: control_rx,
+        };
+        tokio::spawn(sup.run());
+        handle
+    }
+
+    pub fn status(&self) -> Option<ServerStatus> {
+        self.status.lock().ok().map(|s| s.clone())
+    }
+
+    /// The live peer, or `None` while the server is down.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer.read().ok().and_then(|p| p.clone())
+    }
+
+    pub fn restart(&self, reason: impl Into<String>) {
+        let _ = self.control.send(Control::Restart(reason.into()));
+    }
+
+    /// Re-list the server's tools; resolves once done (or at once when the
+    /// server is not running).
+    pub async fn relist(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.control.send(Control::Relist(Some(tx))).is_ok() {
+            let _ = tokio::time::timeout(LIST_TIMEOUT, rx).await;
+        }
+    }
+
+    /// Stop the server and wait until its process group is gone.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        self.done.cancelled().await;
+    }
+}
+
+struct Supervisor {
+    h: ServerHandle,
+    events: mpsc::UnboundedSender<Envelope>,
+    control: mpsc::UnboundedReceiver<Control>,
+}
+
+enum Exit {
+    Stopped,
+    Restart(String),
+    Crashed(String),
+}
+
+impl Supervisor {
+    async fn run(mut self) {
+        let span = tracing::info_span!("server", name = %self.h.name);
+        let _e = span.enter();
+        drop(_e);
+        if self.h.spec.disabled {
+            self.emit_status();
+            self.h.stop.cancelled().await;
+            self.set_state(ServerState::Stopped, None);
+            self.h.done.cancel();
+            return;
+        }
+        let mut failures: u32 = 0;
+        let mut backoff = BACKOFF_START;
+        loop {
+            self.set_state(ServerState::Starting, None);
+            let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+            let started = tokio::time::Instant::now();
+            let conn = tokio::select! {
+                c = upstream::connect(&self.h.spec, self.h.stderr.clone(), ev_tx, INIT_TIMEOUT) => c,
+                _ = self.h.stop.cancelled() => break,
+            };
+            let exit = match conn {
+                Ok(up) => self.serve(up, ev_rx).await,
+                Err(e) => Exit::Crashed(e),
+            };
+            match exit {
+                Exit::Stopped => break,
+                Exit::Restart(reason) => {
+                    tracing::info!(server = %self.h.name, %reason, "restarting server");
+                    self.bump_restarts();
+                    failures = 0;
+                    backoff = BACKOFF_START;
+                    continue;
+                }
+                Exit::Crashed(err) => {
+                    tracing::warn!(server = %self.h.name, error = %err, "server is down");
+                    if started.elapsed() >= STABLE_AFTER {
+                        failures = 0;
+                        backoff = BACKOFF_START;
+                    }
+                    failures += 1;
+                    self.bump_restarts();
+                    if failures >= CRASH_LOOP_LIMIT {
+                        self.set_state(ServerState::CrashLoop, Some(format!(
+                            "{err} ({failures} failures in a row; waiting for reload_tools or a config change)"
+                        )));
+                        if !self.wait_for_restart_order().await {
+                            break;
+                        }
+                        failures = 0;
+                        backoff = BACKOFF_START;
+                        continue;
+                    }
+                    self.set_state(ServerState::Restarting, Some(err));
+                    let delay = jittered(backoff);
+                    backoff = (backoff * 2).min(BACKOFF_CAP);
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = self.h.stop.cancelled() => break,
+                        c = self.control.recv() => match c {
+                            Some(Control::Restart(_)) => { failures = 0; backoff = BACKOFF_START; }
+                            Some(Control::Relist(_)) => {}
+                            None => break,
+                        },
+                    }
+                }
+            }
+        }
+        self.set_state(ServerState::Stopped, None);
+        self.h.done.cancel();
+    }
+
+    /// While the server is up: publish tools, re-list on change, obey
+    /// control orders, and notice the moment the transport closes.
+    async fn serve(
+        &mut self,
+        up: upstream::Upstream,
+        mut ev_rx: mpsc::UnboundedReceiver<UpstreamEvent>,
+    ) -> Exit {
+        let peer = up.peer();
+        let pgid = up.pgid;
+        let running = up.running;
+        let ct = running.cancellation_token();
+        let mut waiting = Box::pin(running.waiting());
+        if let Ok(mut p) = self.h.peer.write() {
+            *p = Some(peer.clone());
+        }
+        if let Ok(mut s) = self.h.status.lock() {
+            s.pid = pgid;
+            s.up_since = Some(SystemTime::now());
+        }
+        let first = upstream::list_tools(&peer, LIST_TIMEOUT).await;
+        let exit = match first {
+            Err(e) => Some(Exit::Crashed(e)),
+            Ok(tools) => {
+                self.publish_tools(tools, format!("server {} started", self.h.name));
+                self.set_state(ServerState::Running, None);
+                None
+            }
+        };
+        let exit = match exit {
+            Some(e) => e,
+            None => loop {
+                tokio::select! {
+                    quit = &mut waiting => {
+                        break Exit::Crashed(format!("server exited or closed its transport ({quit:?})"));
+                    }
+                    _ = self.h.stop.cancelled() => break Exit::Stopped,
+                    ev = ev_rx.recv() => {
+                        if ev.is_some() {
+                            // Debounce: drain a burst, then re-list once.
+                            let _ = tokio::time::timeout(RELIST_DEBOUNCE, async {
+                                while ev_rx.recv().await.is_some() {}
+                            }).await;
+                            self.relist(&peer, "tools/list_changed").await;
+                        }
+                    }
+                    c = self.control.recv() => match c {
+                        Some(Control::Relist(done)) => {
+                            self.relist(&peer, "reload_tools").await;
+                            if let Some(d) = done { let _ = d.send(()); }
+                        }
+                        Some(Control::Restart(r)) => break Exit::Restart(r),
+                        None => break Exit::Stopped,
+                    },
+                }
+            },
+        };
+        // Down: new calls must fail fast from here on.
+        if let Ok(mut p) = self.h.peer.write() {
+            *p = None;
+        }
+        self.send(SupervisorEvent::Tools {
+            tools: None,
+            reason: format!("server {} stopped", self.h.name),
+        });
+        if !matches!(exit, Exit::Crashed(_)) {
+            // Graceful: close stdin, SIGTERM, then SIGKILL (rmcp), bounded.
+            ct.cancel();
+            let _ = tokio::time::timeout(STOP_TIMEOUT, &mut waiting).await;
+        }
+        // The leader may have exited and left group members behind.
+        upstream::kill_group(pgid);
+        if let Ok(mut s) = self.h.status.lock() {
+            s.pid = None;
+            s.up_since = None;
+            s.tool_count = 0;
+        }
+        exit
+    }
+
+    async fn relist(&mut self, peer: &Peer<RoleClient>, why: &str) {
+        match upstream::list_tools(peer, LIST_TIMEOUT).await {
+            Ok(tools) => self.publish_tools(tools, format!("{why} from server {}", self.h.name)),
+            Err(e) => {
+                tracing::warn!(server = %self.h.name, error = %e, "re-listing tools failed");
+                if let Ok(mut s) = self.h.status.lock() {
+                    s.last_error = Some(e);
+                }
+            }
+        }
+    }
+
+    fn publish_tools(&mut self, tools: Vec<RawTool>, reason: String) {
+        if let Ok(mut s) = self.h.status.lock() {
+            s.tool_count = tools.len();
+        }
+        self.send(SupervisorEvent::Tools {
+            tools: Some(tools),
+            reason,
+        });
+    }
+
+    async fn wait_for_restart_order(&mut self) -> bool {
+        loop {
+            tokio::select! {
+                _ = self.h.stop.cancelled() => return false,
+                c = self.control.recv() => match c {
+                    Some(Control::Restart(_)) | Some(Control::Relist(_)) => return true,
+                    None => return false,
+                },
+            }
+        }
+    }
+
+    fn bump_restarts(&self) {
+        if let Ok(mut s) = self.h.status.lock() {
+            s.restarts += 1;
+        }
+    }
+
+    fn set_state(&self, state: ServerState, error: Option<String>) {
+        if let Ok(mut s) = self.h.status.lock() {
+            s.state = state;
+            if error.is_some() {
+                s.last_error = error;
+            }
+        }
+        self.emit_status();
+    }
+
+    fn emit_status(&self) {
+        if let Some(s) = self.h.status() {
+            self.send(SupervisorEvent::Status(s));
+        }
+    }
+
+    fn send(&self, event: SupervisorEvent) {
+        let _ = self.events.send(Envelope {
+            server: self.h.name.clone(),
+            generation: self.h.generation,
+            event,
+        });
+    }
+}
+
+/// Up to 25% random jitter so restarting servers do not move in lockstep.
+fn jittered(d: Duration) -> Duration {
+    let ms = d.as_millis() as u64;
+    let extra = rand::random_range(0..=ms / 4);
+    Duration::from_millis(ms + extra)
+}

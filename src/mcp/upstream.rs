@@ -1,0 +1,290 @@
+//! One connection to one MCP server over rmcp: spawning a stdio child in its
+//! own process group (or dialing a Streamable HTTP URL), draining its stderr,
+//! listing its tools and calling them.
+//!
+//! The supervisor owns the [`Upstream`]; callers only ever see a cloned
+//! [`rmcp::Peer`], so a call never waits on a lock held by another call.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, ProcessGroup};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
+    PaginatedRequestParams, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::config::{ServerSpec, Transport};
+use crate::mcp::registry::RawTool;
+
+/// How many stderr lines of a child are kept for `health_status`.
+pub const STDERR_TAIL: usize = 40;
+/// A server that sends more tool pages than this is treated as broken.
+const MAX_TOOL_PAGES: usize = 100;
+
+/// Last lines a child wrote to stderr, shared with the health report.
+#[derive(Debug, Default, Clone)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    pub fn push(&self, line: String) {
+        if let Ok(mut q) = self.0.lock() {
+            if q.len() >= STDERR_TAIL {
+                q.pop_front();
+            }
+            q.push_back(line);
+        }
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|q| q.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// Notifications from a server that the supervisor must act on.
+#[derive(Debug)]
+pub enum UpstreamEvent {
+    ToolsChanged,
+}
+
+/// Receives notifications from one server.
+#[derive(Clone)]
+pub struct Handler {
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhub", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        // The supervisor debounces bursts into one re-list.
+        let _ = self.events.send(UpstreamEvent::ToolsChanged);
+    }
+}
+
+/// A live connection: the running rmcp service and, for a child, its group.
+pub struct Upstream {
+    pub running: RunningService<RoleClient, Handler>,
+    pub pgid: Option<i32>,
+}
+
+impl Upstream {
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.running.peer().clone()
+    }
+}
+
+/// Start one server and complete the MCP handshake within `init_timeout`.
+pub async fn connect(
+    spec: &ServerSpec,
+    stderr: StderrTail,
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+    init_timeout: Duration,
+) -> Result<Upstream, String> {
+    let handler = Handler { events };
+    match &spec.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            // argv, never a shell: an argument is never interpreted.
+            cmd.args(args).envs(env).kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            set_parent_death_signal(&mut cmd);
+            let mut wrapped = CommandWrap::from(cmd);
+            wrapped.wrap(ProcessGroup::leader());
+            let (proc, child_stderr) = TokioChildProcess::builder(wrapped)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let pid = proc.id().map(|p| p as i32);
+            if let Some(err) = child_stderr {
+                drain_stderr(spec.name.clone(), err, stderr);
+            }
+            match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
+                Ok(Ok(running)) => {
+                    disable_cache(&running).await;
+                    Ok(Upstream { running, pgid: pid })
+                }
+                Ok(Err(e)) => {
+                    kill_group(pid);
+                    Err(format!("MCP handshake failed: {e}"))
+                }
+                Err(_) => {
+                    kill_group(pid);
+                    Err(format!(
+                        "MCP handshake did not finish within {} ms",
+                        init_timeout.as_millis()
+                    ))
+                }
+            }
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut map = HashMap::new();
+            for (k, v) in headers {
+                let name = http::HeaderName::try_from(k.as_str())
+                    .map_err(|e| format!("header name {k:?}: {e}"))?;
+                let value = http::HeaderValue::try_from(v.as_str())
+                    .map_err(|e| format!("header {k:?} value: {e}"))?;
+                map.insert(name, value);
+            }
+            let cfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
+                .custom_headers(map)
+                .max_concurrent_requests(64);
+            let transport = StreamableHttpClientTransport::from_config(cfg);
+            match tokio::time::timeout(init_timeout, handler.serve(transport)).await {
+                Ok(Ok(running)) => {
+                    disable_cache(&running).await;
+                    Ok(Upstream {
+                        running,
+                        pgid: None,
+                    })
+                }
+                Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),
+                Err(_) => Err(format!(
+                    "MCP handshake with {url} did not finish within {} ms",
+                    init_timeout.as_millis()
+                )),
+            }
+        }
+        Transport::Recording { source } => Err(format!(
+            "recording-backed servers are not available in this build (recording {source:?})"
+        )),
+    }
+}
+
+async fn disable_cache(running: &RunningService<RoleClient, Handler>) {
+    // rmcp's response cache can serve a stale tools/list; the hub owns caching.
+    running
+        .peer()
+        .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
+        .await;
+}
+
+/// On Linux a child dies with the hub even when the hub is SIGKILLed.
+fn set_parent_death_signal(cmd: &mut tokio::process::Command) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = cmd;
+}
+
+/// Log every stderr line under the server's name and keep the tail.
+fn drain_stderr(server: String, err: tokio::process::ChildStderr, tail: StderrTail) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(err).lines();
+        loop {
+            match lines.next_line().await {
+                Ok(Some(line)) => {
+                    let line: String = line.chars().take(2000).collect();
+                    tracing::info!(target: "toolhub::child", server = %server, "{line}");
+                    tail.push(line);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // Non-UTF-8 output: keep draining so the child never blocks.
+                    tracing::debug!(server = %server, error = %e, "stderr read error");
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// SIGKILL the whole process group; a group that is already gone is fine.
+pub fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: plain syscall; ESRCH (no such group) is the expected outcome.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// List every tool, following cursors with a repeat guard and a page cap.
+pub async fn list_tools(
+    peer: &Peer<RoleClient>,
+    timeout: Duration,
+) -> Result<Vec<RawTool>, String> {
+    let work = async {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_TOOL_PAGES {
+            let params = cursor
+                .clone()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = peer
+                .list_tools(params)
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            for t in page.tools {
+                out.push(RawTool {
+                    name: t.name.to_string(),
+                    description: t.description.map(|d| d.to_string()),
+                    input_schema: Value::Object((*t.input_schema).clone()),
+                    annotations: t.annotations.and_then(|a| serde_json::to_value(a).ok()),
+                });
+            }
+            match page.next_cursor {
+                Some(c) if !c.is_empty() && seen.insert(c.clone()) => cursor = Some(c),
+                _ => return Ok(out),
+            }
+        }
+        Err(format!(
+            "tools/list returned more than {MAX_TOOL_PAGES} pages"
+        ))
+    };
+    tokio::time::timeout(timeout, work).await.map_err(|_| {
+        format!(
+            "tools/list did not answer within {} ms",
+            timeout.as_millis()
+        )
+    })?
+}
+
+/// Build the MCP call; arguments must be a JSON object.
+pub fn call_params(tool: &str, params: &Value) -> Result<CallToolRequestParams, String> {
+    let p = CallToolRequestParams::new(tool.to_string());
+    match params {
+        Value::Object(m) => Ok(p.with_arguments(m.clone())),
+        Value::Null => Ok(p),
+        other => Err(format!(
+            "params must be a JSON object, got a {}",
+            crate::protocol::json_kind(other)
+        )),
+    }
+}

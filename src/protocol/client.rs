@@ -1,0 +1,171 @@
+//! Client → hub message bodies. One struct per `type`; `parse_body` is the
+//! single dispatch from the wire name to the enum.
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug)]
+pub enum ClientMsg {
+    Ping,
+    ListTools,
+    ToolCall(ToolCallReq),
+    ToolBatch(BatchReq),
+    CancelTask(TaskRef),
+    ResumeTask(ResumeTaskReq),
+    TaskStatus(TaskRef),
+    ListTasks,
+    Confirm(ConfirmReq),
+    HealthCheck,
+    ReloadTools(ReloadToolsReq),
+    History(HistoryReq),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallReq {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub params: Value,
+    /// Milliseconds; else the server's or `taskEngine.defaultTimeout`.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+    /// `false` disables retries, or a strategy object overrides the class default.
+    #[serde(default)]
+    pub retry: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchReq {
+    pub steps: Vec<BatchStep>,
+    #[serde(default)]
+    pub options: BatchOptions,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchStep {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub params: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_as: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Value>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchOptions {
+    #[serde(default = "yes")]
+    pub stop_on_error: bool,
+    /// Milliseconds bounding the whole batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variables: Option<Map<String, Value>>,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions {
+            stop_on_error: true,
+            timeout: None,
+            variables: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskRef {
+    pub task_id: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeTaskReq {
+    pub task_id: String,
+    #[serde(default)]
+    pub from_step: Option<usize>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmReq {
+    pub task_id: String,
+    pub approve: bool,
+    #[serde(default)]
+    pub step_index: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadToolsReq {
+    /// Accept changed tool definitions when `security.pinTools` is on.
+    #[serde(default)]
+    pub approve: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryReq {
+    #[serde(default = "default_history_limit")]
+    pub limit: usize,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_history_limit() -> usize {
+    50
+}
+
+fn body<T: DeserializeOwned>(v: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let inner = inner
+            .replace("invalid type: ", "")
+            .replace("missing field `", "missing field \"")
+            .replace('`', "\"");
+        if path == "." || path.is_empty() {
+            inner
+        } else {
+            format!("field \"{path}\": {inner}")
+        }
+    })
+}
+
+/// Dispatch on the wire name (already checked against `CLIENT_TYPES`).
+pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
+    Ok(match ty {
+        "ping" => ClientMsg::Ping,
+        "list_tools" => ClientMsg::ListTools,
+        "tool_call" => ClientMsg::ToolCall(body(v)?),
+        "tool_batch" => ClientMsg::ToolBatch(body(v)?),
+        "cancel_task" => ClientMsg::CancelTask(body(v)?),
+        "resume_task" => ClientMsg::ResumeTask(body(v)?),
+        "task_status" => ClientMsg::TaskStatus(body(v)?),
+        "list_tasks" => ClientMsg::ListTasks,
+        "confirm" => ClientMsg::Confirm(body(v)?),
+        "health_check" => ClientMsg::HealthCheck,
+        "reload_tools" => ClientMsg::ReloadTools(body(v)?),
+        "history" => ClientMsg::History(body(v)?),
+        other => return Err(format!("type \"{other}\" has no decoder")),
+    })
+}

@@ -1,0 +1,251 @@
+//! The wire protocol: the ONLY place client JSON is parsed.
+//!
+//! A frame is decoded in three steps: size and JSON syntax (serde_json's own
+//! recursion limit rejects absurd nesting), the envelope (`id`, `type`), then
+//! the message body for that type with exact field errors
+//! (`serde_path_to_error`). Every failure becomes an `INVALID_MESSAGE`
+//! [`HubError`] that says what was wrong and what was expected.
+
+mod client;
+mod server;
+
+pub use client::{
+    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ReloadToolsReq,
+    ResumeTaskReq, TaskRef, ToolCallReq,
+};
+pub use server::{error_msg, hello, reply, tool_result_msg, with_reply_to};
+
+use crate::errors::{ErrorType, HubError};
+use serde_json::Value;
+
+/// The `id` a client put on a message: a string or a number, echoed as `replyTo`.
+pub type MsgId = Option<Value>;
+
+/// A decoded client frame.
+#[derive(Debug)]
+pub struct Envelope {
+    pub id: MsgId,
+    pub msg: ClientMsg,
+}
+
+/// Why a frame could not be decoded; carries the id when it could be read,
+/// so the error still answers the request.
+#[derive(Debug)]
+pub struct DecodeError {
+    pub id: MsgId,
+    pub error: HubError,
+}
+
+/// Every message type a client may send, for did-you-mean suggestions.
+pub const CLIENT_TYPES: &[&str] = &[
+    "ping",
+    "list_tools",
+    "tool_call",
+    "tool_batch",
+    "cancel_task",
+    "resume_task",
+    "task_status",
+    "list_tasks",
+    "confirm",
+    "health_check",
+    "reload_tools",
+    "history",
+];
+
+/// Decode one text frame.
+pub fn decode(text: &str, max_bytes: usize) -> Result<Envelope, DecodeError> {
+    if text.len() > max_bytes {
+        return Err(DecodeError {
+            id: None,
+            error: HubError::new(
+                ErrorType::LimitExceeded,
+                format!(
+                    "message of {} bytes is over the limit of {} bytes (server.maxMessageBytes)",
+                    text.len(),
+                    max_bytes
+                ),
+            ),
+        });
+    }
+    let value: Value = serde_json::from_str(text).map_err(|e| DecodeError {
+        id: None,
+        error: invalid(format!(
+            "frame is not valid JSON: {e}; expected one JSON object per text frame, e.g. {{\"type\":\"ping\",\"id\":1}}"
+        )),
+    })?;
+    decode_value(value)
+}
+
+/// Decode an already parsed JSON value (also used by the `hub__` built-in tools).
+pub fn decode_value(value: Value) -> Result<Envelope, DecodeError> {
+    let Value::Object(mut obj) = value else {
+        return Err(DecodeError {
+            id: None,
+            error: invalid(format!(
+                "frame is a JSON {}, expected a JSON object with a \"type\" field",
+                json_kind(&value)
+            )),
+        });
+    };
+    let id = match obj.remove("id") {
+        None | Some(Value::Null) => None,
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v),
+        Some(other) => {
+            return Err(DecodeError {
+                id: None,
+                error: invalid(format!(
+                    "field \"id\" is a {}, expected a string or a number",
+                    json_kind(&other)
+                )),
+            })
+        }
+    };
+    let fail = |id: &MsgId, message: String| DecodeError {
+        id: id.clone(),
+        error: invalid(message),
+    };
+    let ty = match obj.remove("type") {
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            return Err(fail(
+                &id,
+                format!(
+                    "field \"type\" is a {}, expected a string; known types: {}",
+                    json_kind(&other),
+                    CLIENT_TYPES.join(", ")
+                ),
+            ))
+        }
+        None => {
+            return Err(fail(
+                &id,
+                format!(
+                    "missing field \"type\"; known types: {}",
+                    CLIENT_TYPES.join(", ")
+                ),
+            ))
+        }
+    };
+    if !CLIENT_TYPES.contains(&ty.as_str()) {
+        let near = crate::suggest::did_you_mean(&ty, CLIENT_TYPES.iter().copied());
+        let hint = match near.first() {
+            Some(n) => format!("; did you mean \"{n}\"?"),
+            None => String::new(),
+        };
+        return Err(fail(
+            &id,
+            format!(
+                "unknown type \"{ty}\"{hint} known types: {}",
+                CLIENT_TYPES.join(", ")
+            ),
+        ));
+    }
+    let body = Value::Object(obj);
+    match client::parse_body(&ty, body) {
+        Ok(msg) => Ok(Envelope { id, msg }),
+        Err(message) => Err(fail(&id, format!("{ty}: {message}"))),
+    }
+}
+
+fn invalid(message: String) -> HubError {
+    HubError::new(ErrorType::InvalidMessage, message)
+}
+
+/// "object", "array", "string", … for error messages.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> DecodeError {
+        match decode(text, 1 << 20) {
+            Ok(e) => panic!("expected an error, got {e:?}"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn unknown_type_gets_did_you_mean() {
+        let e = err(r#"{"type":"tool_bach","id":7}"#);
+        assert_eq!(e.id, Some(Value::from(7)));
+        assert!(
+            e.error.message.contains("did you mean \"tool_batch\""),
+            "{}",
+            e.error.message
+        );
+        assert_eq!(e.error.error_type, ErrorType::InvalidMessage);
+    }
+
+    #[test]
+    fn wrong_field_type_names_the_field() {
+        let e = err(r#"{"type":"tool_call","id":"a","tool":5}"#);
+        assert!(e.error.message.contains("tool"), "{}", e.error.message);
+        assert!(
+            e.error.message.contains("expected a string"),
+            "{}",
+            e.error.message
+        );
+        let e = err(r#"{"type":"tool_call","id":"a","tool":"x","timeout":"soon"}"#);
+        assert!(e.error.message.contains("timeout"), "{}", e.error.message);
+    }
+
+    #[test]
+    fn non_objects_and_bad_json_are_refused() {
+        assert!(err("[1,2]").error.message.contains("array"));
+        assert!(err("{not json").error.message.contains("not valid JSON"));
+        assert!(err(r#"{"id":{}}"#).error.message.contains("\"id\""));
+        assert!(err(r#"{"id":1}"#)
+            .error
+            .message
+            .contains("missing field \"type\""));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let text = format!(r#"{{"type":"ping","x":{deep}}}"#);
+        let e = err(&text);
+        assert!(
+            e.error.message.contains("recursion limit"),
+            "{}",
+            e.error.message
+        );
+    }
+
+    #[test]
+    fn over_size_is_limit_exceeded() {
+        let e = match decode(&"x".repeat(100), 10) {
+            Err(e) => e,
+            Ok(_) => panic!("accepted"),
+        };
+        assert_eq!(e.error.error_type, ErrorType::LimitExceeded);
+    }
+
+    #[test]
+    fn tool_call_parses() {
+        let env = match decode(
+            r#"{"type":"tool_call","id":1,"tool":"read_file","params":{"path":"a"},"timeout":500}"#,
+            1 << 20,
+        ) {
+            Ok(e) => e,
+            Err(e) => panic!("{e:?}"),
+        };
+        match env.msg {
+            ClientMsg::ToolCall(c) => {
+                assert_eq!(c.tool, "read_file");
+                assert_eq!(c.timeout, Some(500));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

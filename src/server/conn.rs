@@ -1,0 +1,192 @@
+//! One task per socket, split into a reader (this task) and a writer.
+//!
+//! Everything bound for the client goes through one bounded queue
+//! ([`Outbox`]). A client that stops reading fills it; it is then evicted
+//! instead of making the hub buffer without limit or stall a producer.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Hub;
+use crate::protocol;
+
+/// A cheap handle to a connection's bounded send queue.
+#[derive(Clone)]
+pub struct Outbox {
+    pub session: String,
+    tx: mpsc::Sender<Message>,
+    evict: CancellationToken,
+}
+
+impl Outbox {
+    /// Queue a message; a full queue evicts the client (never blocks).
+    pub fn send(&self, msg: Value) -> bool {
+        if self.evict.is_cancelled() {
+            return false;
+        }
+        match self.tx.try_send(Message::Text(msg.to_string().into())) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue); disconnecting it");
+                self.evict.cancel();
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.evict.is_cancelled() || self.tx.is_closed()
+    }
+}
+
+/// Releases the connection slot however the connection ends.
+struct Slot(Hub);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+pub async fn run(socket: WebSocket, hub: Hub) {
+    let _slot = Slot(hub.clone());
+    let session = uuid::Uuid::new_v4().to_string();
+    let span = tracing::info_span!("conn", session = %session);
+    let _e = span.enter();
+    tracing::info!("client connected");
+    drop(_e);
+    let cfg = hub.config();
+    let (sink, mut stream) = socket.split();
+    let (tx, rx) = mpsc::channel(cfg.server.send_queue.max(8));
+    let evict = CancellationToken::new();
+    let outbox = Outbox {
+        session: session.clone(),
+        tx,
+        evict: evict.clone(),
+    };
+    let writer = tokio::spawn(write_loop(
+        sink,
+        rx,
+        evict.clone(),
+        cfg.server.ping_interval,
+    ));
+    let tools = hub.tools();
+    outbox.send(protocol::hello(
+        &session,
+        hub.server_summaries(),
+        tools.tools().len(),
+    ));
+    let events = tokio::spawn(forward_events(hub.subscribe(), outbox.clone()));
+    let idle = cfg.server.idle_timeout;
+    let max_bytes = cfg.server.max_message_bytes;
+    loop {
+        let next = tokio::select! {
+            n = tokio::time::timeout(idle, stream.next()) => n,
+            _ = evict.cancelled() => break,
+            _ = hub.shutdown.cancelled() => break,
+        };
+        let frame = match next {
+            Err(_) => {
+                tracing::info!(session = %session, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
+                break;
+            }
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                tracing::info!(session = %session, error = %e, "socket error");
+                break;
+            }
+            Ok(Some(Ok(m))) => m,
+        };
+        match frame {
+            Message::Text(text) => super::dispatch::handle(&hub, &outbox, text.as_str(), max_bytes),
+            Message::Binary(_) => {
+                let e = crate::errors::HubError::new(
+                    crate::errors::ErrorType::InvalidMessage,
+                    "binary frames are not supported; send one JSON object per text frame",
+                );
+                outbox.send(protocol::error_msg(&None, &e));
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => {}
+        }
+    }
+    evict.cancel();
+    events.abort();
+    let _ = writer.await;
+    tracing::info!(session = %session, "client disconnected");
+}
+
+async fn write_loop(
+    mut sink: futures::stream::SplitSink<WebSocket, Message>,
+    mut rx: mpsc::Receiver<Message>,
+    evict: CancellationToken,
+    ping_every: std::time::Duration,
+) {
+    let mut ping = tokio::time::interval(ping_every.max(std::time::Duration::from_millis(50)));
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => if sink.send(m).await.is_err() { break },
+                None => break,
+            },
+            _ = ping.tick() => {
+                if sink.send(Message::Ping(Vec::new().into())).await.is_err() { break }
+            }
+            _ = evict.cancelled() => {
+                // Best effort: a client that does not read may never see it.
+                let close = Message::Close(Some(CloseFrame { code: 1008, reason: "closing".into() }));
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), sink.send(close)).await;
+                break;
+            }
+        }
+    }
+    evict.cancel();
+}
+
+/// Hub-wide events (tools_updated, server_status, …) to this client.
+async fn forward_events(mut rx: broadcast::Receiver<Arc<Value>>, outbox: Outbox) {
+    loop {
+        match rx.recv().await {
+            Ok(ev) => {
+                if let Some(owner) = ev.get("_session").and_then(Value::as_str) {
+                    if owner != outbox.session {
+                        continue;
+                    }
+                }
+                if !outbox.send(strip_private(&ev)) {
+                    if outbox.is_closed() {
+                        return;
+                    }
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                outbox.send(serde_json::json!({
+                    "type": "warning",
+                    "message": format!("{n} hub events were dropped because this connection fell behind; send list_tools and health_check to resynchronise"),
+                }));
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Fields starting with `_` route an event inside the hub; never sent.
+fn strip_private(ev: &Value) -> Value {
+    match ev {
+        Value::Object(m) if m.keys().any(|k| k.starts_with('_')) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('_'))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}

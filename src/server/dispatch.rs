@@ -1,0 +1,92 @@
+//! Decoded client messages → hub actions. Each request is answered with
+//! `replyTo`; slow work (tool calls, batches) runs in its own task so a
+//! connection can have many requests in flight.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::conn::Outbox;
+use crate::errors::{ErrorType, HubError};
+use crate::hub::{CallRequest, Hub};
+use crate::protocol::{self, ClientMsg, MsgId};
+use crate::retry::RetryOverride;
+
+pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
+    let env = match protocol::decode(text, max_bytes) {
+        Ok(env) => env,
+        Err(e) => {
+            tracing::info!(session = %out.session, error = %e.error.message, "bad frame");
+            out.send(protocol::error_msg(&e.id, &e.error));
+            return;
+        }
+    };
+    let id = env.id;
+    match env.msg {
+        ClientMsg::Ping => {
+            out.send(protocol::reply("pong", &id, json!({})));
+        }
+        ClientMsg::ListTools => {
+            let t = hub.tools();
+            out.send(protocol::reply(
+                "tools",
+                &id,
+                json!({"tools": t.tools(), "hash": t.hash()}),
+            ));
+        }
+        ClientMsg::ToolCall(req) => {
+            let retry = match RetryOverride::parse(req.retry.as_ref()) {
+                Ok(r) => r,
+                Err(m) => return reject(out, &id, format!("tool_call: {m}")),
+            };
+            let call = CallRequest {
+                tool: req.tool,
+                params: req.params,
+                timeout: req.timeout.map(Duration::from_millis),
+                session: out.session.clone(),
+                retry,
+                cancel: hub.shutdown.child_token(),
+            };
+            let (hub, out) = (hub.clone(), out.clone());
+            tokio::spawn(async move {
+                let outcome = hub.call(call).await;
+                out.send(protocol::tool_result_msg(&id, outcome.to_json()));
+            });
+        }
+        ClientMsg::HealthCheck => {
+            let (hub, out) = (hub.clone(), out.clone());
+            tokio::spawn(async move {
+                let report = crate::hub::health::report(&hub).await;
+                out.send(protocol::reply("health_status", &id, report));
+            });
+        }
+        ClientMsg::ReloadTools(req) => {
+            let (hub, out) = (hub.clone(), out.clone());
+            tokio::spawn(async move {
+                hub.reload_tools_and_wait(req.approve).await;
+                let t = hub.tools();
+                out.send(protocol::reply(
+                    "tools",
+                    &id,
+                    json!({"tools": t.tools(), "hash": t.hash(), "reason": "reload_tools"}),
+                ));
+            });
+        }
+        ClientMsg::History(req) => {
+            let entries = hub.history.latest(req.limit.min(1000));
+            out.send(protocol::reply(
+                "history",
+                &id,
+                json!({ "entries": entries }),
+            ));
+        }
+        other => crate::engine::handle(hub, out.clone(), id, other),
+    }
+}
+
+fn reject(out: &Outbox, id: &MsgId, message: String) {
+    out.send(protocol::error_msg(
+        id,
+        &HubError::new(ErrorType::InvalidMessage, message),
+    ));
+}

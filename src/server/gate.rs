@@ -1,0 +1,218 @@
+//! The gate: Host (DNS rebinding), Origin (CSWSH) and token checks, run
+//! before the WebSocket upgrade and before any session exists.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use axum::http::{HeaderMap, StatusCode};
+use subtle::ConstantTimeEq;
+
+use crate::config::{Config, TokenSetting};
+
+/// The subprotocol the hub speaks; a browser offers the token beside it.
+pub const SUBPROTOCOL: &str = "toolhub.v1";
+pub const TOKEN_PROTOCOL_PREFIX: &str = "toolhub.token.";
+
+/// Why a request was refused (status + a message for the body and the log).
+#[derive(Debug)]
+pub struct Refusal {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+/// The token every client must present, if any (resolved at start-up).
+#[derive(Clone)]
+pub struct Gate {
+    listen: SocketAddr,
+    allowed_origins: Vec<String>,
+    token: Option<String>,
+}
+
+impl Gate {
+    pub fn new(cfg: &Config, token: Option<String>, bound: SocketAddr) -> Gate {
+        Gate {
+            listen: bound,
+            allowed_origins: cfg.server.allowed_origins.clone(),
+            token,
+        }
+    }
+
+    /// Check a request's headers; `Ok` lets it through.
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(headers)?;
+        self.check_origin(headers)?;
+        self.check_token(headers)
+    }
+
+    fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(host) = headers.get("host").and_then(|h| h.to_str().ok()) else {
+            return Err(forbidden("missing Host header".into()));
+        };
+        if !self.listen.ip().is_loopback() {
+            // Beyond loopback the token is mandatory; any Host may reach us.
+            return Ok(());
+        }
+        let port = self.listen.port();
+        let allowed = [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        if allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+            Ok(())
+        } else {
+            Err(forbidden(format!(
+                "Host {host:?} is not this hub (expected 127.0.0.1:{port} or localhost:{port}); refusing a possible DNS-rebinding request"
+            )))
+        }
+    }
+
+    fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(origin) = headers.get("origin") else {
+            return Ok(()); // wscat, scripts: no Origin
+        };
+        let origin = origin.to_str().unwrap_or("");
+        if origin_allowed(origin, &self.allowed_origins) {
+            Ok(())
+        } else {
+            Err(forbidden(format!(
+                "Origin {origin:?} is not in server.allowedOrigins"
+            )))
+        }
+    }
+
+    fn check_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let Some(expected) = &self.token else {
+            return Ok(());
+        };
+        let bearer = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let from_protocol = headers
+            .get_all("sec-websocket-protocol")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .find_map(|p| p.strip_prefix(TOKEN_PROTOCOL_PREFIX));
+        let presented = bearer.or(from_protocol);
+        match presented {
+            Some(t) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+            Some(_) => Err(unauthorized("the token presented is wrong")),
+            None => Err(unauthorized(
+                "no token presented: send `Authorization: Bearer <token>` or offer the subprotocol toolhub.token.<token> beside toolhub.v1 (the token is in <stateDir>/token)",
+            )),
+        }
+    }
+}
+
+/// Exact match, or `chrome-extension://*` matching any well-formed extension id.
+pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|a| {
+        if a == origin {
+            return true;
+        }
+        match a.strip_suffix('*') {
+            Some(prefix) if prefix == "chrome-extension://" => {
+                origin.strip_prefix(prefix).is_some_and(|id| {
+                    !id.is_empty()
+                        && id.len() <= 64
+                        && id
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                })
+            }
+            _ => false,
+        }
+    })
+}
+
+fn forbidden(message: String) -> Refusal {
+    Refusal {
+        status: StatusCode::FORBIDDEN,
+        message,
+    }
+}
+
+fn unauthorized(message: &str) -> Refusal {
+    Refusal {
+        status: StatusCode::UNAUTHORIZED,
+        message: message.into(),
+    }
+}
+
+/// Resolve `server.token`: a fixed string, none, or generated at first start
+/// into `<stateDir>/token` (mode 0600). Logs the file's path, never the token.
+pub fn resolve_token(cfg: &Config) -> Result<Option<String>, String> {
+    match &cfg.server.token {
+        TokenSetting::Fixed(t) => Ok(Some(t.clone())),
+        TokenSetting::Disabled => {
+            if !cfg.server.listen.ip().is_loopback() {
+                return Err("server.token is false but server.listen is not loopback; set a token or listen on 127.0.0.1".into());
+            }
+            tracing::warn!("server.token is false: any local process can use this hub");
+            Ok(None)
+        }
+        TokenSetting::Generate => {
+            load_or_create(&cfg.task_engine.state_dir.join("token")).map(Some)
+        }
+    }
+}
+
+fn load_or_create(path: &Path) -> Result<String, String> {
+    if let Ok(existing) = std::fs::read_to_string(path) {
+        let t = existing.trim().to_string();
+        if t.len() >= 32 {
+            tracing::info!(path = %path.display(), "using the token stored in the state dir");
+            return Ok(t);
+        }
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let bytes: [u8; 32] = rand::random();
+    let token = hex::encode(bytes);
+    write_private(path, &token).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    tracing::info!(path = %path.display(), "generated a new token (256 bits); clients must present it");
+    Ok(token)
+}
+
+fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    opts.mode(0o600);
+    let mut f = opts.open(&tmp)?;
+    f.write_all(token.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extension_wildcard_matches_only_plain_ids() {
+        let allowed = vec!["chrome-extension://*".to_string()];
+        assert!(origin_allowed(
+            "chrome-extension://abcdefghijklmnopabcdefghijklmnop",
+            &allowed
+        ));
+        assert!(!origin_allowed("chrome-extension://abc.evil", &allowed));
+        assert!(!origin_allowed("https://evil.example", &allowed));
+        assert!(!origin_allowed("chrome-extension://", &allowed));
+        let pinned = vec!["chrome-extension://abc".to_string()];
+        assert!(origin_allowed("chrome-extension://abc", &pinned));
+        assert!(!origin_allowed("chrome-extension://abd", &pinned));
+        assert!(!origin_allowed("chrome-extension://abc.evil", &pinned));
+    }
+}

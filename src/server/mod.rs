@@ -1,0 +1,114 @@
+//! HTTP side: the axum router with `/ws` (gated upgrade) and `/health`.
+
+mod conn;
+pub use conn::Outbox;
+mod dispatch;
+pub mod gate;
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::Hub;
+use gate::Gate;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub hub: Hub,
+    pub gate: Gate,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/ws", get(ws_upgrade))
+        .route("/health", get(health))
+        .with_state(state)
+}
+
+/// Serve until `shutdown` fires.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+fn refuse(r: gate::Refusal) -> Response {
+    tracing::warn!(status = %r.status, reason = %r.message, "request refused by the gate");
+    let err = crate::errors::HubError::new(crate::errors::ErrorType::Unauthorized, r.message);
+    (r.status, Json(serde_json::json!({ "error": err }))).into_response()
+}
+
+async fn ws_upgrade(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    if let Err(r) = state.gate.check(&headers) {
+        return refuse(r);
+    }
+    let cfg = state.hub.config();
+    let max = cfg.server.max_connections;
+    // Reserve a slot before upgrading; conn::run releases it.
+    let prev = state.hub.connections.fetch_add(1, Ordering::SeqCst);
+    if prev >= max {
+        state.hub.connections.fetch_sub(1, Ordering::SeqCst);
+        tracing::warn!(
+            limit = max,
+            "connection refused: server.maxConnections reached"
+        );
+        let err = crate::errors::HubError::new(
+            crate::errors::ErrorType::LimitExceeded,
+            format!("the hub already serves {max} connections (server.maxConnections)"),
+        );
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "error": err })),
+        )
+            .into_response();
+    }
+    // Frames a little over the limit are still read so they can be answered
+    // with LIMIT_EXCEEDED; far larger ones close the socket (1009).
+    let frame_cap = cfg
+        .server
+        .max_message_bytes
+        .saturating_mul(2)
+        .max(64 * 1024);
+    let hub = state.hub.clone();
+    ws.protocols([gate::SUBPROTOCOL])
+        .max_message_size(frame_cap)
+        .max_frame_size(frame_cap)
+        .on_failed_upgrade({
+            let hub = hub.clone();
+            move |e| {
+                hub.connections.fetch_sub(1, Ordering::SeqCst);
+                tracing::warn!(error = %e, "websocket upgrade failed");
+            }
+        })
+        .on_upgrade(move |socket| conn::run(socket, hub))
+}
+
+async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Err(r) = state.gate.check(&headers) {
+        return refuse(r);
+    }
+    let report = crate::hub::health::report(&state.hub).await;
+    let code = if report.get("status").and_then(|s| s.as_str()) == Some("down") {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    };
+    (code, Json(report)).into_response()
+}

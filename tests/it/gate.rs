@@ -1,0 +1,151 @@
+//! The gate runs before the upgrade: Host, Origin, token.
+
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::TestHub;
+
+/// Send a raw upgrade request; return the HTTP status code.
+pub async fn upgrade_status(addr: &str, headers: &[(&str, String)]) -> u16 {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut req = String::from("GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(crate::support::WAIT, s.read(&mut buf))
+        .await
+        .expect("no answer")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad response {text:?}"))
+}
+
+#[tokio::test]
+async fn web_page_origin_is_refused_and_extension_origin_accepted() {
+    let hub = TestHub::start(json!({})).await;
+    let token = hub.token.clone().expect("token generated at first start");
+    let host = ("Host", hub.addr.clone());
+    let auth = ("Authorization", format!("Bearer {token}"));
+    // A web page with a valid token is still refused (CSWSH).
+    let web = upgrade_status(
+        &hub.addr,
+        &[
+            host.clone(),
+            auth.clone(),
+            ("Origin", "https://evil.example".into()),
+        ],
+    )
+    .await;
+    assert_eq!(web, 403);
+    let ext = upgrade_status(
+        &hub.addr,
+        &[
+            host.clone(),
+            auth.clone(),
+            (
+                "Origin",
+                "chrome-extension://abcdefghijklmnopabcdefghijklmnop".into(),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(ext, 101);
+    let no_origin = upgrade_status(&hub.addr, &[host, auth]).await;
+    assert_eq!(no_origin, 101);
+}
+
+#[tokio::test]
+async fn host_check_refuses_dns_rebinding() {
+    let hub = TestHub::start(json!({})).await;
+    let token = hub.token.clone().expect("token");
+    let port = hub.addr.rsplit(':').next().expect("port").to_string();
+    let auth = ("Authorization", format!("Bearer {token}"));
+    for bad in [
+        format!("evil.example:{port}"),
+        format!("localhost.evil.com:{port}"),
+        format!("127.0.0.1.nip.io:{port}"),
+        "127.0.0.1:1".to_string(),
+    ] {
+        let code = upgrade_status(&hub.addr, &[("Host", bad.clone()), auth.clone()]).await;
+        assert_eq!(code, 403, "Host {bad}");
+    }
+    assert_eq!(
+        upgrade_status(&hub.addr, &[auth.clone()]).await,
+        403,
+        "missing Host"
+    );
+    assert_eq!(
+        upgrade_status(&hub.addr, &[("Host", format!("localhost:{port}")), auth]).await,
+        101
+    );
+}
+
+#[tokio::test]
+async fn token_is_required_by_header_or_subprotocol() {
+    let hub = TestHub::start(json!({})).await;
+    let token = hub.token.clone().expect("token");
+    assert_eq!(token.len(), 64, "256-bit hex token");
+    let mode = std::fs::metadata(hub.path().join("state/token")).expect("token file");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(mode.permissions().mode() & 0o777, 0o600);
+    let host = ("Host", hub.addr.clone());
+    assert_eq!(
+        upgrade_status(&hub.addr, &[host.clone()]).await,
+        401,
+        "missing"
+    );
+    assert_eq!(
+        upgrade_status(
+            &hub.addr,
+            &[host.clone(), ("Authorization", "Bearer nope".into())]
+        )
+        .await,
+        401,
+        "wrong"
+    );
+    let truncated = token[..token.len() - 1].to_string();
+    assert_eq!(
+        upgrade_status(
+            &hub.addr,
+            &[
+                host.clone(),
+                ("Authorization", format!("Bearer {truncated}"))
+            ]
+        )
+        .await,
+        401
+    );
+    let proto = (
+        "Sec-WebSocket-Protocol",
+        format!("toolhub.v1, toolhub.token.{token}"),
+    );
+    assert_eq!(upgrade_status(&hub.addr, &[host.clone(), proto]).await, 101);
+    // The token never reaches the logs.
+    assert!(!hub.logs().contains(&token), "token leaked into the log");
+}
+
+#[tokio::test]
+async fn beyond_loopback_without_token_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("config.json");
+    std::fs::write(
+        &path,
+        r#"{"server": {"listen": "0.0.0.0:0", "token": false}}"#,
+    )
+    .expect("write");
+    let out = tokio::process::Command::new(crate::support::bin())
+        .arg("--config")
+        .arg(&path)
+        .output()
+        .await
+        .expect("run");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("token"), "{err}");
+}

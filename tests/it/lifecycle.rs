@@ -1,0 +1,62 @@
+//! Start-up, bad config, graceful shutdown with no orphans.
+
+use serde_json::json;
+
+use crate::support::{alive, testserver_entry, TestHub};
+
+#[tokio::test]
+async fn bad_config_names_file_line_column_and_exits_2() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("config.json");
+    std::fs::write(
+        &path,
+        "{\n  \"server\": {\n    \"listen\": \"127.0.0.1:0\",\n  }\n}\n",
+    )
+    .expect("write");
+    let out = tokio::process::Command::new(crate::support::bin())
+        .arg("--config")
+        .arg(&path)
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let first = err.lines().next().unwrap_or_default().to_string();
+    assert!(first.contains(&format!("{}:4:", path.display())), "{first}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+}
+
+#[tokio::test]
+async fn unknown_key_warns_with_nearest_known_key() {
+    let hub = TestHub::start(json!({"healthChek": {}})).await;
+    let line = hub.wait_log("unknown key").await;
+    assert!(
+        line.contains("healthChek") && line.contains("healthCheck"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn sigterm_kills_every_child_and_its_group() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    let r = c.call("t__spawn_grandchild", json!({})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let grandchild = r["result"]["pid"].as_i64().expect("pid") as i32;
+    let health = c.request(json!({"type": "health_check"})).await;
+    let server_pid = health["servers"][0]["pid"].as_i64().expect("server pid") as i32;
+    assert!(alive(grandchild) && alive(server_pid));
+    let status = hub.terminate().await;
+    assert!(status.success(), "{status:?}");
+    assert!(!alive(server_pid), "server survived the hub");
+    assert!(
+        !alive(grandchild),
+        "grandchild in the server's group survived the hub"
+    );
+}

@@ -1,0 +1,11 @@
+//! One integration-test binary: each module drives the real `toolhub`
+//! binary over a real WebSocket against real MCP servers.
+
+mod support;
+
+mod gate;
+mod lifecycle;
+mod protocol;
+mod reload;
+mod servers;
+mod tools;

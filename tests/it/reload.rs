@@ -1,0 +1,98 @@
+//! config.json hot reload: valid edits apply per server, invalid ones change nothing.
+
+use serde_json::{json, Value};
+
+use crate::servers::wait_running;
+use crate::support::{testserver_entry, TestHub};
+
+fn write_config(path: &std::path::Path, v: &Value) {
+    // Save the way editors do: write a temp file, then rename over.
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(v).expect("json")).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}
+
+#[tokio::test]
+async fn valid_edit_adds_and_removes_servers_leaving_others_alone() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut cfg = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "taskEngine": {"stateDir": "./state"},
+        "builtin": {"workspace": "./workspace"},
+        "mcpServers": {"keep": testserver_entry(&p, "keep", &[])},
+    });
+    let hub = TestHub::start_in(dir, cfg.clone()).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "keep").await;
+    let before = c.request(json!({"type": "health_check"})).await;
+    let keep_pid = before["servers"][0]["pid"].clone();
+    cfg["mcpServers"]["added"] = testserver_entry(&p, "added", &[]);
+    write_config(&p.join("config.json"), &cfg);
+    c.recv_where("tools_updated with added__echo", |v| {
+        v["type"] == "tools_updated"
+            && v["added"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("added__echo")))
+    })
+    .await;
+    let after = c.request(json!({"type": "health_check"})).await;
+    let keep = after["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["name"] == "keep")
+        .cloned();
+    assert_eq!(
+        keep.expect("keep")["pid"],
+        keep_pid,
+        "an unchanged server must not restart"
+    );
+    cfg["mcpServers"]
+        .as_object_mut()
+        .expect("obj")
+        .remove("added");
+    write_config(&p.join("config.json"), &cfg);
+    c.recv_where("tools_updated removing added__echo", |v| {
+        v["type"] == "tools_updated"
+            && v["removed"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("added__echo")))
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_edit_keeps_the_old_config_and_shows_the_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let cfg = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "taskEngine": {"stateDir": "./state"},
+        "builtin": {"workspace": "./workspace"},
+        "mcpServers": {"keep": testserver_entry(&p, "keep", &[])},
+    });
+    let hub = TestHub::start_in(dir, cfg).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "keep").await;
+    std::fs::write(p.join("config.json"), "{\n  \"mcpServers\": {\n").expect("write");
+    hub.wait_log("config reload refused").await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    let check = h["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "config")
+        .cloned()
+        .expect("config check");
+    assert_eq!(check["ok"], false);
+    assert!(
+        check["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("config.json:"),
+        "{check}"
+    );
+    let r = c.call("keep__echo", json!({"message": "still here"})).await;
+    assert_eq!(r["success"], true, "{r}");
+}

@@ -1,0 +1,223 @@
+//! Supervised MCP servers: real npm servers and the fault-injecting test server.
+
+use serde_json::{json, Value};
+
+use crate::support::{npm_bin, testserver_entry, Client, TestHub};
+
+async fn hub_with(servers: impl FnOnce(&std::path::Path) -> Value) -> TestHub {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    std::fs::create_dir_all(p.join("workspace")).expect("ws");
+    TestHub::start_in(dir, json!({"mcpServers": servers(&p)})).await
+}
+
+/// Wait until `server` reports `running` (from hello or later events).
+pub async fn wait_running(c: &mut Client, server: &str) {
+    loop {
+        let h = c.request(json!({"type": "health_check"})).await;
+        let up = h["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["name"] == server && s["state"] == "running");
+        if up {
+            return;
+        }
+        let s = server.to_string();
+        c.recv_where("server_status running", move |v| {
+            v["type"] == "server_status" && v["name"] == s.as_str() && v["state"] == "running"
+        })
+        .await;
+        return;
+    }
+}
+
+#[tokio::test]
+async fn server_everything_echo_and_value_rules() {
+    let hub = hub_with(
+        |_| json!({"everything": {"command": npm_bin("mcp-server-everything"), "args": ["stdio"]}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "everything").await;
+    let r = c
+        .call("everything__echo", json!({"message": "hello hub"}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert!(
+        r["result"].as_str().unwrap_or("").contains("hello hub"),
+        "{r}"
+    );
+    assert!(
+        r["raw"]["content"].is_array(),
+        "full CallToolResult under raw: {r}"
+    );
+    assert_eq!(r["attempts"], 1);
+    // Bare name resolves when unique.
+    let r = c.call("echo", json!({"message": "bare"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["server"], "everything");
+}
+
+#[tokio::test]
+async fn structured_content_wins_and_is_error_is_a_failure() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let r = c.call("t__add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["result"], json!({"sum": 5}), "{r}");
+    let r = c
+        .call(
+            "t__fail",
+            json!({"message": "ENOENT: no such file or directory, open '/x'"}),
+        )
+        .await;
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
+    assert_eq!(r["error"]["server"], "t");
+    assert!(!r["error"]["suggestion"].as_str().unwrap_or("").is_empty());
+}
+
+#[tokio::test]
+async fn crash_mid_call_fails_fast_and_the_server_restarts() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__crash", "params": {}, "retry": false}))
+        .await;
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["errorType"], "SERVER_UNAVAILABLE", "{r}");
+    assert_eq!(r["error"]["recoverable"], true);
+    c.recv_where("restart", |v| {
+        v["type"] == "server_status" && v["name"] == "t" && v["state"] == "running"
+    })
+    .await;
+    let r = c.call("t__echo", json!({"message": "back"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let h = c.request(json!({"type": "health_check"})).await;
+    assert!(
+        h["servers"][0]["restarts"].as_u64().unwrap_or(0) >= 1,
+        "{h}"
+    );
+}
+
+#[tokio::test]
+async fn timeout_cancels_the_call_at_the_server() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__hang", "params": {}, "timeout": 300, "retry": false}))
+        .await;
+    assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
+    // notifications/cancelled reached the server.
+    hub.wait_log("testserver t cancelled hang").await;
+    let r = c.call("t__echo", json!({"message": "still fine"})).await;
+    assert_eq!(r["success"], true);
+}
+
+#[tokio::test]
+async fn a_slow_call_never_delays_another() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    c.send(json!({"type": "tool_call", "id": "slow", "tool": "t__hang", "params": {}, "timeout": 60000})).await;
+    c.send(
+        json!({"type": "tool_call", "id": "fast", "tool": "t__echo", "params": {"message": "x"}}),
+    )
+    .await;
+    let first = c
+        .recv_where("a tool_result", |v| v["type"] == "tool_result")
+        .await;
+    assert_eq!(
+        first["replyTo"], "fast",
+        "the fast call must answer while the slow one is in flight"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_does_not_block_the_others() {
+    let hub = hub_with(|d| {
+        json!({
+            "broken": {"command": "/nonexistent/server-binary"},
+            "t": testserver_entry(d, "t", &[]),
+        })
+    })
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    assert_eq!(h["status"], "degraded", "{h}");
+    let broken = h["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["name"] == "broken")
+        .cloned();
+    let broken = broken.expect("broken listed");
+    assert_ne!(broken["state"], "running");
+    assert!(
+        broken["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nonexistent"),
+        "{broken}"
+    );
+    let check = h["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "server:broken")
+        .cloned();
+    assert!(check.expect("check for broken")["fix"].as_str().is_some());
+}
+
+#[tokio::test]
+async fn stderr_tail_is_kept_for_health() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    hub.wait_log("testserver t started").await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    let tail = h["servers"][0]["stderrTail"].to_string();
+    assert!(tail.contains("testserver t started"), "{h}");
+    assert!(h["servers"][0]["uptimeMs"].is_number());
+}
+
+#[tokio::test]
+async fn filesystem_server_errors_are_classified() {
+    let hub = hub_with(|d| {
+        json!({"filesystem": {"command": npm_bin("mcp-server-filesystem"), "args": [d.join("workspace").display().to_string()]}})
+    })
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "filesystem").await;
+    let ws = hub.path().join("workspace");
+    std::fs::write(ws.join("a.txt"), "alpha").expect("write");
+    // External server wins the bare name over the built-in.
+    let r = c
+        .call(
+            "read_file",
+            json!({"path": ws.join("a.txt").display().to_string()}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["server"], "filesystem", "{r}");
+    // The built-in stays reachable by its qualified name.
+    let r = c.call("hub__read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(r["server"], "hub", "{r}");
+    assert!(r["result"].to_string().contains("alpha"), "{r}");
+    let r = c
+        .call("filesystem__read_text_file", json!({"path": "/etc/passwd"}))
+        .await;
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["errorType"], "PERMISSION", "{r}");
+    let r = c
+        .call(
+            "filesystem__read_text_file",
+            json!({"path": ws.join("missing.txt").display().to_string()}),
+        )
+        .await;
+    assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
+}
