@@ -402,6 +402,9 @@ impl ServerHandler for TestServer {
             log.record(&self.name, &request.name, &arguments)
                 .map_err(internal)?;
         }
+        // Tests wait on this line (through the hub's stderr log) to know a
+        // call has reached the server.
+        eprintln!("testserver {} call {}", self.name, request.name);
         let args = ToolArgs::new(&request.name, &arguments);
         self.dispatch(&request.name, &args, &cx)
             .await

@@ -318,7 +318,16 @@ pub(crate) fn resolve_under(
         )
         .with_suggestion("use \".\" for the workspace folder itself"));
     }
-    let joined = root.join(user_path); // an absolute user path replaces root here
+    // The workspace is the tool's root: an absolute path that is not under
+    // the real workspace folder is read as workspace-relative ("/a.json" is
+    // <workspace>/a.json), so the extension's examples work and nothing
+    // outside can be named.
+    let p = Path::new(user_path);
+    let joined = if p.is_absolute() && !p.starts_with(root) {
+        root.join(user_path.trim_start_matches('/'))
+    } else {
+        root.join(user_path)
+    };
     let mut lexical = PathBuf::new();
     for part in joined.components() {
         match part {

@@ -26,10 +26,16 @@ enum Tool {
     HealthCheck,
     ListTools,
     History,
+    Batch,
 }
 
 impl Tool {
-    const CONTROL: [Tool; 3] = [Tool::HealthCheck, Tool::ListTools, Tool::History];
+    const CONTROL: [Tool; 4] = [
+        Tool::HealthCheck,
+        Tool::ListTools,
+        Tool::History,
+        Tool::Batch,
+    ];
     const WORKSPACE: [Tool; 4] = [
         Tool::ReadFile,
         Tool::WriteFile,
@@ -46,6 +52,7 @@ impl Tool {
             Tool::HealthCheck => "health_check",
             Tool::ListTools => "list_tools",
             Tool::History => "history",
+            Tool::Batch => "tool_batch",
         }
     }
 
@@ -109,6 +116,24 @@ impl Builtin {
             input_schema: json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}}),
             annotations: Some(json!({"readOnlyHint": true})),
         });
+        out.push(RawTool {
+            name: Tool::Batch.name().into(),
+            description: Some("Run several tool calls in order as one task, with variables (saveAs + {{name.result}}), conditions (when), expectations (expect) and retries; returns each step's outcome. Same fields as the tool_batch message.".into()),
+            input_schema: json!({
+                "type": "object",
+                "required": ["steps"],
+                "properties": {
+                    "steps": {"type": "array", "items": {"type": "object", "required": ["tool"], "properties": {
+                        "id": {"type": "string"}, "tool": {"type": "string"}, "params": {"type": "object"},
+                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {}
+                    }}},
+                    "options": {"type": "object", "properties": {
+                        "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"}
+                    }}
+                }
+            }),
+            annotations: None,
+        });
         out
     }
 }
@@ -150,6 +175,7 @@ pub async fn call(
             let t = hub.tools();
             Ok(json!({"tools": t.tools(), "hash": t.hash()}))
         }
+        Tool::Batch => crate::engine::run_inline(hub, params, cancel).await,
         Tool::History => {
             let limit = params
                 .get("limit")

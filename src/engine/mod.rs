@@ -26,6 +26,9 @@ use state::{TaskEvent, TaskState};
 use task::Task;
 use template::Templates;
 
+/// Longest a `task_status` with `wait: true` is held before answering.
+const STATUS_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Live and finished tasks of this hub run.
 pub struct Engine {
     tasks: DashMap<String, Arc<Task>>,
@@ -171,6 +174,16 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
         ClientMsg::TaskStatus(r) => match hub.engine().get(&r.task_id) {
+            Some(t) if r.wait => {
+                tokio::spawn(async move {
+                    t.wait_inactive(STATUS_WAIT_LIMIT).await;
+                    out.send(protocol::reply(
+                        "task",
+                        &id,
+                        json!({"task": t.to_json(true)}),
+                    ));
+                });
+            }
             Some(t) => {
                 out.send(protocol::reply(
                     "task",
@@ -235,6 +248,40 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             ),
         ),
     }
+}
+
+/// `hub__tool_batch`: run a batch for an agent that can only emit tool
+/// calls; the result is the batch summary with each step's outcome.
+pub async fn run_inline(
+    hub: &Hub,
+    params: &Value,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Value, HubError> {
+    let req: BatchReq = serde_path_to_error::deserialize(params.clone()).map_err(|e| {
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!(
+                "tool_batch params: {} at {}; expected {{\"steps\": [...], \"options\"?: {{...}}}}",
+                e.inner(),
+                e.path()
+            ),
+        )
+    })?;
+    let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
+    let task = create_task(hub, batch_id, &req, None)?;
+    let handle = start(hub, task.clone(), 0, TaskEvent::Start)?;
+    // If the calling tool call gives up, so does the batch.
+    let guard = cancel.clone();
+    let t = task.clone();
+    let stop = tokio::spawn(async move {
+        guard.cancelled().await;
+        t.cancel_token().cancel();
+    });
+    let _ = handle.await;
+    stop.abort();
+    let mut summary = task.to_json(true);
+    summary["success"] = json!(task.state() == TaskState::Success);
+    Ok(summary)
 }
 
 fn unknown_task(id: &str) -> HubError {

@@ -111,6 +111,7 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
     tracing::info!(state = ?final_state, completed, total, "task finished");
     task.emit(msg);
     hub.engine().task_finished(&task);
+    task.finished.send_modify(|n| *n += 1);
 }
 
 /// Run step `i`; returns whether it succeeded (a skipped step counts as ok).

@@ -46,6 +46,8 @@ pub struct Task {
     pub owner: Mutex<Option<Outbox>>,
     /// Held while a runner drives the task: one resume wins, others are refused.
     pub driving: Arc<tokio::sync::Mutex<()>>,
+    /// Bumped each time a run of the task ends (for `task_status` `wait`).
+    pub finished: tokio::sync::watch::Sender<u64>,
 }
 
 impl Task {
@@ -87,6 +89,7 @@ impl Task {
             cancel: Mutex::new(cancel),
             owner: Mutex::new(owner),
             driving: Arc::new(tokio::sync::Mutex::new(())),
+            finished: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -114,6 +117,19 @@ impl Task {
             tracing::warn!(task = %self.id, event = ?ev, state = ?self.state(), "illegal task transition refused");
         }
         next
+    }
+
+    /// Wait until the task is no longer active (or `limit` passes).
+    pub async fn wait_inactive(&self, limit: std::time::Duration) {
+        let mut rx = self.finished.subscribe();
+        let _ = tokio::time::timeout(limit, async {
+            while self.state().is_active() {
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
     }
 
     pub fn cancel_token(&self) -> CancellationToken {

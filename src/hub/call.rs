@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Hub, BUILTIN_SERVER};
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
+use crate::mcp::supervisor::ServerState;
 use crate::mcp::upstream;
 use crate::retry::{self, RetryOverride, RetryRecord};
 
@@ -70,9 +71,21 @@ impl Hub {
         F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
     {
         let started = tokio::time::Instant::now();
-        let snapshot = self.tools();
-        let info = match snapshot.resolve(&req.tool) {
-            Ok(info) => info.clone(),
+        let mut resolved = self.tools().resolve(&req.tool).cloned();
+        if let Err(e) = &resolved {
+            // A server that is still starting or restarting: wait for it to
+            // settle (bounded by the call's timeout), then resolve again.
+            if let (ErrorType::ServerUnavailable, Some(server)) = (e.error_type, e.server.clone()) {
+                if req.retry != RetryOverride::Disabled {
+                    let wait = req.timeout.unwrap_or_else(|| self.default_timeout(&server));
+                    if self.wait_server_settled(&server, wait, &req.cancel).await {
+                        resolved = self.tools().resolve(&req.tool).cloned();
+                    }
+                }
+            }
+        }
+        let info = match resolved {
+            Ok(info) => info,
             Err(e) => {
                 let out = CallOutcome::failed(&req.tool, e, started.elapsed());
                 self.history.record(&req.session, &req.params, &out);
@@ -83,6 +96,41 @@ impl Hub {
         out.duration_ms = started.elapsed().as_millis() as u64;
         self.history.record(&req.session, &req.params, &out);
         out
+    }
+
+    /// Wait until `server` is running (true) or settles in another state
+    /// (false), for at most `limit`. Event-driven: no polling.
+    pub async fn wait_server_settled(
+        &self,
+        server: &str,
+        limit: Duration,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let mut events = self.subscribe();
+        let state = |h: &Hub| h.server(server).and_then(|s| s.status()).map(|s| s.state);
+        let wait = async {
+            loop {
+                match state(self) {
+                    Some(ServerState::Running) => {
+                        // Running, but its tools may not be published yet.
+                        if self.tools().by_server(server).is_empty() {
+                            let _ = events.recv().await;
+                            continue;
+                        }
+                        return true;
+                    }
+                    Some(ServerState::Starting | ServerState::Restarting) => {}
+                    _ => return false,
+                }
+                if let Err(tokio::sync::broadcast::error::RecvError::Closed) = events.recv().await {
+                    return false;
+                }
+            }
+        };
+        tokio::select! {
+            r = tokio::time::timeout(limit, wait) => r.unwrap_or(false),
+            _ = cancel.cancelled() => false,
+        }
     }
 
     /// The timeout of one attempt when the caller gave none.

@@ -89,12 +89,12 @@ impl Hub {
             connections: AtomicUsize::new(0),
             started: std::time::Instant::now(),
         }));
-        hub.rebuild_tools("hub started");
         tokio::spawn(events::run(hub.clone(), sup_rx));
         let specs: Vec<_> = hub.config().mcp_servers.values().cloned().collect();
         for spec in specs {
             hub.spawn_server(spec);
         }
+        hub.rebuild_tools("hub started");
         Ok(hub)
     }
 
@@ -209,8 +209,14 @@ impl Hub {
                         unavailable.insert(h.name.clone(), "disabled".to_string());
                     }
                     other => {
-                        let why = st.last_error.clone().unwrap_or_default();
-                        unavailable.insert(h.name.clone(), format!("down ({other:?}): {why}"));
+                        let why = match &st.last_error {
+                            Some(e) => format!(": {e}"),
+                            None => String::new(),
+                        };
+                        unavailable.insert(
+                            h.name.clone(),
+                            format!("{}{why}", format!("{other:?}").to_lowercase()),
+                        );
                     }
                 }
             }

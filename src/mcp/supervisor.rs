@@ -156,6 +156,13 @@ impl ServerHandle {
         self.peer.read().ok().and_then(|p| p.clone())
     }
 
+    /// Applied by the hub's event task only (see `Supervisor::set_state`).
+    pub(crate) fn apply_state(&self, state: ServerState) {
+        if let Ok(mut s) = self.status.lock() {
+            s.state = state;
+        }
+    }
+
     pub fn restart(&self, reason: impl Into<String>) {
         let _ = self.control.send(Control::Restart(reason.into()));
     }
@@ -363,14 +370,9 @@ impl Supervisor {
     }
 
     async fn wait_for_restart_order(&mut self) -> bool {
-        loop {
-            tokio::select! {
-                _ = self.h.stop.cancelled() => return false,
-                c = self.control.recv() => match c {
-                    Some(Control::Restart(_)) | Some(Control::Relist(_)) => return true,
-                    None => return false,
-                },
-            }
+        tokio::select! {
+            _ = self.h.stop.cancelled() => false,
+            c = self.control.recv() => c.is_some(),
         }
     }
 
@@ -380,14 +382,19 @@ impl Supervisor {
         }
     }
 
+    /// Record an error and announce a new state. The hub's event task applies
+    /// the state to the handle after it has processed earlier events (the
+    /// server's tools), so nobody sees `running` before its tools exist.
     fn set_state(&self, state: ServerState, error: Option<String>) {
         if let Ok(mut s) = self.h.status.lock() {
-            s.state = state;
             if error.is_some() {
                 s.last_error = error;
             }
         }
-        self.emit_status();
+        if let Some(mut s) = self.h.status() {
+            s.state = state;
+            self.send(SupervisorEvent::Status(s));
+        }
     }
 
     fn emit_status(&self) {

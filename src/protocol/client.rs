@@ -89,6 +89,9 @@ impl Default for BatchOptions {
 #[serde(rename_all = "camelCase")]
 pub struct TaskRef {
     pub task_id: String,
+    /// `task_status` only: answer once the task is no longer running.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -53,6 +53,8 @@ pub const CLIENT_TYPES: &[&str] = &[
 ];
 
 /// Decode one text frame.
+// The error is built once per bad frame; its size does not matter.
+#[allow(clippy::result_large_err)]
 pub fn decode(text: &str, max_bytes: usize) -> Result<Envelope, DecodeError> {
     if text.len() > max_bytes {
         return Err(DecodeError {
@@ -77,6 +79,7 @@ pub fn decode(text: &str, max_bytes: usize) -> Result<Envelope, DecodeError> {
 }
 
 /// Decode an already parsed JSON value (also used by the `hub__` built-in tools).
+#[allow(clippy::result_large_err)]
 pub fn decode_value(value: Value) -> Result<Envelope, DecodeError> {
     let Value::Object(mut obj) = value else {
         return Err(DecodeError {

@@ -161,10 +161,8 @@ async fn forward_events(mut rx: broadcast::Receiver<Arc<Value>>, outbox: Outbox)
                         continue;
                     }
                 }
-                if !outbox.send(strip_private(&ev)) {
-                    if outbox.is_closed() {
-                        return;
-                    }
+                if !outbox.send(strip_private(&ev)) && outbox.is_closed() {
+                    return;
                 }
             }
             Err(broadcast::error::RecvError::Lagged(n)) => {

@@ -76,7 +76,7 @@ async fn host_check_refuses_dns_rebinding() {
         assert_eq!(code, 403, "Host {bad}");
     }
     assert_eq!(
-        upgrade_status(&hub.addr, &[auth.clone()]).await,
+        upgrade_status(&hub.addr, std::slice::from_ref(&auth)).await,
         403,
         "missing Host"
     );
@@ -96,7 +96,7 @@ async fn token_is_required_by_header_or_subprotocol() {
     assert_eq!(mode.permissions().mode() & 0o777, 0o600);
     let host = ("Host", hub.addr.clone());
     assert_eq!(
-        upgrade_status(&hub.addr, &[host.clone()]).await,
+        upgrade_status(&hub.addr, std::slice::from_ref(&host)).await,
         401,
         "missing"
     );

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod batch;
 mod gate;
 mod lifecycle;
 mod protocol;

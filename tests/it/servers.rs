@@ -13,22 +13,18 @@ async fn hub_with(servers: impl FnOnce(&std::path::Path) -> Value) -> TestHub {
 
 /// Wait until `server` reports `running` (from hello or later events).
 pub async fn wait_running(c: &mut Client, server: &str) {
-    loop {
-        let h = c.request(json!({"type": "health_check"})).await;
-        let up = h["servers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|s| s["name"] == server && s["state"] == "running");
-        if up {
-            return;
-        }
+    let h = c.request(json!({"type": "health_check"})).await;
+    let up = h["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|s| s["name"] == server && s["state"] == "running");
+    if !up {
         let s = server.to_string();
         c.recv_where("server_status running", move |v| {
             v["type"] == "server_status" && v["name"] == s.as_str() && v["state"] == "running"
         })
         .await;
-        return;
     }
 }
 

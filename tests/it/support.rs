@@ -316,10 +316,6 @@ impl Client {
         self.request(json!({"type": "tool_call", "tool": tool, "params": params}))
             .await
     }
-
-    pub fn drain_backlog(&mut self) -> Vec<Value> {
-        std::mem::take(&mut self.backlog)
-    }
 }
 
 /// Read the test server's call log (one JSON object per call).

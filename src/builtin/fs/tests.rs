@@ -38,12 +38,18 @@ fn traversal_and_outside_paths_are_refused() {
     let (dir, ws) = setup();
     fs::create_dir(dir.path().join("ws-other")).expect("mkdir");
     let sibling = dir.path().join("ws-other/f");
+    // The sibling is named by an absolute path that is read as
+    // workspace-relative, so escape it with `..` to reach it for real.
+    let sibling_rel = format!(
+        "../{}",
+        sibling.strip_prefix(dir.path()).expect("rel").display()
+    );
     for bad in [
         "../x",
         "a/../../x",
-        "/etc/passwd",
+        "/../etc/passwd",
         "..",
-        sibling.to_str().expect("utf8"),
+        sibling_rel.as_str(),
     ] {
         let e = ws.resolve(bad).expect_err(bad);
         assert_eq!(e.error_type, ErrorType::Permission, "{bad}");
@@ -59,6 +65,9 @@ fn traversal_and_outside_paths_are_refused() {
             e.suggestion
         );
     }
+    // An absolute path outside the folder is workspace-relative, never outside.
+    let inside = ws.resolve("/etc/passwd").expect("virtual root");
+    assert_eq!(inside, ws.root().join("etc/passwd"));
     let e = ws.resolve("a\0b").expect_err("nul");
     assert_eq!(e.error_type, ErrorType::InvalidParams);
 }

@@ -1,0 +1,352 @@
+//! tool_batch: validation, templates, conditions, expectations, execution,
+//! cancellation and retries, against the test server and the built-ins.
+
+use serde_json::{json, Value};
+
+use crate::servers::wait_running;
+use crate::support::{call_log, testserver_entry, Client, TestHub};
+
+async fn hub_with_t() -> (TestHub, Client) {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    (hub, c)
+}
+
+/// Send a batch; collect its step results until batch_complete.
+async fn run_batch(c: &mut Client, id: &str, steps: Value, options: Value) -> (Vec<Value>, Value) {
+    c.send(json!({"type": "tool_batch", "id": id, "steps": steps, "options": options}))
+        .await;
+    let mut steps = Vec::new();
+    loop {
+        let id2 = id.to_string();
+        let m = c
+            .recv_where("batch event", move |v| {
+                v["batchId"] == id2.as_str()
+                    && (v["type"] == "batch_step_result" || v["type"] == "batch_complete")
+                    || (v["replyTo"] == id2.as_str() && v["type"] == "error")
+            })
+            .await;
+        match m["type"].as_str() {
+            Some("batch_step_result") => steps.push(m),
+            _ => return (steps, m),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_protocol_seed_example_runs_unchanged() {
+    let hub = TestHub::start(json!({})).await;
+    let mut c = hub.connect().await;
+    std::fs::create_dir_all(hub.path().join("workspace")).expect("ws");
+    std::fs::write(hub.path().join("workspace/a.json"), r#"{"ok":true}"#).expect("write");
+    let msg = json!({"type":"tool_batch","id":"batch-001",
+     "steps":[
+       {"id":"step1","tool":"read_file","params":{"path":"/a.json"},"saveAs":"fileA"},
+       {"id":"step2","tool":"run_command","params":{"command":"echo {{fileA.result}}"},
+        "when":"{{fileA.success}}"}],
+     "options":{"stopOnError":true,"timeout":120000}});
+    c.send(msg).await;
+    let s0 = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["stepIndex"] == 0
+        })
+        .await;
+    assert_eq!(s0["batchId"], "batch-001");
+    assert_eq!(s0["stepId"], "step1");
+    assert_eq!(s0["success"], true, "{s0}");
+    let s1 = c
+        .recv_where("step 1", |v| {
+            v["type"] == "batch_step_result" && v["stepIndex"] == 1
+        })
+        .await;
+    assert_eq!(s1["result"]["stdout"], "{ok:true}\n", "{s1}");
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["success"], true);
+    assert_eq!(done["state"], "success");
+    assert_eq!(done["stepsCompleted"], 2);
+    assert_eq!(done["totalSteps"], 2);
+    assert!(done["taskId"].is_string());
+}
+
+#[tokio::test]
+async fn an_invalid_batch_lists_every_problem_and_runs_nothing() {
+    let (hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"id": "a", "tool": "t__counter", "params": {"key": "k"}},
+        {"id": "a", "tool": "no_such_tool"},
+        {"tool": "t__echo", "params": {"message": "{{later.result}}"}},
+        {"tool": "t__echo", "params": {"message": "x"}, "saveAs": "later", "when": {"var": "a", "regex": "("}},
+        {"tool": "t__echo", "params": {"message": "{{#if}}"}},
+        {"tool": "t__echo", "params": {"message": "x"}, "saveAs": "later"},
+    ]);
+    let (steps_seen, reply) = run_batch(&mut c, "bad", steps, json!({})).await;
+    assert!(steps_seen.is_empty());
+    assert_eq!(reply["type"], "error");
+    let msg = reply["error"]["message"].as_str().unwrap_or("").to_string();
+    for needle in [
+        "step 1 (a): duplicate step id",
+        "no_such_tool",
+        "step 2",
+        "before the step that saves it",
+        "step 3",
+        "step 4",
+        "duplicate saveAs \"later\"",
+    ] {
+        assert!(msg.contains(needle), "missing {needle:?} in {msg}");
+    }
+    assert!(
+        call_log(&hub.path(), "t")
+            .iter()
+            .all(|c| c["tool"] != "counter"),
+        "nothing may run"
+    );
+    let too_many: Vec<Value> = (0..5)
+        .map(|_| json!({"tool": "t__echo", "params": {"message": "x"}}))
+        .collect();
+    drop(c);
+    let dir = tempfile::tempdir().expect("dir");
+    let hub2 = TestHub::start_in(dir, json!({"taskEngine": {"maxBatchSteps": 3}})).await;
+    let mut c2 = hub2.connect().await;
+    let (_, reply) = run_batch(&mut c2, "big", json!(too_many), json!({})).await;
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("maxBatchSteps"),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn templates_keep_json_types_and_interpolate_text() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"tool": "t__echo_structured", "params": {"value": {"a": [1, 2]}}, "saveAs": "s"},
+        {"tool": "t__echo_structured", "params": {"value": "{{s.result.value}}"}, "saveAs": "typed"},
+        {"tool": "t__echo", "params": {"message": "got {{s.result.value}} id={{s.result.items.1.id}} by {{vars.who}}"}},
+        {"tool": "t__echo", "params": {"message": "{{s.result.nope}}"}},
+    ]);
+    let (r, done) = run_batch(
+        &mut c,
+        "tpl",
+        steps,
+        json!({"variables": {"who": "ann"}, "stopOnError": false}),
+    )
+    .await;
+    assert_eq!(r[1]["result"]["value"], json!({"a": [1, 2]}), "{}", r[1]);
+    assert_eq!(r[2]["result"], "got {\"a\":[1,2]} id=2 by ann", "{}", r[2]);
+    assert_eq!(r[3]["error"]["errorType"], "TEMPLATE_ERROR", "{}", r[3]);
+    let m = r[3]["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        m.contains("nope") && m.contains("value"),
+        "names the variable and what exists: {m}"
+    );
+    assert_eq!(done["state"], "failed");
+}
+
+#[tokio::test]
+async fn conditions_skip_with_a_reason() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"id": "f", "tool": "t__fail", "params": {"message": "boom"}, "saveAs": "f", "retry": false},
+        {"id": "on_fail", "tool": "t__echo", "params": {"message": "ran"}, "when": "failure"},
+        {"id": "ok", "tool": "t__echo", "params": {"message": "version 42"}, "saveAs": "v"},
+        {"id": "re", "tool": "t__echo", "params": {"message": "x"}, "when": {"var": "v", "regex": "version\\s+\\d+"}},
+        {"id": "not", "tool": "t__echo", "params": {"message": "x"}, "when": {"not": {"var": "f", "success": false}}},
+        {"id": "all", "tool": "t__echo", "params": {"message": "x"}, "when": {"all": [{"var": "v", "contains": "42"}, "{{v.success}}"]}},
+        {"id": "any", "tool": "t__echo", "params": {"message": "x"}, "when": {"any": [{"var": "f", "success": true}, {"var": "v", "contains": "nope"}]}},
+    ]);
+    let (r, done) = run_batch(&mut c, "cond", steps, json!({"stopOnError": false})).await;
+    assert_eq!(r.len(), 7);
+    assert_eq!(r[1]["result"], "ran");
+    assert!(r[3]["skipped"].is_null(), "regex matched: {}", r[3]);
+    assert_eq!(r[4]["skipped"], true, "{}", r[4]);
+    assert!(
+        r[4]["reason"].as_str().unwrap_or("").contains("not"),
+        "{}",
+        r[4]
+    );
+    assert!(r[5]["skipped"].is_null(), "{}", r[5]);
+    assert_eq!(r[6]["skipped"], true);
+    assert!(!r[6]["reason"].as_str().unwrap_or("").is_empty());
+    assert_eq!(
+        done["state"], "failed",
+        "a failed step fails the batch when stopOnError is false"
+    );
+    assert_eq!(done["stepsCompleted"], 7);
+}
+
+#[tokio::test]
+async fn expectations_fail_with_assertion_failed_and_are_retried() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"tool": "t__echo", "params": {"message": "hello"}, "expect": {"contains": "hell"}},
+        {"tool": "t__echo_structured", "params": {"value": 1}, "expect": {"path": "/items/0/id", "equals": 1}},
+        {"tool": "t__fail", "params": {"message": "nope"}, "expect": {"success": false}, "retry": false},
+        {"tool": "t__echo", "params": {"message": "goodbye"}, "expect": {"regex": "^hello"}},
+    ]);
+    let (r, done) = run_batch(&mut c, "exp", steps, json!({"stopOnError": false})).await;
+    assert_eq!(r[0]["success"], true);
+    assert_eq!(r[1]["success"], true, "{}", r[1]);
+    assert_eq!(
+        r[2]["success"], true,
+        "an expected failure passes: {}",
+        r[2]
+    );
+    assert_eq!(r[3]["success"], false);
+    assert_eq!(r[3]["error"]["errorType"], "ASSERTION_FAILED");
+    assert_eq!(r[3]["error"]["recoverable"], true);
+    assert!(
+        r[3]["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("goodbye"),
+        "shows actual: {}",
+        r[3]
+    );
+    assert_eq!(
+        r[3]["attempts"], 2,
+        "default ASSERTION_FAILED strategy retries once"
+    );
+    assert_eq!(r[3]["retries"][0]["errorType"], "ASSERTION_FAILED");
+    assert_eq!(done["state"], "failed");
+}
+
+#[tokio::test]
+async fn stop_on_error_ends_the_batch_at_the_first_failure() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"tool": "t__fail", "params": {"message": "boom"}},
+        {"tool": "t__echo", "params": {"message": "never"}},
+    ]);
+    let (r, done) = run_batch(&mut c, "stop", steps, json!({})).await;
+    assert_eq!(r.len(), 1);
+    assert_eq!(done["state"], "failed");
+    assert_eq!(done["stepsCompleted"], 1);
+    assert_eq!(done["totalSteps"], 2);
+}
+
+#[tokio::test]
+async fn batch_timeout_bounds_the_whole_batch() {
+    let (hub, mut c) = hub_with_t().await;
+    let steps = json!([{"tool": "t__hang", "params": {}}]);
+    let (r, done) = run_batch(&mut c, "slow", steps, json!({"timeout": 300})).await;
+    assert_eq!(r[0]["error"]["errorType"], "TIMEOUT", "{}", r[0]);
+    assert_eq!(done["state"], "failed");
+    hub.wait_log("testserver t cancelled hang").await;
+}
+
+#[tokio::test]
+async fn cancel_task_cancels_the_call_at_the_server() {
+    let (hub, mut c) = hub_with_t().await;
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__hang", "params": {}}]}))
+        .await;
+    let st = c
+        .recv_where("running", |v| {
+            v["type"] == "task_state" && v["state"] == "running"
+        })
+        .await;
+    let task_id = st["taskId"].clone();
+    // The hang call must be in flight before cancelling.
+    hub.wait_log("testserver t call hang").await;
+    let _ = c
+        .request(json!({"type": "cancel_task", "taskId": task_id}))
+        .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "cancelled", "{done}");
+    hub.wait_log("testserver t cancelled hang").await;
+}
+
+#[tokio::test]
+async fn a_batch_survives_its_client_and_others_run_alongside() {
+    let (hub, mut c) = hub_with_t().await;
+    c.send(json!({"type": "tool_batch", "id": "long", "steps": [
+        {"tool": "t__slow", "params": {"ms": 400, "message": "done"}, "saveAs": "s"},
+        {"tool": "t__echo", "params": {"message": "after {{s.result}}"}}
+    ]}))
+    .await;
+    let st = c
+        .recv_where("running", |v| {
+            v["type"] == "task_state" && v["state"] == "running"
+        })
+        .await;
+    let task_id = st["taskId"].clone();
+    drop(c);
+    let mut other = hub.connect().await;
+    let (r, done) = run_batch(
+        &mut other,
+        "quick",
+        json!([{"tool": "t__echo", "params": {"message": "q"}}]),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r[0]["success"], true);
+    assert_eq!(done["state"], "success");
+    let t = other
+        .request(json!({"type": "task_status", "taskId": task_id, "wait": true}))
+        .await;
+    assert_eq!(t["task"]["state"], "success", "{t}");
+    assert_eq!(t["task"]["steps"][1]["result"], "after done");
+}
+
+#[tokio::test]
+async fn retries_follow_strategies_and_report_every_attempt() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"tool": "t__flaky", "params": {"key": "k1", "failures": 2}, "retry": {"maxRetries": 3, "delay": 10}},
+        {"tool": "t__flaky", "params": {"key": "k2", "failures": 2}, "retry": false},
+        {"tool": "t__slow", "params": {"ms": 450}, "timeout": 300, "retry": {"maxRetries": 1, "delay": 10, "action": "extend_timeout"}},
+        {"tool": "t__destructive", "params": {"ms": 2000}, "timeout": 200},
+    ]);
+    let (r, _) = run_batch(&mut c, "retry", steps, json!({"stopOnError": false})).await;
+    assert_eq!(r[0]["success"], true, "{}", r[0]);
+    assert_eq!(r[0]["attempts"], 3);
+    assert_eq!(r[0]["retries"][0]["errorType"], "NETWORK");
+    assert_eq!(r[0]["retries"][1]["attempt"], 2);
+    assert_eq!(r[1]["attempts"], 1, "retry: false");
+    assert_eq!(
+        r[2]["success"], true,
+        "extend_timeout doubled the timeout: {}",
+        r[2]
+    );
+    assert_eq!(r[2]["retries"][0]["action"], "extend_timeout");
+    assert_eq!(
+        r[3]["attempts"], 1,
+        "destructive tools are not retried after a timeout: {}",
+        r[3]
+    );
+    assert!(r[3]["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("destructive"));
+    let h = c.request(json!({"type": "history", "limit": 10})).await;
+    assert!(h["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .any(|e| e["attempts"] == 3));
+}
+
+#[tokio::test]
+async fn hub_tool_batch_runs_a_batch_from_a_tool_call() {
+    let (_hub, mut c) = hub_with_t().await;
+    let r = c
+        .call(
+            "hub__tool_batch",
+            json!({"steps": [
+                {"tool": "t__add", "params": {"a": 1, "b": 2}, "saveAs": "x"},
+                {"tool": "t__add", "params": {"a": "{{x.result.sum}}", "b": 10}}
+            ]}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["result"]["state"], "success");
+    assert_eq!(r["result"]["steps"][1]["result"], json!({"sum": 13}), "{r}");
+}
