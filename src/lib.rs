@@ -22,6 +22,7 @@ pub mod hub;
 pub mod mcp;
 pub mod protocol;
 pub mod retry;
+pub mod safety;
 pub mod server;
 pub mod suggest;
 pub mod util;

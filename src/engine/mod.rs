@@ -5,7 +5,9 @@
 //! `template`, `condition`, `expect` and `state` are pure; the runner is the
 //! only writer of a task's state.
 
+pub mod approvals;
 pub mod condition;
+pub mod confirm;
 pub mod expect;
 pub mod runner;
 pub mod state;
@@ -33,6 +35,7 @@ const STATUS_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(60
 pub struct Engine {
     tasks: DashMap<String, Arc<Task>>,
     templates: Templates,
+    pub approvals: approvals::Approvals,
 }
 
 impl Default for Engine {
@@ -46,6 +49,7 @@ impl Engine {
         Engine {
             tasks: DashMap::new(),
             templates: Templates::new(),
+            approvals: approvals::Approvals::default(),
         }
     }
 
@@ -231,14 +235,23 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             }
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
-        ClientMsg::Confirm(r) => reply_err(
-            &out,
-            &id,
-            HubError::new(
-                ErrorType::InvalidMessage,
-                format!("task {} is not waiting for a confirmation", r.task_id),
-            ),
-        ),
+        ClientMsg::Confirm(r) => {
+            match hub.engine().approvals.decide(
+                &r.task_id,
+                r.approve,
+                r.step_index,
+                r.params_hash.as_deref(),
+            ) {
+                Ok(()) => {
+                    out.send(protocol::reply(
+                        "confirmed",
+                        &id,
+                        json!({"taskId": r.task_id, "approve": r.approve}),
+                    ));
+                }
+                Err(m) => reply_err(&out, &id, HubError::new(ErrorType::InvalidMessage, m)),
+            }
+        }
         other => reply_err(
             &out,
             &id,

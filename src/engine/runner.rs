@@ -173,6 +173,41 @@ async fn run_step(
             return record(hub, task, i, base, out, resumed);
         }
     };
+    // The safety gate: deny at once, or wait for a person's confirm.
+    if let Ok(info) = hub.tools().resolve(&step.tool).cloned() {
+        let ask = super::confirm::Ask {
+            task_id: &task.id,
+            batch_id: Some(&task.batch_id),
+            step_index: i,
+            info: &info,
+            params: &params,
+            owner: task.owner(),
+        };
+        let waited = AtomicBool::new(false);
+        let verdict = tokio::select! {
+            v = super::confirm::gate(hub, ask, |_| {
+                waited.store(true, Ordering::SeqCst);
+                task.with(|d| d.waiting_step = Some(i));
+                if task.transition(TaskEvent::AskUser).is_some() {
+                    hub.engine().persist_state(task);
+                    emit_state(task, Some(i));
+                }
+            }) => v,
+            _ = batch_cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
+        };
+        if waited.load(Ordering::SeqCst) {
+            hub.engine().approvals.forget(&task.id);
+            task.with(|d| d.waiting_step = None);
+            if task.transition(TaskEvent::UserAnswered).is_some() {
+                hub.engine().persist_state(task);
+                emit_state(task, Some(i));
+            }
+        }
+        if let Err(e) = verdict {
+            let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
+            return record(hub, task, i, base, out, resumed);
+        }
+    }
     task.with(|d| {
         if let Some(n) = d.steps[i].state.next(StepEvent::Start) {
             d.steps[i].state = n;

@@ -109,6 +109,9 @@ pub struct ConfirmReq {
     pub approve: bool,
     #[serde(default)]
     pub step_index: Option<usize>,
+    /// The `paramsHash` of the `need_user` being answered (optional binding).
+    #[serde(default)]
+    pub params_hash: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

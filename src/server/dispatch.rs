@@ -49,6 +49,25 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
             };
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
+                // A single call passes the same safety gate as a batch step.
+                if let Ok(info) = hub.tools().resolve(&call.tool).cloned() {
+                    let task_id = format!("call-{}", uuid::Uuid::new_v4());
+                    let ask = crate::engine::confirm::Ask {
+                        task_id: &task_id,
+                        batch_id: None,
+                        step_index: 0,
+                        info: &info,
+                        params: &call.params,
+                        owner: Some(out.clone()),
+                    };
+                    if let Err(e) = crate::engine::confirm::gate(&hub, ask, |_| {}).await {
+                        let outcome =
+                            crate::hub::CallOutcome::failed(&call.tool, e, Duration::ZERO);
+                        hub.history.record(&call.session, &call.params, &outcome);
+                        out.send(protocol::tool_result_msg(&id, outcome.to_json()));
+                        return;
+                    }
+                }
                 let outcome = hub.call(call).await;
                 out.send(protocol::tool_result_msg(&id, outcome.to_json()));
             });

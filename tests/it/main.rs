@@ -8,5 +8,6 @@ mod gate;
 mod lifecycle;
 mod protocol;
 mod reload;
+mod safety;
 mod servers;
 mod tools;

@@ -1,0 +1,93 @@
+//! The safety gate in front of every call (batch steps and single
+//! `tool_call`s): deny at once, or ask a person and wait for `confirm`.
+
+use serde_json::{json, Value};
+
+use super::approvals::{params_hash, Refused};
+use crate::errors::{ErrorType, HubError};
+use crate::hub::Hub;
+use crate::mcp::registry::ToolInfo;
+use crate::safety::{self, Verdict};
+use crate::server::Outbox;
+
+/// What the gate needs to know about the call it guards.
+pub struct Ask<'a> {
+    pub task_id: &'a str,
+    pub batch_id: Option<&'a Value>,
+    pub step_index: usize,
+    pub info: &'a ToolInfo,
+    pub params: &'a Value,
+    pub owner: Option<Outbox>,
+}
+
+/// `Ok` when the call may run; `Err(SAFETY_BLOCKED)` when a rule denies it
+/// or the person declines or does not answer in time.
+pub async fn gate(hub: &Hub, ask: Ask<'_>, on_wait: impl FnOnce(&str)) -> Result<(), HubError> {
+    let cfg = hub.config();
+    match safety::check(&cfg.safety, ask.info, ask.params) {
+        Verdict::Allow => Ok(()),
+        Verdict::Deny(reason) => Err(blocked(
+            ask.info,
+            format!("denied by a safety rule: {reason}"),
+        )),
+        Verdict::Confirm(reason) => {
+            on_wait(&reason);
+            request(hub, &ask, &reason).await
+        }
+    }
+}
+
+/// Ask for a decision on a call (also used for uncertain steps on resume).
+pub async fn request(hub: &Hub, ask: &Ask<'_>, reason: &str) -> Result<(), HubError> {
+    let cfg = hub.config();
+    let hash = params_hash(ask.params);
+    let rx = hub
+        .engine()
+        .approvals
+        .register(ask.task_id, ask.step_index, hash.clone());
+    let expires_ms = crate::util::now_ms() + cfg.safety.confirm_timeout.as_millis() as u64;
+    let redacted = crate::history::redact(ask.params, &cfg.security);
+    let mut msg = json!({
+        "type": "need_user",
+        "taskId": ask.task_id,
+        "stepIndex": ask.step_index,
+        "tool": ask.info.qualified_name,
+        "params": redacted,
+        "reason": reason,
+        "paramsHash": hash,
+        "expiresAt": crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(expires_ms)),
+    });
+    if let Some(b) = ask.batch_id {
+        msg["batchId"] = b.clone();
+    }
+    tracing::warn!(task = ask.task_id, step = ask.step_index, tool = %ask.info.qualified_name, %reason, "waiting for a person to confirm");
+    // The owner if it is still connected, else every connection.
+    match ask.owner.as_ref().filter(|o| !o.is_closed()) {
+        Some(o) => {
+            o.send(msg);
+        }
+        None => hub.broadcast(msg),
+    }
+    match hub
+        .engine()
+        .approvals
+        .wait(ask.task_id, rx, cfg.safety.confirm_timeout)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(Refused::Denied) => Err(blocked(ask.info, format!("the user declined: {reason}"))),
+        Err(Refused::Expired) => Err(blocked(
+            ask.info,
+            format!(
+                "no confirmation within {} ms (safety.confirmTimeout): {reason}",
+                cfg.safety.confirm_timeout.as_millis()
+            ),
+        )),
+    }
+}
+
+fn blocked(info: &ToolInfo, message: String) -> HubError {
+    HubError::new(ErrorType::SafetyBlocked, message)
+        .with_server(&info.server)
+        .with_tool(&info.name)
+}
