@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod retry;
 pub mod safety;
 pub mod server;
+pub mod store;
 pub mod suggest;
 pub mod util;
 

@@ -27,6 +27,9 @@ enum Tool {
     ListTools,
     History,
     Batch,
+    TaskStatus,
+    ListTasks,
+    ResumeTask,
 }
 
 impl Tool {
@@ -53,6 +56,9 @@ impl Tool {
             Tool::ListTools => "list_tools",
             Tool::History => "history",
             Tool::Batch => "tool_batch",
+            Tool::TaskStatus => "task_status",
+            Tool::ListTasks => "list_tasks",
+            Tool::ResumeTask => "resume_task",
         }
     }
 
@@ -134,6 +140,27 @@ impl Builtin {
             }),
             annotations: None,
         });
+        let task_id = json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}}});
+        out.push(RawTool {
+            name: Tool::TaskStatus.name().into(),
+            description: Some("A task's state, each step's outcome, whether it can be resumed (and why not), and which step is uncertain.".into()),
+            input_schema: task_id,
+            annotations: Some(json!({"readOnlyHint": true})),
+        });
+        out.push(RawTool {
+            name: Tool::ListTasks.name().into(),
+            description: Some(
+                "Every known task (running, finished, recoverable) with its state.".into(),
+            ),
+            input_schema: json!({"type": "object", "properties": {}}),
+            annotations: Some(json!({"readOnlyHint": true})),
+        });
+        out.push(RawTool {
+            name: Tool::ResumeTask.name().into(),
+            description: Some("Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.".into()),
+            input_schema: json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}}}),
+            annotations: None,
+        });
         out
     }
 }
@@ -176,6 +203,30 @@ pub async fn call(
             Ok(json!({"tools": t.tools(), "hash": t.hash()}))
         }
         Tool::Batch => crate::engine::run_inline(hub, params, cancel).await,
+        Tool::TaskStatus | Tool::ResumeTask => {
+            let id = params
+                .get("taskId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    HubError::new(
+                        ErrorType::InvalidParams,
+                        "missing field \"taskId\" (a string)",
+                    )
+                })?;
+            if tool == Tool::ResumeTask {
+                let from = params
+                    .get("fromStep")
+                    .and_then(Value::as_u64)
+                    .map(|n| n as usize);
+                let handle = crate::engine::resume(hub, id, from, None)?;
+                let _ = handle.await;
+            }
+            let t = hub.engine().get(id).ok_or_else(|| {
+                HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
+            })?;
+            Ok(t.to_json(true))
+        }
+        Tool::ListTasks => Ok(crate::engine::list_json(hub)),
         Tool::History => {
             let limit = params
                 .get("limit")

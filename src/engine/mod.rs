@@ -8,6 +8,7 @@
 pub mod approvals;
 pub mod condition;
 pub mod confirm;
+pub mod durable;
 pub mod expect;
 pub mod runner;
 pub mod state;
@@ -36,20 +37,16 @@ pub struct Engine {
     tasks: DashMap<String, Arc<Task>>,
     templates: Templates,
     pub approvals: approvals::Approvals,
-}
-
-impl Default for Engine {
-    fn default() -> Self {
-        Engine::new()
-    }
+    pub store: durable::Store,
 }
 
 impl Engine {
-    pub fn new() -> Engine {
+    pub fn new(cfg: &crate::config::Config) -> Engine {
         Engine {
             tasks: DashMap::new(),
             templates: Templates::new(),
             approvals: approvals::Approvals::default(),
+            store: durable::Store::new(cfg),
         }
     }
 
@@ -66,11 +63,6 @@ impl Engine {
         v.sort_by_key(|t| t.with(|d| d.created_ms));
         v
     }
-
-    pub(crate) fn persist_state(&self, _task: &Task) {}
-    pub(crate) fn persist_step_started(&self, _task: &Task, _i: usize, _params: &Value) {}
-    pub(crate) fn persist_step_finished(&self, _task: &Task, _i: usize) {}
-    pub(crate) fn task_finished(&self, _task: &Task) {}
 }
 
 /// Validate a batch and create its task (not yet started).
@@ -110,6 +102,7 @@ pub fn create_task(
         owner,
         hub.shutdown.child_token(),
     ));
+    hub.engine().create_journal(&task, req);
     hub.engine().tasks.insert(id, task.clone());
     Ok(task)
 }
@@ -198,43 +191,13 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
         ClientMsg::ListTasks => {
-            let tasks: Vec<Value> = hub
-                .engine()
-                .list()
-                .iter()
-                .map(|t| t.to_json(false))
-                .collect();
-            out.send(protocol::reply("tasks", &id, json!({"tasks": tasks})));
+            out.send(protocol::reply("tasks", &id, list_json(hub)));
         }
-        ClientMsg::ResumeTask(r) => match hub.engine().get(&r.task_id) {
-            Some(t) => {
-                let state = t.state();
-                if let Err(why) = state.resumable() {
-                    return reply_err(
-                        &out,
-                        &id,
-                        HubError::new(
-                            ErrorType::InvalidMessage,
-                            format!("task {} cannot be resumed: {why}", r.task_id),
-                        ),
-                    );
-                }
-                let from = r.from_step.unwrap_or(0).min(t.plan.steps.len());
-                t.with(|d| {
-                    d.resumed = true;
-                    for s in d.steps.iter_mut().skip(from) {
-                        if let Some(n) = s.state.next(state::StepEvent::Reset) {
-                            s.state = n;
-                        }
-                    }
-                });
-                t.set_owner(Some(out.clone()));
-                if let Err(e) = start(hub, t, from, TaskEvent::Resume) {
-                    reply_err(&out, &id, e);
-                }
+        ClientMsg::ResumeTask(r) => {
+            if let Err(e) = resume(hub, &r.task_id, r.from_step, Some(out.clone())) {
+                reply_err(&out, &id, e);
             }
-            None => reply_err(&out, &id, unknown_task(&r.task_id)),
-        },
+        }
         ClientMsg::Confirm(r) => {
             match hub.engine().approvals.decide(
                 &r.task_id,
@@ -261,6 +224,62 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             ),
         ),
     }
+}
+
+/// Continue a failed, recoverable or cancelled task from its first
+/// unfinished step (or `from`), with its saved variables.
+pub fn resume(
+    hub: &Hub,
+    task_id: &str,
+    from: Option<usize>,
+    owner: Option<Outbox>,
+) -> Result<tokio::task::JoinHandle<()>, HubError> {
+    if !crate::store::valid_id(task_id) {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!("{task_id:?} is not a task id"),
+        ));
+    }
+    let t = hub
+        .engine()
+        .get(task_id)
+        .ok_or_else(|| unknown_task(task_id))?;
+    if let Err(why) = t.state().resumable() {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!("task {task_id} cannot be resumed: {why}"),
+        )
+        .with_suggestion("task_status shows whether a task can be resumed"));
+    }
+    // One resume wins: the driving lock is taken before anything changes.
+    let guard = t.driving.clone().try_lock_owned().map_err(|_| {
+        HubError::new(
+            ErrorType::InvalidMessage,
+            format!("task {task_id} is already being resumed"),
+        )
+    })?;
+    let from = from.unwrap_or(0).min(t.plan.steps.len());
+    t.with(|d| {
+        d.resumed = true;
+        d.error = None;
+        // Failed steps run again; uncertain ones follow the resumeUncertain
+        // policy in the runner; finished ones never run again.
+        for s in d.steps.iter_mut().skip(from) {
+            if s.state == state::StepState::Failed {
+                if let Some(n) = s.state.next(state::StepEvent::Reset) {
+                    s.state = n;
+                }
+            }
+        }
+    });
+    if owner.is_some() {
+        t.set_owner(owner);
+    }
+    let hub = hub.clone();
+    Ok(tokio::spawn(async move {
+        let _guard = guard;
+        runner::drive(hub, t, from, TaskEvent::Resume).await;
+    }))
 }
 
 /// `hub__tool_batch`: run a batch for an agent that can only emit tool
@@ -295,6 +314,17 @@ pub async fn run_inline(
     let mut summary = task.to_json(true);
     summary["success"] = json!(task.state() == TaskState::Success);
     Ok(summary)
+}
+
+/// `{"tasks": [...], "problems": [...]}` for list_tasks.
+pub fn list_json(hub: &Hub) -> Value {
+    let tasks: Vec<Value> = hub
+        .engine()
+        .list()
+        .iter()
+        .map(|t| t.to_json(false))
+        .collect();
+    json!({"tasks": tasks, "problems": hub.engine().store.problems()})
 }
 
 fn unknown_task(id: &str) -> HubError {

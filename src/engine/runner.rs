@@ -23,6 +23,9 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
     let run_cancel = hub.shutdown.child_token();
     task.set_cancel_token(run_cancel.clone());
     let resumed = event == TaskEvent::Resume;
+    if resumed {
+        hub.engine().persist_resume(&task, start);
+    }
     if task.transition(event).is_none() {
         return;
     }
@@ -52,6 +55,19 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
         let state = task.with(|d| d.steps[i].state);
         if state.is_finished() {
             continue; // finished steps never run again
+        }
+        if state == StepState::Uncertain {
+            match settle_uncertain(&hub, &task, i, &batch_cancel).await {
+                Uncertain::Rerun => task.with(|d| d.steps[i].state = StepState::Pending),
+                Uncertain::Skipped => continue,
+                Uncertain::Failed => {
+                    any_failed = true;
+                    if task.plan.options.stop_on_error {
+                        break;
+                    }
+                    continue;
+                }
+            }
         }
         let ok = run_step(&hub, &task, i, &batch_cancel, &timed_out, resumed).await;
         if !ok {
@@ -185,8 +201,9 @@ async fn run_step(
         };
         let waited = AtomicBool::new(false);
         let verdict = tokio::select! {
-            v = super::confirm::gate(hub, ask, |_| {
+            v = super::confirm::gate(hub, ask, |reason| {
                 waited.store(true, Ordering::SeqCst);
+                hub.engine().persist_need_user(task, i, reason, &super::approvals::params_hash(&params));
                 task.with(|d| d.waiting_step = Some(i));
                 if task.transition(TaskEvent::AskUser).is_some() {
                     hub.engine().persist_state(task);
@@ -213,7 +230,7 @@ async fn run_step(
             d.steps[i].state = n;
         }
     });
-    hub.engine().persist_step_started(task, i, &params);
+    hub.engine().persist_step_started(task, i, &params, hub);
     let session = task
         .owner()
         .map(|o| o.session.clone())
@@ -333,4 +350,123 @@ pub fn apply_expect(
         },
         Err(e) => Err(e),
     }
+}
+
+enum Uncertain {
+    Rerun,
+    Skipped,
+    Failed,
+}
+
+/// A step that started before the hub stopped and never finished may or may
+/// not have taken effect: never repeat it silently. The policy comes from the
+/// tool's override, the server's, or `taskEngine.resumeUncertain`.
+async fn settle_uncertain(
+    hub: &Hub,
+    task: &Arc<Task>,
+    i: usize,
+    cancel: &CancellationToken,
+) -> Uncertain {
+    use crate::config::UncertainPolicy;
+    let cfg = hub.config();
+    let step = &task.plan.steps[i].step;
+    let info = hub.tools().resolve(&step.tool).cloned().ok();
+    let server = info.as_ref().and_then(|t| cfg.mcp_servers.get(&t.server));
+    let tool_policy = server
+        .zip(info.as_ref())
+        .and_then(|(s, t)| s.tool_overrides.get(&t.name))
+        .and_then(|o| o.resume_uncertain);
+    let mut policy = tool_policy
+        .or_else(|| server.and_then(|s| s.resume_uncertain))
+        .unwrap_or(cfg.task_engine.resume_uncertain);
+    let safe_to_repeat = info
+        .as_ref()
+        .and_then(|t| t.annotations.as_ref())
+        .is_some_and(|a| {
+            a.get("readOnlyHint").and_then(Value::as_bool) == Some(true)
+                || a.get("idempotentHint").and_then(Value::as_bool) == Some(true)
+        });
+    if policy == UncertainPolicy::Confirm && safe_to_repeat && server.is_some_and(|s| s.trusted) {
+        policy = UncertainPolicy::Rerun;
+    }
+    let reason = format!("step {i} may already have run before the hub stopped");
+    tracing::warn!(task = %task.id, step = i, ?policy, "{reason}");
+    match policy {
+        UncertainPolicy::Rerun => Uncertain::Rerun,
+        UncertainPolicy::Skip => {
+            let base = step_base(task, i);
+            let mut msg = base;
+            msg["success"] = json!(true);
+            msg["skipped"] = json!(true);
+            msg["reason"] = json!(format!("{reason}; skipped (resumeUncertain: skip)"));
+            finish_step(hub, task, i, StepState::Skipped, msg, true);
+            Uncertain::Skipped
+        }
+        UncertainPolicy::Confirm => {
+            let Some(info) = info else {
+                let e = HubError::new(
+                    ErrorType::ServerUnavailable,
+                    format!(
+                        "{reason}, and its tool {} is not available to confirm it",
+                        step.tool
+                    ),
+                );
+                let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
+                record(hub, task, i, step_base(task, i), out, true);
+                return Uncertain::Failed;
+            };
+            let params = task
+                .with(|d| d.steps[i].outcome.clone())
+                .and_then(|o| o.get("params").cloned())
+                .unwrap_or_else(|| step.params.clone());
+            let ask = super::confirm::Ask {
+                task_id: &task.id,
+                batch_id: Some(&task.batch_id),
+                step_index: i,
+                info: &info,
+                params: &params,
+                owner: task.owner(),
+            };
+            task.with(|d| d.waiting_step = Some(i));
+            if task.transition(TaskEvent::AskUser).is_some() {
+                hub.engine().persist_need_user(
+                    task,
+                    i,
+                    &reason,
+                    &super::approvals::params_hash(&params),
+                );
+                emit_state(task, Some(i));
+            }
+            let verdict = tokio::select! {
+                v = super::confirm::request(hub, &ask, &reason) => v,
+                _ = cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
+            };
+            hub.engine().approvals.forget(&task.id);
+            task.with(|d| d.waiting_step = None);
+            if task.transition(TaskEvent::UserAnswered).is_some() {
+                hub.engine().persist_state(task);
+                emit_state(task, Some(i));
+            }
+            match verdict {
+                Ok(()) => Uncertain::Rerun,
+                Err(e) => {
+                    let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
+                    record(hub, task, i, step_base(task, i), out, true);
+                    Uncertain::Failed
+                }
+            }
+        }
+    }
+}
+
+fn step_base(task: &Task, i: usize) -> Value {
+    let step = &task.plan.steps[i].step;
+    json!({
+        "type": "batch_step_result",
+        "batchId": task.batch_id,
+        "taskId": task.id,
+        "stepIndex": i,
+        "stepId": step.id,
+        "tool": step.tool,
+    })
 }

@@ -48,6 +48,8 @@ pub struct Task {
     pub driving: Arc<tokio::sync::Mutex<()>>,
     /// Bumped each time a run of the task ends (for `task_status` `wait`).
     pub finished: tokio::sync::watch::Sender<u64>,
+    /// The task's journal writer (`None` when not durable).
+    journal: Mutex<Option<crate::store::journal::JournalWriter>>,
 }
 
 impl Task {
@@ -90,6 +92,7 @@ impl Task {
             owner: Mutex::new(owner),
             driving: Arc::new(tokio::sync::Mutex::new(())),
             finished: tokio::sync::watch::channel(0).0,
+            journal: Mutex::new(None),
         }
     }
 
@@ -98,6 +101,25 @@ impl Task {
         match self.data.lock() {
             Ok(mut d) => f(&mut d),
             Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    pub fn set_journal(&self, w: Option<crate::store::journal::JournalWriter>) {
+        match self.journal.lock() {
+            Ok(mut j) => *j = w,
+            Err(p) => *p.into_inner() = w,
+        }
+    }
+
+    /// Use the journal writer under its lock (one runner per task, so the
+    /// lock is never contended on the hot path).
+    pub fn with_journal<R>(
+        &self,
+        f: impl FnOnce(Option<&mut crate::store::journal::JournalWriter>) -> R,
+    ) -> R {
+        match self.journal.lock() {
+            Ok(mut j) => f(j.as_mut()),
+            Err(p) => f(p.into_inner().as_mut()),
         }
     }
 

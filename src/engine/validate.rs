@@ -51,10 +51,31 @@ impl Problem {
 /// The variable that always exists: `{{vars.x}}` from `options.variables`.
 pub const VARS: &str = "vars";
 
+/// Everything but tool resolution: used for tasks recovered from their
+/// journal at start-up, before the servers are back (tools are resolved
+/// again when each step runs).
+pub fn validate_structure(
+    steps: &[BatchStep],
+    options: &BatchOptions,
+    templates: &Templates,
+) -> Result<Plan, Vec<Problem>> {
+    check(steps, options, None, templates, usize::MAX)
+}
+
 pub fn validate(
     steps: &[BatchStep],
     options: &BatchOptions,
     tools: &ToolSnapshot,
+    templates: &Templates,
+    max_steps: usize,
+) -> Result<Plan, Vec<Problem>> {
+    check(steps, options, Some(tools), templates, max_steps)
+}
+
+fn check(
+    steps: &[BatchStep],
+    options: &BatchOptions,
+    tools: Option<&ToolSnapshot>,
     templates: &Templates,
     max_steps: usize,
 ) -> Result<Plan, Vec<Problem>> {
@@ -85,7 +106,7 @@ pub fn validate(
                 bad(format!("duplicate step id \"{id}\""));
             }
         }
-        if let Err(e) = tools.resolve(&step.tool) {
+        if let Some(Err(e)) = tools.map(|t| t.resolve(&step.tool)) {
             bad(e.message.clone());
         }
         let mut used: Vec<String> = Vec::new();

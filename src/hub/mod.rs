@@ -70,6 +70,7 @@ impl Hub {
         let (sup_tx, sup_rx) = mpsc::unbounded_channel();
         let history = History::open(&config.task_engine.state_dir, config.security.clone())?;
         let builtin = Builtin::new(&config.builtin)?;
+        let engine = crate::engine::Engine::new(&config);
         let hub = Hub(Arc::new(Inner {
             config: RwLock::new(Arc::new(config)),
             servers: DashMap::new(),
@@ -83,7 +84,7 @@ impl Hub {
             sup_tx,
             history,
             builtin,
-            engine: crate::engine::Engine::new(),
+            engine,
             shutdown,
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
@@ -95,6 +96,8 @@ impl Hub {
             hub.spawn_server(spec);
         }
         hub.rebuild_tools("hub started");
+        hub.engine().recover();
+        crate::engine::durable::spawn_retention(hub.clone());
         Ok(hub)
     }
 

@@ -4,6 +4,7 @@
 mod support;
 
 mod batch;
+mod durable;
 mod gate;
 mod lifecycle;
 mod protocol;

@@ -219,6 +219,16 @@ impl TestHub {
         self.child.id().expect("pid") as i32
     }
 
+    /// SIGKILL the hub (no chance to clean up), then start it again on the
+    /// same folder and config, as after a crash.
+    pub async fn crash_and_restart(mut self) -> TestHub {
+        let _ = self.child.start_kill();
+        let _ = tokio::time::timeout(WAIT, self.child.wait()).await;
+        let path = self.dir.path().join("config.json");
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("dir"));
+        TestHub::spawn(dir, &path).await
+    }
+
     /// SIGTERM and wait for the exit status.
     pub async fn terminate(mut self) -> std::process::ExitStatus {
         unsafe {

@@ -1,0 +1,392 @@
+//! Durability glue between the runner and `store::journal`: one
+//! append-only journal per task under `<stateDir>/tasks/`, recovery of every
+//! task at start-up, and retention.
+//!
+//! Writes are synchronous on purpose: a step's result must be on disk
+//! before its `batch_step_result` is sent. On the multi-threaded runtime the
+//! write runs under `block_in_place`, so other tasks keep running.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::state::{StepState, TaskEvent, TaskState};
+use super::task::Task;
+use super::Engine;
+use crate::config::{Config, Durability as CfgDurability};
+use crate::hub::Hub;
+use crate::protocol::BatchReq;
+use crate::store::journal::{self, Durability, JournalWriter, Record};
+
+/// Where and how tasks are journaled.
+pub struct Store {
+    pub dir: PathBuf,
+    durability: Durability,
+    /// Journals that could not be read (shown by list_tasks and health).
+    pub problems: Mutex<Vec<String>>,
+}
+
+impl Store {
+    pub fn new(cfg: &Config) -> Store {
+        Store {
+            dir: cfg.task_engine.state_dir.join("tasks"),
+            durability: match cfg.task_engine.durability {
+                CfgDurability::Step => Durability::Step,
+                CfgDurability::Batch => Durability::Batch,
+            },
+            problems: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn problems(&self) -> Vec<String> {
+        self.problems.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+
+    fn problem(&self, p: String) {
+        tracing::error!("{p}");
+        if let Ok(mut v) = self.problems.lock() {
+            v.push(p);
+        }
+    }
+}
+
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
+fn ts() -> u64 {
+    crate::util::now_ms()
+}
+
+impl Engine {
+    /// Create the task's journal with its header (the batch as sent).
+    pub(crate) fn create_journal(&self, task: &Task, req: &BatchReq) {
+        let header = Record::Header {
+            schema_version: journal::SCHEMA_VERSION,
+            task_id: task.id.clone(),
+            batch_id: task.batch_id.clone(),
+            steps: serde_json::to_value(&req.steps).unwrap_or(Value::Null),
+            options: serde_json::to_value(&req.options).unwrap_or(Value::Null),
+            created_ms: task.with(|d| d.created_ms),
+            hub_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
+        match r {
+            Ok(w) => task.set_journal(Some(w)),
+            Err(e) => self.journal_failed(task, &e.to_string()),
+        }
+    }
+
+    fn append(&self, task: &Task, rec: Record) {
+        let r = task.with_journal(|w| w.map(|w| blocking(|| w.append(&rec))));
+        if let Some(Err(e)) = r {
+            self.journal_failed(task, &e.to_string());
+        }
+    }
+
+    /// A journal that cannot be written: the task goes on (its results are
+    /// still sent), but it is no longer durable. Say so, loudly.
+    fn journal_failed(&self, task: &Task, err: &str) {
+        let msg = format!(
+            "task {}: cannot write its journal in {} ({err}); the task continues but cannot be resumed after a crash",
+            task.id,
+            self.store.dir.display()
+        );
+        self.store.problem(msg.clone());
+        task.set_journal(None);
+        task.emit(json!({"type": "warning", "taskId": task.id, "message": msg}));
+    }
+
+    pub(crate) fn persist_state(&self, task: &Task) {
+        let (state, error) = task.with(|d| (d.state, d.error.clone()));
+        self.append(
+            task,
+            Record::State {
+                state: state_name(state),
+                error: error.map(|e| json!(e)),
+                ts: ts(),
+            },
+        );
+    }
+
+    pub(crate) fn persist_step_started(&self, task: &Task, i: usize, params: &Value, hub: &Hub) {
+        let params = crate::history::redact(params, &hub.config().security);
+        self.append(
+            task,
+            Record::StepStarted {
+                index: i,
+                params,
+                ts: ts(),
+            },
+        );
+    }
+
+    pub(crate) fn persist_step_finished(&self, task: &Task, i: usize) {
+        let (state, outcome, var) = task.with(|d| {
+            let name = task.plan.steps[i].step.save_as.clone();
+            let var = name.and_then(|n| d.ctx.get(&n).map(|v| json!({"name": n, "value": v})));
+            (
+                d.steps[i].state,
+                d.steps[i].outcome.clone().unwrap_or(Value::Null),
+                var,
+            )
+        });
+        self.append(
+            task,
+            Record::StepFinished {
+                index: i,
+                state: step_name(state),
+                outcome,
+                var,
+                ts: ts(),
+            },
+        );
+    }
+
+    pub(crate) fn persist_resume(&self, task: &Task, from: usize) {
+        if task.with_journal(|w| w.is_none()) {
+            // Recovered tasks reopen their journal for appending.
+            let path = self.store.dir.join(format!("{}.jsonl", task.id));
+            match blocking(|| JournalWriter::open_append(&path, self.store.durability)) {
+                Ok(w) => task.set_journal(Some(w)),
+                Err(e) => self.journal_failed(task, &e.to_string()),
+            }
+        }
+        self.append(task, Record::Resume { from, ts: ts() });
+    }
+
+    pub(crate) fn persist_need_user(&self, task: &Task, i: usize, reason: &str, hash: &str) {
+        self.append(
+            task,
+            Record::NeedUser {
+                index: i,
+                reason: reason.to_string(),
+                params_hash: hash.to_string(),
+                ts: ts(),
+            },
+        );
+    }
+
+    pub(crate) fn task_finished(&self, task: &Task) {
+        let state = task.state();
+        if state.is_terminal() || state == TaskState::Recoverable {
+            self.append(
+                task,
+                Record::End {
+                    state: state_name(state),
+                    ts: ts(),
+                },
+            );
+        }
+    }
+
+    /// Load every journal: running tasks become `recoverable`, started but
+    /// unfinished steps `uncertain`. A bad journal is reported, never fatal.
+    pub fn recover(&self) {
+        let paths = match journal::list(&self.store.dir) {
+            Ok(p) => p,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => {
+                self.store
+                    .problem(format!("cannot list {}: {e}", self.store.dir.display()));
+                return;
+            }
+        };
+        let mut recovered = 0usize;
+        for path in paths {
+            match self.recover_one(&path) {
+                Ok(task) => {
+                    recovered += 1;
+                    self.tasks.insert(task.id.clone(), task);
+                }
+                Err(e) => self.store.problem(format!(
+                    "task journal {} was not loaded: {e}",
+                    path.display()
+                )),
+            }
+        }
+        if recovered > 0 {
+            tracing::info!(count = recovered, dir = %self.store.dir.display(), "tasks recovered from their journals");
+        }
+    }
+
+    fn recover_one(&self, path: &Path) -> Result<Arc<Task>, String> {
+        let replayed = journal::read(path).map_err(|e| e.to_string())?;
+        if let Some(torn) = &replayed.torn {
+            tracing::warn!(path = %path.display(), %torn, "a torn last record (crash mid-write) was truncated");
+        }
+        let mut records = replayed.records.into_iter();
+        let Some(Record::Header {
+            task_id,
+            batch_id,
+            steps,
+            options,
+            created_ms,
+            ..
+        }) = records.next()
+        else {
+            return Err("the first record is not a header".into());
+        };
+        let req: BatchReq = serde_json::from_value(json!({"steps": steps, "options": options}))
+            .map_err(|e| format!("the batch in the header does not parse: {e}"))?;
+        let plan = super::validate::validate_structure(&req.steps, &req.options, &self.templates)
+            .map_err(|p| {
+            format!(
+                "the batch in the header is invalid: {}",
+                p.iter()
+                    .map(|x| x.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        })?;
+        let task = Task::new(
+            task_id,
+            batch_id,
+            plan,
+            None,
+            tokio_util::sync::CancellationToken::new(),
+        );
+        task.with(|d| {
+            d.created_ms = created_ms;
+            for rec in records {
+                match rec {
+                    Record::StepStarted { index, ts, .. } if index < d.steps.len() => {
+                        d.steps[index].state = StepState::Running;
+                        d.updated_ms = ts;
+                    }
+                    Record::StepFinished {
+                        index,
+                        state,
+                        outcome,
+                        var,
+                        ts,
+                    } if index < d.steps.len() => {
+                        let st = parse_step(&state).unwrap_or(StepState::Failed);
+                        d.steps[index].state = st;
+                        d.last_success = Some(
+                            outcome
+                                .get("success")
+                                .and_then(Value::as_bool)
+                                .unwrap_or(false)
+                                || st == StepState::Success,
+                        );
+                        d.steps[index].outcome = Some(outcome);
+                        if let Some(v) = var {
+                            if let (Some(n), Some(val)) =
+                                (v.get("name").and_then(Value::as_str), v.get("value"))
+                            {
+                                d.ctx.insert(n.to_string(), val.clone());
+                            }
+                        }
+                        d.updated_ms = ts;
+                    }
+                    Record::State { state, error, ts } => {
+                        if let Some(s) = parse_state(&state) {
+                            d.state = s;
+                        }
+                        d.error = error.and_then(|e| serde_json::from_value(e).ok());
+                        d.updated_ms = ts;
+                    }
+                    Record::End { state, ts } => {
+                        if let Some(s) = parse_state(&state) {
+                            d.state = s;
+                        }
+                        d.updated_ms = ts;
+                    }
+                    Record::Resume { .. } => d.resumed = true,
+                    _ => {}
+                }
+            }
+        });
+        // The hub stopped under a running task: it may be resumed.
+        if task.state().is_active() {
+            task.transition(TaskEvent::HubStopped);
+            task.with(|d| {
+                for s in d.steps.iter_mut() {
+                    if s.state == StepState::Running {
+                        s.state = StepState::Uncertain;
+                    }
+                }
+            });
+            tracing::warn!(task = %task.id, "task was running when the hub stopped; it is now recoverable (resume_task)");
+        }
+        Ok(Arc::new(task))
+    }
+
+    /// Retention: prune successful tasks older than `maxAgeHours`, and the
+    /// oldest successful ones beyond `maxTasks`. Running or resumable tasks
+    /// (failed, recoverable, cancelled) are never pruned.
+    pub fn prune(&self, cfg: &Config) -> usize {
+        let now = crate::util::now_ms();
+        let max_age = cfg.task_engine.retention.max_age.as_millis() as u64;
+        let mut done: Vec<(u64, String)> = self
+            .tasks
+            .iter()
+            .filter(|t| t.state() == TaskState::Success)
+            .map(|t| (t.with(|d| d.updated_ms), t.id.clone()))
+            .collect();
+        done.sort();
+        let total = self.tasks.len();
+        let over = total.saturating_sub(cfg.task_engine.retention.max_tasks);
+        let mut pruned = 0usize;
+        for (i, (updated, id)) in done.iter().enumerate() {
+            let too_old = now.saturating_sub(*updated) > max_age;
+            if too_old || i < over {
+                let path = self.store.dir.join(format!("{id}.jsonl"));
+                if let Err(e) = journal::remove(&path) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot remove a pruned task journal");
+                        continue;
+                    }
+                }
+                self.tasks.remove(id);
+                pruned += 1;
+            }
+        }
+        if pruned > 0 {
+            tracing::info!(pruned, "finished tasks pruned (taskEngine.retention)");
+        }
+        pruned
+    }
+}
+
+/// Prune at start-up, then every hour until shutdown.
+pub fn spawn_retention(hub: Hub) {
+    tokio::spawn(async move {
+        loop {
+            hub.engine().prune(&hub.config());
+            tokio::select! {
+                _ = hub.shutdown.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
+            }
+        }
+    });
+}
+
+fn state_name(s: TaskState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn step_name(s: StepState) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn parse_state(s: &str) -> Option<TaskState> {
+    serde_json::from_value(json!(s)).ok()
+}
+
+fn parse_step(s: &str) -> Option<StepState> {
+    serde_json::from_value(json!(s)).ok()
+}

@@ -1,0 +1,243 @@
+//! Durable tasks: SIGKILL the real hub mid-batch, restart it, resume.
+
+use serde_json::{json, Value};
+
+use crate::servers::wait_running;
+use crate::support::{call_log, testserver_entry, Client, TestHub};
+
+async fn start(p: &std::path::Path, dir: tempfile::TempDir) -> (TestHub, Client) {
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": testserver_entry(p, "t", &[])}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    (hub, c)
+}
+
+fn calls(p: &std::path::Path, tool: &str) -> Vec<Value> {
+    call_log(p, "t")
+        .into_iter()
+        .filter(|l| l["tool"] == tool)
+        .collect()
+}
+
+/// Resume and approve the uncertain-step confirmation if one is asked.
+async fn resume_to_end(c: &mut Client, task_id: &Value) -> (Vec<Value>, Value) {
+    c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id}))
+        .await;
+    let mut steps = Vec::new();
+    loop {
+        let m = c
+            .recv_where("resume events", |v| {
+                matches!(
+                    v["type"].as_str(),
+                    Some("batch_step_result" | "batch_complete" | "need_user")
+                ) || v["replyTo"] == "res"
+            })
+            .await;
+        match m["type"].as_str() {
+            Some("need_user") => {
+                assert!(
+                    m["reason"]
+                        .as_str()
+                        .unwrap_or("")
+                        .contains("may already have run"),
+                    "{m}"
+                );
+                let r = c
+                    .request(json!({"type": "confirm", "taskId": task_id, "approve": true}))
+                    .await;
+                assert_eq!(r["type"], "confirmed", "{r}");
+            }
+            Some("batch_step_result") => steps.push(m),
+            Some("batch_complete") => return (steps, m),
+            _ => panic!("resume refused: {m}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (hub, mut c) = start(&p, dir).await;
+    c.send(json!({"type": "tool_batch", "id": "deploy", "steps": [
+        {"id": "count", "tool": "t__counter", "params": {"key": "a"}, "saveAs": "c0"},
+        {"id": "say", "tool": "t__echo", "params": {"message": "v={{c0.result.count}}"}, "saveAs": "e"},
+        {"id": "slow", "tool": "t__slow", "params": {"ms": 800, "message": "slow done"}},
+        {"id": "last", "tool": "t__echo", "params": {"message": "{{e.result}} {{vars.env}}"}}
+    ], "options": {"variables": {"env": "prod"}}})).await;
+    let s1 = c
+        .recv_where("step 1", |v| {
+            v["type"] == "batch_step_result" && v["stepIndex"] == 1
+        })
+        .await;
+    let task_id = s1["taskId"].clone();
+    hub.wait_log("testserver t call slow").await;
+    let hub = hub.crash_and_restart().await;
+    let mut c = hub.connect().await;
+    let t = c
+        .request(json!({"type": "task_status", "taskId": task_id}))
+        .await;
+    assert_eq!(t["task"]["state"], "recoverable", "{t}");
+    assert_eq!(t["task"]["resumable"], true);
+    assert_eq!(t["task"]["uncertainStep"], 2, "{t}");
+    let listed = c.request(json!({"type": "list_tasks"})).await;
+    assert!(listed["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .any(|x| x["taskId"] == task_id));
+    wait_running(&mut c, "t").await;
+    let (steps, done) = resume_to_end(&mut c, &task_id).await;
+    assert_eq!(done["state"], "success", "{done}");
+    assert_eq!(done["resumed"], true);
+    assert_eq!(done["batchId"], "deploy");
+    let idx: Vec<_> = steps
+        .iter()
+        .map(|s| s["stepIndex"].as_u64().unwrap_or(99))
+        .collect();
+    assert_eq!(idx, vec![2, 3], "only the unfinished steps ran");
+    assert!(steps.iter().all(|s| s["resumed"] == true));
+    assert_eq!(
+        steps[1]["result"], "v=1 prod",
+        "variables saved before the crash were used"
+    );
+    assert_eq!(
+        calls(&p, "counter").len(),
+        1,
+        "a finished step never runs again"
+    );
+    assert_eq!(calls(&p, "echo").len(), 2);
+    assert_eq!(
+        calls(&p, "slow").len(),
+        2,
+        "the uncertain step ran again only after approval"
+    );
+}
+
+#[tokio::test]
+async fn a_step_acknowledged_before_a_crash_is_never_rerun() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (hub, mut c) = start(&p, dir).await;
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [
+        {"tool": "t__counter", "params": {"key": "once"}},
+        {"tool": "t__slow", "params": {"ms": 500}}
+    ]}))
+    .await;
+    let s0 = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["stepIndex"] == 0
+        })
+        .await;
+    let hub = hub.crash_and_restart().await;
+    let task_id = s0["taskId"].clone();
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let (steps, done) = resume_to_end(&mut c, &task_id).await;
+    assert_eq!(done["state"], "success", "{done}");
+    assert!(steps.iter().all(|s| s["stepIndex"] != 0), "{steps:?}");
+    assert_eq!(calls(&p, "counter").len(), 1);
+}
+
+#[tokio::test]
+async fn resume_refuses_finished_and_concurrent_resumes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (_hub, mut c) = start(&p, dir).await;
+    c.send(json!({"type": "tool_batch", "id": "ok", "steps": [{"tool": "t__echo", "params": {"message": "x"}}]})).await;
+    let done = c
+        .recv_where("ok done", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "ok"
+        })
+        .await;
+    let r = c
+        .request(json!({"type": "resume_task", "taskId": done["taskId"]}))
+        .await;
+    assert_eq!(r["type"], "error");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("already finished"),
+        "{r}"
+    );
+    c.send(json!({"type": "tool_batch", "id": "f", "steps": [
+        {"tool": "t__flaky", "params": {"key": "z", "failures": 1}, "retry": false},
+        {"tool": "t__slow", "params": {"ms": 300}}
+    ]}))
+    .await;
+    let failed = c
+        .recv_where("f done", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "f"
+        })
+        .await;
+    assert_eq!(failed["state"], "failed");
+    let t = c
+        .request(json!({"type": "task_status", "taskId": failed["taskId"]}))
+        .await;
+    assert_eq!(t["task"]["resumable"], true);
+    c.send(json!({"type": "resume_task", "id": "first", "taskId": failed["taskId"]}))
+        .await;
+    let second = c
+        .request(json!({"type": "resume_task", "taskId": failed["taskId"]}))
+        .await;
+    assert_eq!(
+        second["type"], "error",
+        "the second concurrent resume is refused: {second}"
+    );
+    let done = c
+        .recv_where("resumed f", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "f"
+        })
+        .await;
+    assert_eq!(done["state"], "success", "{done}");
+    let gone = c
+        .request(json!({"type": "resume_task", "taskId": "../../etc/passwd"}))
+        .await;
+    assert_eq!(gone["type"], "error");
+}
+
+#[tokio::test]
+async fn torn_and_corrupt_journals_are_reported_never_fatal() {
+    let dir = tempfile::tempdir().expect("dir");
+    let tasks = dir.path().join("state/tasks");
+    std::fs::create_dir_all(&tasks).expect("mkdir");
+    let header = json!({"kind": "header", "schemaVersion": 1, "taskId": "torn1", "batchId": "b1",
+        "steps": [{"tool": "echo", "params": {"message": "a"}}, {"tool": "echo", "params": {"message": "b"}}],
+        "options": {"stopOnError": true}, "createdMs": 1, "hubVersion": "0.1.0"});
+    let started = json!({"kind": "step_started", "index": 0, "params": {}, "ts": 2});
+    std::fs::write(
+        tasks.join("torn1.jsonl"),
+        format!("{header}\n{started}\n{{\"kind\":\"step_fin"),
+    )
+    .expect("torn");
+    let mut h2 = header.clone();
+    h2["taskId"] = json!("bad1");
+    std::fs::write(
+        tasks.join("bad1.jsonl"),
+        format!("{h2}\nnot json at all\n{started}\n"),
+    )
+    .expect("corrupt");
+    let hub = TestHub::start_in(dir, json!({})).await;
+    let mut c = hub.connect().await;
+    let list = c.request(json!({"type": "list_tasks"})).await;
+    let torn = list["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .find(|t| t["taskId"] == "torn1")
+        .cloned();
+    let torn = torn.expect("the torn journal is still loaded");
+    assert_eq!(torn["state"], "recoverable");
+    assert_eq!(torn["uncertainStep"], 0);
+    let problems = list["problems"].to_string();
+    assert!(
+        problems.contains("bad1") && problems.contains(":2"),
+        "{problems}"
+    );
+    hub.wait_log("torn").await;
+}
