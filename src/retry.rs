@@ -197,8 +197,17 @@ where
             RetryAction::RebuildContext => rebuild_context(hub, info, &req.cancel).await,
             RetryAction::RefreshSnapshot => refresh_snapshot(hub, info, &req.cancel).await,
         }
+        let settle = async {
+            tokio::time::sleep(delay).await;
+            // A server that is restarting (crash, reload): wait until it is
+            // back (or has settled otherwise) instead of failing again.
+            if error.error_type == ErrorType::ServerUnavailable {
+                hub.wait_server_settled(&info.server, timeout.max(REBUILD_WAIT), &req.cancel)
+                    .await;
+            }
+        };
         tokio::select! {
-            _ = tokio::time::sleep(delay) => {}
+            _ = settle => {}
             _ = req.cancel.cancelled() => {
                 let e = HubError::new(ErrorType::Cancelled, "the call was cancelled while waiting to retry")
                     .with_server(&info.server).with_tool(&info.name);

@@ -119,7 +119,8 @@ impl Hub {
                         }
                         return true;
                     }
-                    Some(ServerState::Starting | ServerState::Restarting) => {}
+                    // No handle: a reload is replacing the server right now.
+                    Some(ServerState::Starting | ServerState::Restarting) | None => {}
                     _ => return false,
                 }
                 if let Err(tokio::sync::broadcast::error::RecvError::Closed) = events.recv().await {

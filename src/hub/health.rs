@@ -89,6 +89,38 @@ pub async fn report(hub: &Hub) -> Value {
         },
     });
     checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
+    let tasks = hub.engine().list();
+    let ids_in = |st: crate::engine::state::TaskState| -> Vec<String> {
+        tasks
+            .iter()
+            .filter(|t| t.state() == st)
+            .map(|t| t.id.clone())
+            .collect()
+    };
+    let recoverable = ids_in(crate::engine::state::TaskState::Recoverable);
+    let need_user = ids_in(crate::engine::state::TaskState::NeedUser);
+    let problems = hub.engine().store.problems();
+    checks.push(Check {
+        name: "tasks".into(),
+        ok: problems.is_empty(),
+        message: if problems.is_empty() {
+            format!(
+                "{} tasks known; {} recoverable, {} waiting for a confirmation",
+                tasks.len(),
+                recoverable.len(),
+                need_user.len()
+            )
+        } else {
+            format!("task journals with problems: {}", problems.join("; "))
+        },
+        fix: if !problems.is_empty() {
+            Some("inspect or move away the named journal files under <stateDir>/tasks; other tasks are unaffected".into())
+        } else if let Some(id) = recoverable.first() {
+            Some(format!("resume with {{\"type\":\"resume_task\",\"taskId\":\"{id}\"}} (task_status shows what is left)"))
+        } else {
+            None
+        },
+    });
     let all_ok = checks.iter().all(|c| c.ok);
     let status = if enabled > 0 && running == 0 && !cfg.builtin.enabled {
         "down"
@@ -106,6 +138,7 @@ pub async fn report(hub: &Hub) -> Value {
         "toolCount": tools.tools().len(),
         "toolsHash": tools.hash(),
         "servers": servers,
+        "tasks": {"recoverable": recoverable, "needUser": need_user},
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
         })).collect::<Vec<_>>(),

@@ -96,3 +96,30 @@ async fn invalid_edit_keeps_the_old_config_and_shows_the_error() {
     let r = c.call("keep__echo", json!({"message": "still here"})).await;
     assert_eq!(r["success"], true, "{r}");
 }
+
+#[tokio::test]
+async fn a_reload_that_restarts_a_server_retries_its_in_flight_step() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut cfg = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "taskEngine": {"stateDir": "./state"},
+        "builtin": {"workspace": "./workspace"},
+        "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+    });
+    let hub = TestHub::start_in(dir, cfg.clone()).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__slow", "params": {"ms": 1500, "message": "ok"}}]}))
+        .await;
+    hub.wait_log("testserver t call slow").await;
+    cfg["mcpServers"]["t"] = testserver_entry(&p, "t", &["--extra-tool", "another"]);
+    write_config(&p.join("config.json"), &cfg);
+    let step = c.recv_type("batch_step_result").await;
+    assert_eq!(step["success"], true, "{step}");
+    assert_eq!(
+        step["retries"][0]["errorType"], "SERVER_UNAVAILABLE",
+        "{step}"
+    );
+    assert_eq!(c.recv_type("batch_complete").await["state"], "success");
+}

@@ -1,0 +1,137 @@
+//! The on-disk recording format: `<storagePath>/<id>/recording.jsonl`, one
+//! header line, one line per step (flushed when the step completes), and an
+//! `end` line. Large results and images live beside it as files and are
+//! referenced as `{"$file": "…", "bytes": N, "mediaType": "…"}`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::errors::HubError;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Line {
+    Header(Header),
+    Step(Step),
+    End(End),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Header {
+    pub schema_version: u32,
+    pub recording_id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub created_at: String,
+    pub hub_version: String,
+    /// Servers in use when recording started: `{"name","state","toolCount"}`.
+    #[serde(default)]
+    pub servers: Vec<Value>,
+    /// The tool list in use (name, server, qualifiedName, description,
+    /// inputSchema, annotations), for `dry` replays and schema drift.
+    #[serde(default)]
+    pub tools: Vec<Value>,
+}
+
+/// Where a recorded call came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// "tool_call" or "batch_step".
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// 0-based position in the recording.
+    pub seq: usize,
+    pub source: Source,
+    /// The name as the client asked for it.
+    pub tool: String,
+    #[serde(default)]
+    pub qualified_name: Option<String>,
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Params as sent (rendered), secrets replaced by `{"$redacted": key}`.
+    pub params: Value,
+    /// For batch steps: the params template before rendering (redacted too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params_template: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_as: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Value>,
+    /// RFC 3339 wall-clock time the call started.
+    pub timestamp: String,
+    /// Milliseconds since the recording started (for `speed` pacing).
+    pub t_offset_ms: u64,
+    pub duration_ms: u64,
+    pub success: bool,
+    #[serde(default)]
+    pub attempts: u32,
+    /// The value (value rules of tool_result), or a `$file` reference.
+    #[serde(default)]
+    pub result: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<HubError>,
+    /// Image items of the MCP result, stored as files: `["step-3-img-0.png"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<String>,
+    /// `step-N.png` when `recording.screenshotOnStep` captured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct End {
+    pub step_count: usize,
+    pub total_duration_ms: u64,
+    pub success_rate: f64,
+    pub stopped_at: String,
+    /// "stopped" | "size_limit" | "closed" (the connection went away).
+    pub reason: String,
+}
+
+/// A recording read back from disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recording {
+    pub header: Header,
+    pub steps: Vec<Step>,
+    pub end: Option<End>,
+    /// No `end` line: the hub stopped (or is still recording).
+    pub incomplete: bool,
+}
+
+impl Recording {
+    /// `{"recordingId","name","description","createdAt","stepCount","incomplete",…}`.
+    pub fn summary(&self) -> Value {
+        serde_json::json!({
+            "recordingId": self.header.recording_id,
+            "name": self.header.name,
+            "description": self.header.description,
+            "createdAt": self.header.created_at,
+            "stepCount": self.steps.len(),
+            "incomplete": self.incomplete,
+            "metadata": self.end.as_ref().map(|e| serde_json::json!({
+                "totalDuration": e.total_duration_ms,
+                "successRate": e.success_rate,
+                "reason": e.reason,
+            })),
+        })
+    }
+}
