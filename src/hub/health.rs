@@ -115,10 +115,10 @@ pub async fn report(hub: &Hub) -> Value {
         },
         fix: if !problems.is_empty() {
             Some("inspect or move away the named journal files under <stateDir>/tasks; other tasks are unaffected".into())
-        } else if let Some(id) = recoverable.first() {
-            Some(format!("resume with {{\"type\":\"resume_task\",\"taskId\":\"{id}\"}} (task_status shows what is left)"))
         } else {
-            None
+            recoverable.first().map(|id| {
+                format!("resume with {{\"type\":\"resume_task\",\"taskId\":\"{id}\"}} (task_status shows what is left)")
+            })
         },
     });
     let all_ok = checks.iter().all(|c| c.ok);
