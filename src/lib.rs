@@ -13,6 +13,7 @@
 //!
 //! See ARCHITECTURE.md for the invariants.
 
+pub mod b64;
 pub mod builtin;
 pub mod config;
 pub mod engine;
@@ -21,6 +22,7 @@ pub mod history;
 pub mod hub;
 pub mod mcp;
 pub mod protocol;
+pub mod recording;
 pub mod retry;
 pub mod safety;
 pub mod server;

@@ -91,6 +91,8 @@ impl CommandRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // The command dies with the hub, even when the hub is SIGKILLed.
+        crate::util::set_parent_death_signal(&mut cmd);
         let started = Instant::now();
         let child = cmd.spawn().map_err(|e| {
             HubError::classified(format!("could not start /bin/sh for the command: {e}"))

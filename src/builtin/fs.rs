@@ -14,7 +14,7 @@
 //!
 //! The file work is blocking std IO run on tokio's blocking pool.
 
-mod b64;
+use crate::b64;
 pub(crate) mod params;
 mod schema;
 

@@ -138,7 +138,7 @@ impl Builtin {
                     }}
                 }
             }),
-            annotations: None,
+            annotations: Some(json!({"destructiveHint": true})),
         });
         let task_id = json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}}});
         out.push(RawTool {
@@ -159,7 +159,7 @@ impl Builtin {
             name: Tool::ResumeTask.name().into(),
             description: Some("Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.".into()),
             input_schema: json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}}}),
-            annotations: None,
+            annotations: Some(json!({"destructiveHint": true})),
         });
         out
     }
@@ -218,7 +218,10 @@ pub async fn call(
                     .get("fromStep")
                     .and_then(Value::as_u64)
                     .map(|n| n as usize);
-                let handle = crate::engine::resume(hub, id, from, None)?;
+                let vars = params.get("variables").and_then(Value::as_object).cloned();
+                let handle = crate::engine::resume(hub, id, from, vars, None)?;
+                // An abandoned call (timeout, cancel) stops the task too.
+                let _stop = crate::engine::StopOnDrop(hub.engine().get(id));
                 let _ = handle.await;
             }
             let t = hub.engine().get(id).ok_or_else(|| {

@@ -66,13 +66,22 @@ fn ts() -> u64 {
 
 impl Engine {
     /// Create the task's journal with its header (the batch as sent).
-    pub(crate) fn create_journal(&self, task: &Task, req: &BatchReq) {
+    pub(crate) fn create_journal(
+        &self,
+        task: &Task,
+        req: &BatchReq,
+        security: &crate::config::SecurityConfig,
+    ) {
         let header = Record::Header {
             schema_version: journal::SCHEMA_VERSION,
             task_id: task.id.clone(),
             batch_id: task.batch_id.clone(),
             steps: serde_json::to_value(&req.steps).unwrap_or(Value::Null),
-            options: serde_json::to_value(&req.options).unwrap_or(Value::Null),
+            // Secret variables never reach the disk; resume_task takes them again.
+            options: crate::history::redact(
+                &serde_json::to_value(&req.options).unwrap_or(Value::Null),
+                security,
+            ),
             created_ms: task.with(|d| d.created_ms),
             hub_version: env!("CARGO_PKG_VERSION").to_string(),
         };
@@ -127,7 +136,12 @@ impl Engine {
         );
     }
 
-    pub(crate) fn persist_step_finished(&self, task: &Task, i: usize) {
+    pub(crate) fn persist_step_finished(
+        &self,
+        task: &Task,
+        i: usize,
+        security: &crate::config::SecurityConfig,
+    ) {
         let (state, outcome, var) = task.with(|d| {
             let name = task.plan.steps[i].step.save_as.clone();
             let var = name.and_then(|n| d.ctx.get(&n).map(|v| json!({"name": n, "value": v})));
@@ -142,8 +156,8 @@ impl Engine {
             Record::StepFinished {
                 index: i,
                 state: step_name(state),
-                outcome,
-                var,
+                outcome: crate::history::redact(&outcome, security),
+                var: var.map(|v| crate::history::redact(&v, security)),
                 ts: ts(),
             },
         );

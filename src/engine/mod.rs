@@ -102,7 +102,7 @@ pub fn create_task(
         owner,
         hub.shutdown.child_token(),
     ));
-    hub.engine().create_journal(&task, req);
+    hub.engine().create_journal(&task, req, &cfg.security);
     hub.engine().tasks.insert(id, task.clone());
     Ok(task)
 }
@@ -121,6 +121,7 @@ pub fn start(
         )
         .with_suggestion("wait for batch_complete, or cancel it with cancel_task")
     })?;
+    task.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
         let _guard = guard;
@@ -194,7 +195,13 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             out.send(protocol::reply("tasks", &id, list_json(hub)));
         }
         ClientMsg::ResumeTask(r) => {
-            if let Err(e) = resume(hub, &r.task_id, r.from_step, Some(out.clone())) {
+            if let Err(e) = resume(
+                hub,
+                &r.task_id,
+                r.from_step,
+                r.variables.clone(),
+                Some(out.clone()),
+            ) {
                 reply_err(&out, &id, e);
             }
         }
@@ -226,12 +233,26 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
     }
 }
 
+/// Cancels a task's current run when dropped (unless it already ended).
+pub struct StopOnDrop(pub Option<Arc<Task>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            if t.state().is_active() {
+                t.cancel_token().cancel();
+            }
+        }
+    }
+}
+
 /// Continue a failed, recoverable or cancelled task from its first
 /// unfinished step (or `from`), with its saved variables.
 pub fn resume(
     hub: &Hub,
     task_id: &str,
     from: Option<usize>,
+    variables: Option<serde_json::Map<String, Value>>,
     owner: Option<Outbox>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     if !crate::store::valid_id(task_id) {
@@ -262,6 +283,12 @@ pub fn resume(
     t.with(|d| {
         d.resumed = true;
         d.error = None;
+        // Values given again (secrets are never journaled) override saved ones.
+        if let (Some(vars), Some(Value::Object(saved))) =
+            (&variables, d.ctx.get_mut(validate::VARS))
+        {
+            saved.extend(vars.clone());
+        }
         // Failed steps run again; uncertain ones follow the resumeUncertain
         // policy in the runner; finished ones never run again.
         for s in d.steps.iter_mut().skip(from) {
@@ -275,6 +302,7 @@ pub fn resume(
     if owner.is_some() {
         t.set_owner(owner);
     }
+    t.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
         let _guard = guard;
@@ -302,15 +330,13 @@ pub async fn run_inline(
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
     let task = create_task(hub, batch_id, &req, None)?;
     let handle = start(hub, task.clone(), 0, TaskEvent::Start)?;
-    // If the calling tool call gives up, so does the batch.
-    let guard = cancel.clone();
-    let t = task.clone();
-    let stop = tokio::spawn(async move {
-        guard.cancelled().await;
-        t.cancel_token().cancel();
-    });
-    let _ = handle.await;
-    stop.abort();
+    // If the calling tool call gives up (timeout, cancel, dropped future),
+    // so does the batch: never a second copy running behind a retry.
+    let _stop = StopOnDrop(Some(task.clone()));
+    tokio::select! {
+        _ = handle => {}
+        _ = cancel.cancelled() => {}
+    }
     let mut summary = task.to_json(true);
     summary["success"] = json!(task.state() == TaskState::Success);
     Ok(summary)

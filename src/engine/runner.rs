@@ -20,8 +20,8 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
     let span = tracing::info_span!("task", id = %task.id);
     let _e = span.enter();
     drop(_e);
-    let run_cancel = hub.shutdown.child_token();
-    task.set_cancel_token(run_cancel.clone());
+    // Set by `start`/`resume` before this run was spawned.
+    let run_cancel = task.cancel_token();
     let resumed = event == TaskEvent::Resume;
     if resumed {
         hub.engine().persist_resume(&task, start);
@@ -67,6 +67,13 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
                     }
                     continue;
                 }
+            }
+        }
+        let pause = task.delay_before(i);
+        if !pause.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = batch_cancel.cancelled() => break,
             }
         }
         let ok = run_step(&hub, &task, i, &batch_cancel, &timed_out, resumed).await;
@@ -174,7 +181,7 @@ async fn run_step(
             }
             Err(e) => {
                 let out = CallOutcome::failed(&step.tool, e.to_hub_error(), Duration::ZERO);
-                return record(hub, task, i, base, out, resumed);
+                return record(hub, task, i, base, out, resumed, None);
             }
         }
     }
@@ -186,11 +193,23 @@ async fn run_step(
                 e.to_hub_error().with_tool(&step.tool),
                 Duration::ZERO,
             );
-            return record(hub, task, i, base, out, resumed);
+            return record(hub, task, i, base, out, resumed, None);
         }
     };
-    // The safety gate: deny at once, or wait for a person's confirm.
-    if let Ok(info) = hub.tools().resolve(&step.tool).cloned() {
+    // The safety gate: deny at once, or wait for a person's confirm. A tool
+    // that cannot be resolved is never called unchecked: the step fails.
+    let timeout = step.timeout.map(Duration::from_millis);
+    let resolved = hub
+        .resolve_settled(&step.tool, timeout, &planned.retry, batch_cancel)
+        .await;
+    let info = match resolved {
+        Ok(info) => info,
+        Err(e) => {
+            let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
+            return record(hub, task, i, base, out, resumed, Some(&params));
+        }
+    };
+    {
         let ask = super::confirm::Ask {
             task_id: &task.id,
             batch_id: Some(&task.batch_id),
@@ -222,7 +241,7 @@ async fn run_step(
         }
         if let Err(e) = verdict {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(hub, task, i, base, out, resumed);
+            return record(hub, task, i, base, out, resumed, Some(&params));
         }
     }
     task.with(|d| {
@@ -237,7 +256,7 @@ async fn run_step(
         .unwrap_or_else(|| format!("task:{}", task.id));
     let req = CallRequest {
         tool: step.tool.clone(),
-        params,
+        params: params.clone(),
         timeout: step.timeout.map(Duration::from_millis),
         session,
         retry: planned.retry.clone(),
@@ -260,7 +279,7 @@ async fn run_step(
             .with_tool(&step.tool),
         );
     }
-    record(hub, task, i, base, out, resumed)
+    record(hub, task, i, base, out, resumed, Some(&params))
 }
 
 /// Save the step's variable, make its result durable, then send it.
@@ -271,9 +290,31 @@ fn record(
     base: Value,
     out: CallOutcome,
     resumed: bool,
+    rendered: Option<&Value>,
 ) -> bool {
     let step = &task.plan.steps[i].step;
     let success = out.success;
+    // The owner connection's recording, if it is recording.
+    if let Some(owner) = task.owner() {
+        let capture = crate::recording::Capture {
+            source: crate::recording::Source {
+                kind: "batch_step".into(),
+                batch_id: Some(task.batch_id.clone()),
+                task_id: Some(task.id.clone()),
+                step_id: step.id.clone(),
+            },
+            params: rendered.unwrap_or(&step.params),
+            params_template: Some(&step.params),
+            save_as: step.save_as.as_deref(),
+            when: step.when.as_ref(),
+            expect: step.expect.as_ref(),
+            outcome: &out,
+            started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
+        };
+        if let Some(ev) = hub.recorder().capture(hub, &owner.session, capture) {
+            owner.send(ev);
+        }
+    }
     if let Some(name) = &step.save_as {
         let var = json!({
             "result": out.result,
@@ -323,7 +364,11 @@ fn finish_step(
         d.updated_ms = crate::util::now_ms();
     });
     // Durable before it is sent.
-    hub.engine().persist_step_finished(task, i);
+    hub.engine()
+        .persist_step_finished(task, i, &hub.config().security);
+    if let Some(observe) = task.observer() {
+        observe(i, &msg);
+    }
     task.emit(msg);
 }
 
@@ -412,7 +457,7 @@ async fn settle_uncertain(
                     ),
                 );
                 let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                record(hub, task, i, step_base(task, i), out, true);
+                record(hub, task, i, step_base(task, i), out, true, None);
                 return Uncertain::Failed;
             };
             let params = task
@@ -451,7 +496,7 @@ async fn settle_uncertain(
                 Ok(()) => Uncertain::Rerun,
                 Err(e) => {
                     let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                    record(hub, task, i, step_base(task, i), out, true);
+                    record(hub, task, i, step_base(task, i), out, true, None);
                     Uncertain::Failed
                 }
             }

@@ -50,7 +50,13 @@ pub struct Task {
     pub finished: tokio::sync::watch::Sender<u64>,
     /// The task's journal writer (`None` when not durable).
     journal: Mutex<Option<crate::store::journal::JournalWriter>>,
+    /// Called with each step's `batch_step_result` (replays diff against it).
+    observer: Mutex<Option<StepObserver>>,
+    /// Waits before each step (replay pacing); empty = none.
+    delays: Mutex<Vec<std::time::Duration>>,
 }
+
+pub type StepObserver = Arc<dyn Fn(usize, &Value) + Send + Sync>;
 
 impl Task {
     pub fn new(
@@ -93,6 +99,8 @@ impl Task {
             driving: Arc::new(tokio::sync::Mutex::new(())),
             finished: tokio::sync::watch::channel(0).0,
             journal: Mutex::new(None),
+            observer: Mutex::new(None),
+            delays: Mutex::new(Vec::new()),
         }
     }
 
@@ -102,6 +110,30 @@ impl Task {
             Ok(mut d) => f(&mut d),
             Err(poisoned) => f(&mut poisoned.into_inner()),
         }
+    }
+
+    pub fn set_observer(&self, o: StepObserver) {
+        if let Ok(mut slot) = self.observer.lock() {
+            *slot = Some(o);
+        }
+    }
+
+    pub fn observer(&self) -> Option<StepObserver> {
+        self.observer.lock().ok().and_then(|o| o.clone())
+    }
+
+    pub fn set_delays(&self, d: Vec<std::time::Duration>) {
+        if let Ok(mut slot) = self.delays.lock() {
+            *slot = d;
+        }
+    }
+
+    pub fn delay_before(&self, i: usize) -> std::time::Duration {
+        self.delays
+            .lock()
+            .ok()
+            .and_then(|d| d.get(i).copied())
+            .unwrap_or_default()
     }
 
     pub fn set_journal(&self, w: Option<crate::store::journal::JournalWriter>) {

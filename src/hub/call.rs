@@ -71,19 +71,9 @@ impl Hub {
         F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
     {
         let started = tokio::time::Instant::now();
-        let mut resolved = self.tools().resolve(&req.tool).cloned();
-        if let Err(e) = &resolved {
-            // A server that is still starting or restarting: wait for it to
-            // settle (bounded by the call's timeout), then resolve again.
-            if let (ErrorType::ServerUnavailable, Some(server)) = (e.error_type, e.server.clone()) {
-                if req.retry != RetryOverride::Disabled {
-                    let wait = req.timeout.unwrap_or_else(|| self.default_timeout(&server));
-                    if self.wait_server_settled(&server, wait, &req.cancel).await {
-                        resolved = self.tools().resolve(&req.tool).cloned();
-                    }
-                }
-            }
-        }
+        let resolved = self
+            .resolve_settled(&req.tool, req.timeout, &req.retry, &req.cancel)
+            .await;
         let info = match resolved {
             Ok(info) => info,
             Err(e) => {
@@ -96,6 +86,29 @@ impl Hub {
         out.duration_ms = started.elapsed().as_millis() as u64;
         self.history.record(&req.session, &req.params, &out);
         out
+    }
+
+    /// Resolve a tool name; when its server is starting or restarting, wait
+    /// for it to settle (bounded by the call's timeout) and resolve again.
+    pub async fn resolve_settled(
+        &self,
+        tool: &str,
+        timeout: Option<Duration>,
+        retry: &RetryOverride,
+        cancel: &CancellationToken,
+    ) -> Result<ToolInfo, HubError> {
+        let mut resolved = self.tools().resolve(tool).cloned();
+        if let Err(e) = &resolved {
+            if let (ErrorType::ServerUnavailable, Some(server)) = (e.error_type, e.server.clone()) {
+                if *retry != RetryOverride::Disabled {
+                    let wait = timeout.unwrap_or_else(|| self.default_timeout(&server));
+                    if self.wait_server_settled(&server, wait, cancel).await {
+                        resolved = self.tools().resolve(tool).cloned();
+                    }
+                }
+            }
+        }
+        resolved
     }
 
     /// Wait until `server` is running (true) or settles in another state

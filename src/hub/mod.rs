@@ -44,11 +44,15 @@ pub struct Inner {
     tools: RwLock<Arc<ToolSnapshot>>,
     /// Tools per server as last reported; only the event task writes it.
     server_tools: Mutex<BTreeMap<String, Vec<RawTool>>>,
+    /// Serialises snapshot rebuilds (event task, reload, stop) so a stale
+    /// snapshot never replaces a newer one. Never taken on the call path.
+    rebuild: Mutex<()>,
     bus: broadcast::Sender<Arc<Value>>,
     sup_tx: mpsc::UnboundedSender<Envelope>,
     pub history: History,
     pub builtin: Builtin,
     engine: crate::engine::Engine,
+    recorder: crate::recording::Recorder,
     pub shutdown: CancellationToken,
     /// The last refused config reload, shown by `health_status`.
     config_error: Mutex<Option<String>>,
@@ -80,11 +84,13 @@ impl Hub {
                 BUILTIN_SERVER,
             ))),
             server_tools: Mutex::new(BTreeMap::new()),
+            rebuild: Mutex::new(()),
             bus,
             sup_tx,
             history,
             builtin,
             engine,
+            recorder: crate::recording::Recorder::default(),
             shutdown,
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
@@ -113,6 +119,10 @@ impl Hub {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
+    }
+
+    pub fn recorder(&self) -> &crate::recording::Recorder {
+        &self.0.recorder
     }
 
     pub fn engine(&self) -> &crate::engine::Engine {
@@ -195,6 +205,7 @@ impl Hub {
     /// Recompute the aggregate from the per-server lists; broadcast
     /// `tools_updated` when anything changed.
     pub(crate) fn rebuild_tools(&self, reason: &str) {
+        let _serial = self.rebuild.lock();
         let per_server: Vec<(String, Vec<RawTool>)> = match self.server_tools.lock() {
             Ok(st) => st.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             Err(_) => Vec::new(),

@@ -112,7 +112,7 @@ pub async fn connect(
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
-            set_parent_death_signal(&mut cmd);
+            crate::util::set_parent_death_signal(&mut cmd);
             let mut wrapped = CommandWrap::from(cmd);
             wrapped.wrap(ProcessGroup::leader());
             let (proc, child_stderr) = TokioChildProcess::builder(wrapped)
@@ -182,24 +182,6 @@ async fn disable_cache(running: &RunningService<RoleClient, Handler>) {
         .peer()
         .set_response_cache_config(rmcp::ClientCacheConfig::disabled())
         .await;
-}
-
-/// On Linux a child dies with the hub even when the hub is SIGKILLed.
-fn set_parent_death_signal(cmd: &mut tokio::process::Command) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = cmd;
 }
 
 /// Log every stderr line under the server's name and keep the tail.

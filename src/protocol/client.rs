@@ -5,6 +5,8 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::recording::RecordingMsg;
+
 #[derive(Debug)]
 pub enum ClientMsg {
     Ping,
@@ -19,6 +21,7 @@ pub enum ClientMsg {
     HealthCheck,
     ReloadTools(ReloadToolsReq),
     History(HistoryReq),
+    Recording(crate::recording::RecordingMsg),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -100,6 +103,9 @@ pub struct ResumeTaskReq {
     pub task_id: String,
     #[serde(default)]
     pub from_step: Option<usize>,
+    /// Values for `{{vars.x}}` given again (secrets are never journaled).
+    #[serde(default)]
+    pub variables: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -172,6 +178,14 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "health_check" => ClientMsg::HealthCheck,
         "reload_tools" => ClientMsg::ReloadTools(body(v)?),
         "history" => ClientMsg::History(body(v)?),
+        "start_recording" => ClientMsg::Recording(RecordingMsg::Start(body(v)?)),
+        "stop_recording" => ClientMsg::Recording(RecordingMsg::Stop(body(v)?)),
+        "list_recordings" => ClientMsg::Recording(RecordingMsg::List),
+        "get_recording" => ClientMsg::Recording(RecordingMsg::Get(body(v)?)),
+        "delete_recording" => ClientMsg::Recording(RecordingMsg::Delete(body(v)?)),
+        "export_recording" => ClientMsg::Recording(RecordingMsg::Export(body(v)?)),
+        "replay_recording" => ClientMsg::Recording(RecordingMsg::Replay(body(v)?)),
+        "update_recording" => ClientMsg::Recording(RecordingMsg::Update(body(v)?)),
         other => return Err(format!("type \"{other}\" has no decoder")),
     })
 }

@@ -50,6 +50,14 @@ pub const CLIENT_TYPES: &[&str] = &[
     "health_check",
     "reload_tools",
     "history",
+    "start_recording",
+    "stop_recording",
+    "list_recordings",
+    "get_recording",
+    "delete_recording",
+    "export_recording",
+    "replay_recording",
+    "update_recording",
 ];
 
 /// Decode one text frame.

@@ -10,6 +10,8 @@ use crate::errors::HubError;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
+// One line is parsed or written at a time; the size difference is harmless.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Line {

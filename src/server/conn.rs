@@ -119,6 +119,7 @@ pub async fn run(socket: WebSocket, hub: Hub) {
     }
     evict.cancel();
     events.abort();
+    hub.recorder().connection_closed(&session);
     let _ = writer.await;
     tracing::info!(session = %session, "client disconnected");
 }

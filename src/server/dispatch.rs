@@ -49,8 +49,18 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
             };
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
-                // A single call passes the same safety gate as a batch step.
-                if let Ok(info) = hub.tools().resolve(&call.tool).cloned() {
+                // A single call passes the same safety gate as a batch step;
+                // a tool that cannot be resolved fails here, never unchecked.
+                let resolved = hub
+                    .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
+                    .await;
+                if let Err(e) = resolved {
+                    let outcome = crate::hub::CallOutcome::failed(&call.tool, e, Duration::ZERO);
+                    hub.history.record(&call.session, &call.params, &outcome);
+                    out.send(protocol::tool_result_msg(&id, outcome.to_json()));
+                    return;
+                }
+                if let Ok(info) = resolved {
                     let task_id = format!("call-{}", uuid::Uuid::new_v4());
                     let ask = crate::engine::confirm::Ask {
                         task_id: &task_id,
@@ -68,7 +78,27 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                         return;
                     }
                 }
+                let started_at = std::time::SystemTime::now();
+                let (session, params) = (call.session.clone(), call.params.clone());
                 let outcome = hub.call(call).await;
+                let capture = crate::recording::Capture {
+                    source: crate::recording::Source {
+                        kind: "tool_call".into(),
+                        batch_id: None,
+                        task_id: None,
+                        step_id: None,
+                    },
+                    params: &params,
+                    params_template: None,
+                    save_as: None,
+                    when: None,
+                    expect: None,
+                    outcome: &outcome,
+                    started_at,
+                };
+                if let Some(ev) = hub.recorder().capture(&hub, &session, capture) {
+                    out.send(ev);
+                }
                 out.send(protocol::tool_result_msg(&id, outcome.to_json()));
             });
         }
@@ -99,6 +129,7 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                 json!({ "entries": entries }),
             ));
         }
+        ClientMsg::Recording(m) => crate::recording::handle(hub, out.clone(), id, m),
         other => crate::engine::handle(hub, out.clone(), id, other),
     }
 }

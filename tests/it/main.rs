@@ -8,6 +8,7 @@ mod durable;
 mod gate;
 mod lifecycle;
 mod protocol;
+mod recording;
 mod reload;
 mod safety;
 mod servers;

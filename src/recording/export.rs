@@ -1,0 +1,317 @@
+//! `export_recording`: a recording as JSON, Markdown, a self-contained HTML
+//! report, or a `tool_batch` message that replays it. Pure functions: the
+//! caller reads the recording (and the image files, through a callback).
+
+mod html;
+mod markdown;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde_json::{json, Map, Value};
+
+use super::format::{Recording, Step};
+
+pub use html::html;
+pub use markdown::markdown;
+
+/// `{"header":…, "steps":[…], "end":…|null, "incomplete":bool}`, each part
+/// in its on-disk (camelCase) shape.
+pub fn json(rec: &Recording) -> Value {
+    json!({
+        "header": to_value(&rec.header),
+        "steps": rec.steps.iter().map(to_value).collect::<Vec<_>>(),
+        "end": rec.end.as_ref().map_or(Value::Null, to_value),
+        "incomplete": rec.incomplete,
+    })
+}
+
+/// A `tool_batch` message that can be sent back as it is:
+/// `{"type":"tool_batch","id":"replay-<recordingId>","steps":[…],"options":{"stopOnError":true}}`,
+/// and the names the batch reads as `{{vars.<name>}}`, which the sender must
+/// supply in `options.variables` (sorted, once each).
+///
+/// Tools are named by their qualified name when recorded (else as asked).
+/// Batch steps keep their params template, `saveAs`, `when`, `expect` and id
+/// (made unique when two recorded batches reused one). Steps recorded from
+/// single `tool_call`s send their params as recorded, with `{{` written as
+/// `\{{` so the batch engine passes the text on literally. A redacted value
+/// `{"$redacted":"password"}` becomes `"{{vars.password}}"`. The names
+/// returned are those secrets plus every `vars.<name>` the recorded templates
+/// read (the original batch's `options.variables` are not recorded).
+pub fn batch(rec: &Recording) -> (Value, Vec<String>) {
+    let mut needed = BTreeSet::new();
+    let mut ids = HashSet::new();
+    let steps: Vec<Value> = rec
+        .steps
+        .iter()
+        .map(|s| batch_step(s, &mut ids, &mut needed))
+        .collect();
+    let message = json!({
+        "type": "tool_batch",
+        "id": format!("replay-{}", rec.header.recording_id),
+        "steps": steps,
+        "options": {"stopOnError": true},
+    });
+    (message, needed.into_iter().collect())
+}
+
+fn batch_step(step: &Step, ids: &mut HashSet<String>, needed: &mut BTreeSet<String>) -> Value {
+    let mut m = Map::new();
+    if let Some(id) = &step.source.step_id {
+        m.insert("id".into(), Value::String(unique_id(id, step.seq, ids)));
+    }
+    // The qualified name, as replay uses: a server added since recording
+    // cannot make a bare name ambiguous.
+    let tool = step.qualified_name.as_ref().unwrap_or(&step.tool);
+    m.insert("tool".into(), Value::String(tool.clone()));
+    let params = match &step.params_template {
+        Some(template) => templated(template, false, needed),
+        None => templated(&step.params, true, needed),
+    };
+    m.insert("params".into(), params);
+    if let Some(save_as) = &step.save_as {
+        m.insert("saveAs".into(), Value::String(save_as.clone()));
+    }
+    if let Some(when) = step.when.as_ref().filter(|w| !w.is_null()) {
+        if let Value::String(s) = when {
+            template_vars(s, needed);
+        }
+        m.insert("when".into(), when.clone());
+    }
+    if let Some(expect) = step.expect.as_ref().filter(|e| !e.is_null()) {
+        m.insert("expect".into(), expect.clone());
+    }
+    Value::Object(m)
+}
+
+/// `id`, or `id-<seq>` (then `-2`, `-3`…) when an earlier step took it: the
+/// batch engine refuses duplicate step ids.
+fn unique_id(id: &str, seq: usize, ids: &mut HashSet<String>) -> String {
+    let mut candidate = id.to_string();
+    let mut n = 1;
+    while !ids.insert(candidate.clone()) {
+        candidate = if n == 1 {
+            format!("{id}-{seq}")
+        } else {
+            format!("{id}-{seq}-{n}")
+        };
+        n += 1;
+    }
+    candidate
+}
+
+/// The params as a template: redactions become `{{vars.<name>}}`; with
+/// `escape`, literal `{{` in strings is escaped so it is not rendered.
+fn templated(v: &Value, escape: bool, needed: &mut BTreeSet<String>) -> Value {
+    match v {
+        Value::Object(m) => {
+            if let Some(name) = redacted_name(m) {
+                let (template, var) = var_template(name);
+                needed.insert(var);
+                return Value::String(template);
+            }
+            Value::Object(
+                m.iter()
+                    .map(|(k, x)| (k.clone(), templated(x, escape, needed)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| templated(x, escape, needed)).collect()),
+        Value::String(s) if escape => Value::String(s.replace("{{", "\\{{")),
+        Value::String(s) => {
+            template_vars(s, needed);
+            v.clone()
+        }
+        other => other.clone(),
+    }
+}
+
+/// The name in `{"$redacted":"name"}` (a `rule` field may sit beside it).
+fn redacted_name(m: &Map<String, Value>) -> Option<&str> {
+    let name = m.get("$redacted")?.as_str()?;
+    m.keys()
+        .all(|k| k == "$redacted" || k == "rule")
+        .then_some(name)
+}
+
+/// The placeholder for variable `name` and the name the sender must supply.
+/// Names that are not plain identifiers use handlebars' `[…]` segment; a name
+/// that cannot be written even so is reduced to `_`-joined word characters.
+fn var_template(name: &str) -> (String, String) {
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if plain {
+        return (format!("{{{{vars.{name}}}}}"), name.to_string());
+    }
+    if !name.is_empty() && !name.contains([']', '}', '{', '\n', '\r']) {
+        return (format!("{{{{vars.[{name}]}}}}"), name.to_string());
+    }
+    let mut safe: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !safe.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        safe.insert(0, '_');
+    }
+    (format!("{{{{vars.{safe}}}}}"), safe)
+}
+
+/// Every `vars.<name>` read inside `{{…}}` in a template string. A plain scan
+/// (the real parser lives in the engine): it finds the names a sender must
+/// supply; a miss only means the engine will name the variable on replay.
+fn template_vars(s: &str, out: &mut BTreeSet<String>) {
+    let mut rest = s;
+    while let Some(open) = rest.find("{{") {
+        let escaped = rest[..open].ends_with('\\');
+        let after = &rest[open + 2..];
+        let close = after.find("}}").unwrap_or(after.len());
+        if !escaped {
+            vars_in_expression(&after[..close], out);
+        }
+        rest = &after[close..];
+    }
+}
+
+fn vars_in_expression(expr: &str, out: &mut BTreeSet<String>) {
+    for (at, _) in expr.match_indices("vars.") {
+        let before = &expr[..at];
+        let bounded = before.ends_with("@root.")
+            || !before.ends_with(|c: char| {
+                c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '@' | '$')
+            });
+        if !bounded {
+            continue;
+        }
+        let tail = &expr[at + 5..];
+        let name = match tail.strip_prefix('[') {
+            Some(inner) => inner.split(']').next().unwrap_or(""),
+            None => {
+                let end = tail
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$')))
+                    .unwrap_or(tail.len());
+                &tail[..end]
+            }
+        };
+        if !name.is_empty() {
+            out.insert(name.to_string());
+        }
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Value {
+    // The recording types have string keys only, so this cannot fail.
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Compact JSON cut to `max_chars` characters (with `…`).
+fn short_json(v: &Value, max_chars: usize) -> String {
+    clip(&v.to_string(), max_chars)
+}
+
+fn clip(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Succeeded steps and the success rate in percent (the end record's, else
+/// counted from the steps).
+fn success_summary(rec: &Recording) -> (usize, f64) {
+    let ok = rec.steps.iter().filter(|s| s.success).count();
+    let rate = match &rec.end {
+        Some(end) => end.success_rate * 100.0,
+        None if rec.steps.is_empty() => 0.0,
+        None => ok as f64 * 100.0 / rec.steps.len() as f64,
+    };
+    (ok, rate)
+}
+
+/// The parts of a `replay_complete` message the reports show.
+struct Replay {
+    success: Option<bool>,
+    /// `"live"`, `"dry"`, … when the message says.
+    mode: Option<String>,
+    total: Option<u64>,
+    succeeded: Option<u64>,
+    failed: Option<u64>,
+    /// `(stepIndex, [Difference as JSON])`, steps without differences left out.
+    steps: Vec<(Value, Vec<Value>)>,
+    /// `(stepIndex, problem)` from a `dry` replay (missing tools, schema misfits).
+    problems: Vec<(Value, String)>,
+}
+
+impl Replay {
+    fn read(v: &Value) -> Replay {
+        let entries = v
+            .get("differences")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        let mut steps = Vec::new();
+        let mut problems = Vec::new();
+        for entry in entries {
+            let index = entry.get("stepIndex").cloned().unwrap_or(Value::Null);
+            // The brief names the list `differences`; the replay runner
+            // writes `diff`. Read either.
+            let diffs = entry.get("differences").or_else(|| entry.get("diff"));
+            if let Some(diffs) = diffs.and_then(Value::as_array).filter(|d| !d.is_empty()) {
+                steps.push((index.clone(), diffs.clone()));
+            }
+            for p in entry
+                .get("problems")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let text = p.as_str().map_or_else(|| p.to_string(), str::to_string);
+                problems.push((index.clone(), text));
+            }
+        }
+        Replay {
+            success: v.get("success").and_then(Value::as_bool),
+            mode: v.get("mode").and_then(Value::as_str).map(str::to_string),
+            total: v.get("totalSteps").and_then(Value::as_u64),
+            succeeded: v.get("successCount").and_then(Value::as_u64),
+            failed: v.get("failureCount").and_then(Value::as_u64),
+            steps,
+            problems,
+        }
+    }
+
+    /// "passed (live): 5 of 6 steps succeeded, 1 failed".
+    fn headline(&self) -> String {
+        let verdict = match self.success {
+            Some(true) => "passed",
+            Some(false) => "failed",
+            None => "finished",
+        };
+        let mut out = verdict.to_string();
+        if let Some(mode) = &self.mode {
+            out.push_str(&format!(" ({mode})"));
+        }
+        if let (Some(ok), Some(total)) = (self.succeeded, self.total) {
+            out.push_str(&format!(": {ok} of {total} steps succeeded"));
+        }
+        if let Some(failed) = self.failed.filter(|f| *f > 0) {
+            out.push_str(&format!(", {failed} failed"));
+        }
+        out
+    }
+}
+
+/// A difference's fields as display text.
+fn diff_fields(d: &Value) -> (String, String, String, String) {
+    let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let value = |k: &str| d.get(k).map_or(String::new(), |v| short_json(v, 120));
+    (
+        text("path"),
+        text("kind").replace('_', " "),
+        value("recorded"),
+        value("actual"),
+    )
+}

@@ -1,0 +1,308 @@
+//! Recording and replay: capture a connection's calls as a reusable,
+//! verifiable asset (`recorder`), keep it on disk (`format`, `store`),
+//! replay it live, dry or offline (`replay`, `diff`, `schema`), and export
+//! it (`export`).
+
+pub mod diff;
+pub mod export;
+pub mod format;
+pub mod recorder;
+pub mod replay;
+pub mod schema;
+pub mod store;
+
+pub use format::Source;
+pub use recorder::{Capture, Recorder};
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::errors::{ErrorType, HubError};
+use crate::hub::Hub;
+use crate::protocol::{self, MsgId};
+use crate::server::Outbox;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartReq {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopReq {
+    #[serde(default = "yes")]
+    pub save: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordingRef {
+    pub recording_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Json,
+    Markdown,
+    Html,
+    Batch,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportReq {
+    pub recording_id: String,
+    pub format: ExportFormat,
+}
+
+/// `update_recording`: rename, describe, and delete / insert / modify steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateReq {
+    pub recording_id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Indices of steps to delete (applied first).
+    #[serde(default)]
+    pub delete_steps: Vec<usize>,
+    /// `{"index": i, "changes": {"params"?, "tool"?, "saveAs"?, "when"?, "expect"?}}` (applied second).
+    #[serde(default)]
+    pub modify_steps: Vec<Value>,
+    /// `{"index": i, "step": {"tool", "params", "saveAs"?, "when"?, "expect"?}}` inserted before index i (applied last).
+    #[serde(default)]
+    pub insert_steps: Vec<Value>,
+}
+
+/// The recording messages a connection can send.
+#[derive(Debug)]
+pub enum RecordingMsg {
+    Start(StartReq),
+    Stop(StopReq),
+    List,
+    Get(RecordingRef),
+    Delete(RecordingRef),
+    Export(ExportReq),
+    Replay(replay::ReplayReq),
+    Update(UpdateReq),
+}
+
+pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: RecordingMsg) {
+    let cfg = hub.config();
+    let storage = cfg.recording.storage_path.clone();
+    let reply = |ty: &str, r: Result<Value, HubError>| match r {
+        Ok(v) => out.send(protocol::reply(ty, &id, v)),
+        Err(e) => out.send(protocol::error_msg(&id, &e)),
+    };
+    match msg {
+        RecordingMsg::Start(r) => {
+            reply(
+                "recording_started",
+                hub.recorder()
+                    .start(hub, &out.session, r.name, r.description),
+            );
+        }
+        RecordingMsg::Stop(r) => {
+            reply(
+                "recording_stopped",
+                hub.recorder().stop(&out.session, r.save, "stopped"),
+            );
+        }
+        RecordingMsg::List => {
+            let (recs, problems) = store::list(&storage);
+            reply(
+                "recordings",
+                Ok(json!({"recordings": recs, "problems": problems})),
+            );
+        }
+        RecordingMsg::Get(r) => {
+            let rec = store::load(&storage, &r.recording_id);
+            reply(
+                "recording",
+                rec.map(|rec| json!({"recording": export::json(&rec)})),
+            );
+        }
+        RecordingMsg::Delete(r) => {
+            let done = store::delete(&storage, &r.recording_id);
+            reply(
+                "recording_deleted",
+                done.map(|()| json!({"recordingId": r.recording_id})),
+            );
+        }
+        RecordingMsg::Export(r) => {
+            reply("recording_export", export_one(&storage, &r));
+        }
+        RecordingMsg::Update(r) => {
+            reply("recording_updated", update(&storage, r));
+        }
+        RecordingMsg::Replay(r) => {
+            tokio::spawn(replay::run(hub.clone(), out.clone(), id.clone(), r));
+        }
+    }
+}
+
+fn export_one(storage: &std::path::Path, r: &ExportReq) -> Result<Value, HubError> {
+    let rec = store::load(storage, &r.recording_id)?;
+    let last = store::read_attachment(storage, &r.recording_id, "last-replay.json")
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+    let content = match r.format {
+        ExportFormat::Json => export::json(&rec),
+        ExportFormat::Markdown => Value::String(export::markdown(&rec, last.as_ref())),
+        ExportFormat::Html => {
+            let id = r.recording_id.clone();
+            let read = move |name: &str| store::read_attachment(storage, &id, name);
+            Value::String(export::html(&rec, last.as_ref(), &read))
+        }
+        ExportFormat::Batch => {
+            let (batch, secrets) = export::batch(&rec);
+            return Ok(json!({"format": "batch", "content": batch, "requiredVariables": secrets}));
+        }
+    };
+    let format = serde_json::to_value(r.format).ok();
+    Ok(json!({"format": format, "content": content}))
+}
+
+impl serde::Serialize for ExportFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Markdown => "markdown",
+            ExportFormat::Html => "html",
+            ExportFormat::Batch => "batch",
+        })
+    }
+}
+
+fn field<T: serde::de::DeserializeOwned>(v: &Value, key: &str) -> Result<Option<T>, HubError> {
+    match v.get(key) {
+        None => Ok(None),
+        Some(x) => serde_json::from_value(x.clone()).map(Some).map_err(|e| {
+            HubError::new(
+                ErrorType::InvalidMessage,
+                format!("update_recording: field \"{key}\": {e}"),
+            )
+        }),
+    }
+}
+
+fn update(storage: &std::path::Path, r: UpdateReq) -> Result<Value, HubError> {
+    let mut rec = store::load(storage, &r.recording_id)?;
+    if let Some(n) = r.name {
+        rec.header.name = n;
+    }
+    if r.description.is_some() {
+        rec.header.description = r.description;
+    }
+    let n = rec.steps.len();
+    let bad =
+        |m: String| HubError::new(ErrorType::InvalidMessage, format!("update_recording: {m}"));
+    let mut del = r.delete_steps.clone();
+    del.sort_unstable();
+    del.dedup();
+    if let Some(i) = del.iter().find(|i| **i >= n) {
+        return Err(bad(format!(
+            "deleteSteps: step {i} does not exist (the recording has {n} steps)"
+        )));
+    }
+    for i in del.iter().rev() {
+        rec.steps.remove(*i);
+    }
+    for m in &r.modify_steps {
+        let i: usize = field(m, "index")?
+            .ok_or_else(|| bad("modifySteps: each entry needs \"index\"".into()))?;
+        let changes = m
+            .get("changes")
+            .cloned()
+            .unwrap_or(Value::Object(Map::new()));
+        let step = rec
+            .steps
+            .get_mut(i)
+            .ok_or_else(|| bad(format!("modifySteps: step {i} does not exist")))?;
+        if let Some(p) = field::<Value>(&changes, "params")? {
+            step.params_template = Some(p.clone());
+            step.params = p;
+        }
+        if let Some(t) = field::<String>(&changes, "tool")? {
+            step.tool = t.clone();
+            step.qualified_name = Some(t);
+        }
+        if let Some(s) = field::<String>(&changes, "saveAs")? {
+            step.save_as = Some(s);
+        }
+        if let Some(w) = field::<Value>(&changes, "when")? {
+            step.when = Some(w);
+        }
+        if let Some(x) = field::<Value>(&changes, "expect")? {
+            step.expect = Some(x);
+        }
+    }
+    let mut inserts: Vec<(usize, Value)> = Vec::new();
+    for ins in &r.insert_steps {
+        let i: usize = field(ins, "index")?
+            .ok_or_else(|| bad("insertSteps: each entry needs \"index\"".into()))?;
+        let s = ins
+            .get("step")
+            .cloned()
+            .ok_or_else(|| bad("insertSteps: each entry needs \"step\"".into()))?;
+        inserts.push((i, s));
+    }
+    inserts.sort_by_key(|b| std::cmp::Reverse(b.0));
+    for (i, s) in inserts {
+        if i > rec.steps.len() {
+            return Err(bad(format!(
+                "insertSteps: index {i} is past the end ({} steps)",
+                rec.steps.len()
+            )));
+        }
+        let tool: String =
+            field(&s, "tool")?.ok_or_else(|| bad("insertSteps: step needs \"tool\"".into()))?;
+        let params: Value = field(&s, "params")?.unwrap_or(Value::Object(Map::new()));
+        rec.steps.insert(
+            i,
+            format::Step {
+                seq: i,
+                source: Source {
+                    kind: "batch_step".into(),
+                    batch_id: None,
+                    task_id: None,
+                    step_id: field(&s, "id")?,
+                },
+                tool: tool.clone(),
+                qualified_name: Some(tool),
+                server: None,
+                params: params.clone(),
+                params_template: Some(params),
+                save_as: field(&s, "saveAs")?,
+                when: field(&s, "when")?,
+                expect: field(&s, "expect")?,
+                timestamp: crate::util::now_rfc3339(),
+                t_offset_ms: 0,
+                duration_ms: 0,
+                success: true,
+                attempts: 0,
+                result: Value::Null,
+                error: None,
+                images: Vec::new(),
+                screenshot: None,
+            },
+        );
+    }
+    for (k, s) in rec.steps.iter_mut().enumerate() {
+        s.seq = k;
+    }
+    if let Some(e) = rec.end.as_mut() {
+        e.step_count = rec.steps.len();
+    }
+    store::rewrite(storage, &rec)?;
+    Ok(rec.summary())
+}

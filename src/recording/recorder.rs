@@ -1,0 +1,321 @@
+//! Capture: one active recording per connection. Every call the connection
+//! runs (single calls and batch steps, resumed and failed ones included) is
+//! appended as one line and flushed when it completes, so a SIGKILL loses at
+//! most the step in flight. Secrets are redacted before anything is written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+
+use super::format::{End, Header, Line, Source, Step, SCHEMA_VERSION};
+use super::store;
+use crate::errors::{ErrorType, HubError};
+use crate::hub::{CallOutcome, Hub};
+
+/// Results bigger than this go to a file beside the JSONL.
+const INLINE_LIMIT: usize = 64 * 1024;
+
+pub struct Active {
+    pub id: String,
+    pub dir: PathBuf,
+    file: File,
+    started: std::time::Instant,
+    seq: usize,
+    ok: usize,
+    bytes: u64,
+    max_bytes: u64,
+    /// Set when the file can no longer be written (size limit, disk error).
+    pub stopped: Option<String>,
+}
+
+/// What the runner or the dispatcher knows about a finished call.
+pub struct Capture<'a> {
+    pub source: Source,
+    pub params: &'a Value,
+    pub params_template: Option<&'a Value>,
+    pub save_as: Option<&'a str>,
+    pub when: Option<&'a Value>,
+    pub expect: Option<&'a Value>,
+    pub outcome: &'a CallOutcome,
+    pub started_at: std::time::SystemTime,
+}
+
+#[derive(Default)]
+pub struct Recorder {
+    active: DashMap<String, Arc<Mutex<Active>>>,
+}
+
+impl Recorder {
+    pub fn is_recording(&self, session: &str) -> bool {
+        self.active.contains_key(session)
+    }
+
+    /// Start recording for `session`; the header is written and synced.
+    pub fn start(
+        &self,
+        hub: &Hub,
+        session: &str,
+        name: Option<String>,
+        description: Option<String>,
+    ) -> Result<Value, HubError> {
+        let cfg = hub.config();
+        if !cfg.recording.enabled {
+            return Err(HubError::new(
+                ErrorType::InvalidMessage,
+                "recording is off (recording.enabled is false in config.json)",
+            ));
+        }
+        if let Some(a) = self.active.get(session) {
+            let id = a.lock().map(|a| a.id.clone()).unwrap_or_default();
+            return Err(HubError::new(
+                ErrorType::InvalidMessage,
+                format!("this connection is already recording ({id})"),
+            )
+            .with_suggestion("send stop_recording first"));
+        }
+        let id = store::new_id();
+        let storage = &cfg.recording.storage_path;
+        let io = |e: std::io::Error| {
+            HubError::new(
+                ErrorType::Permission,
+                format!("cannot create a recording in {}: {e}", storage.display()),
+            )
+        };
+        fs::create_dir_all(storage).map_err(io)?;
+        let dir = storage.join(&id);
+        fs::create_dir(&dir).map_err(io)?;
+        let tools = hub.tools();
+        let header = Header {
+            schema_version: SCHEMA_VERSION,
+            recording_id: id.clone(),
+            name: name.unwrap_or_else(|| id.clone()),
+            description,
+            created_at: crate::util::now_rfc3339(),
+            hub_version: env!("CARGO_PKG_VERSION").into(),
+            servers: hub
+                .server_summaries()
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            tools: tools
+                .tools()
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect(),
+        };
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(dir.join(store::FILE))
+            .map_err(io)?;
+        let line = to_line(&Line::Header(header.clone()));
+        file.write_all(line.as_bytes())
+            .and_then(|_| file.sync_data())
+            .map_err(io)?;
+        let active = Active {
+            id: id.clone(),
+            dir: dir.clone(),
+            file,
+            started: std::time::Instant::now(),
+            seq: 0,
+            ok: 0,
+            bytes: line.len() as u64,
+            max_bytes: cfg.recording.max_bytes,
+            stopped: None,
+        };
+        self.active
+            .insert(session.to_string(), Arc::new(Mutex::new(active)));
+        tracing::info!(session, recording = %id, "recording started");
+        Ok(json!({"recordingId": id, "name": header.name, "path": dir.display().to_string()}))
+    }
+
+    /// Stop: write the `end` line; `save: false` deletes the recording.
+    pub fn stop(&self, session: &str, save: bool, reason: &str) -> Result<Value, HubError> {
+        let Some((_, active)) = self.active.remove(session) else {
+            return Err(HubError::new(
+                ErrorType::InvalidMessage,
+                "this connection is not recording",
+            )
+            .with_suggestion("send start_recording first"));
+        };
+        let mut a = active
+            .lock()
+            .map_err(|_| HubError::new(ErrorType::Unknown, "recording state poisoned"))?;
+        let meta = finish(&mut a, reason);
+        if !save {
+            let _ = fs::remove_dir_all(&a.dir);
+        }
+        tracing::info!(session, recording = %a.id, steps = a.seq, reason, "recording stopped");
+        Ok(json!({
+            "recordingId": a.id,
+            "stepCount": a.seq,
+            "path": if save { Value::String(a.dir.display().to_string()) } else { Value::Null },
+            "saved": save,
+            "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
+            "metadata": meta,
+        }))
+    }
+
+    /// Append one call if `session` is recording. Returns a `recording_stopped`
+    /// event when the size limit was hit (the caller sends it).
+    pub fn capture(&self, hub: &Hub, session: &str, c: Capture<'_>) -> Option<Value> {
+        let active = self.active.get(session)?.clone();
+        let cfg = hub.config();
+        let mut a = active.lock().ok()?;
+        if a.stopped.is_some() {
+            return None;
+        }
+        let seq = a.seq;
+        let (result, images) = externalize(&a.dir, seq, c.outcome);
+        let step = Step {
+            seq,
+            source: c.source,
+            tool: c.outcome.tool.clone(),
+            qualified_name: c.outcome.qualified_name.clone(),
+            server: c.outcome.server.clone(),
+            params: crate::history::redact(c.params, &cfg.security),
+            params_template: c
+                .params_template
+                .map(|t| crate::history::redact(t, &cfg.security)),
+            save_as: c.save_as.map(String::from),
+            when: c.when.cloned(),
+            expect: c.expect.cloned(),
+            timestamp: crate::util::rfc3339(c.started_at),
+            t_offset_ms: c
+                .started_at
+                .duration_since(std::time::SystemTime::now() - a.started.elapsed())
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            duration_ms: c.outcome.duration_ms,
+            success: c.outcome.success,
+            attempts: c.outcome.attempts,
+            result,
+            error: c.outcome.error.clone(),
+            images,
+            screenshot: None,
+        };
+        let line = to_line(&Line::Step(step));
+        if a.bytes + line.len() as u64 > a.max_bytes {
+            let id = a.id.clone();
+            drop(a);
+            let stopped = self.stop(session, true, "size_limit").ok()?;
+            tracing::warn!(recording = %id, limit = cfg.recording.max_bytes, "recording stopped at recording.maxBytes");
+            let mut ev = stopped;
+            ev["type"] = json!("recording_stopped");
+            return Some(ev);
+        }
+        match a
+            .file
+            .write_all(line.as_bytes())
+            .and_then(|_| a.file.sync_data())
+        {
+            Ok(()) => {
+                a.bytes += line.len() as u64;
+                a.seq += 1;
+                if c.outcome.success {
+                    a.ok += 1;
+                }
+                None
+            }
+            Err(e) => {
+                let id = a.id.clone();
+                drop(a);
+                tracing::error!(recording = %id, error = %e, "recording write failed; recording stopped");
+                let mut ev = self.stop(session, true, "write_error").ok()?;
+                ev["type"] = json!("recording_stopped");
+                ev["error"] = json!(HubError::classified(format!(
+                    "cannot write recording {id}: {e}"
+                )));
+                Some(ev)
+            }
+        }
+    }
+
+    /// The connection went away: close its recording (reason `closed`).
+    pub fn connection_closed(&self, session: &str) {
+        if self.active.contains_key(session) {
+            let _ = self.stop(session, true, "closed");
+        }
+    }
+}
+
+fn to_line(l: &Line) -> String {
+    let mut s = serde_json::to_string(l).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn finish(a: &mut Active, reason: &str) -> Value {
+    let total = a.started.elapsed().as_millis() as u64;
+    let rate = if a.seq == 0 {
+        1.0
+    } else {
+        a.ok as f64 / a.seq as f64
+    };
+    let end = End {
+        step_count: a.seq,
+        total_duration_ms: total,
+        success_rate: rate,
+        stopped_at: crate::util::now_rfc3339(),
+        reason: reason.to_string(),
+    };
+    let line = to_line(&Line::End(end));
+    if let Err(e) = a
+        .file
+        .write_all(line.as_bytes())
+        .and_then(|_| a.file.sync_data())
+    {
+        tracing::error!(recording = %a.id, error = %e, "cannot write the end of the recording; it stays incomplete");
+    }
+    if a.stopped.is_none() {
+        a.stopped = Some(reason.to_string());
+    }
+    json!({"totalDuration": total, "successRate": rate})
+}
+
+/// Large results and MCP image items go to files beside the JSONL.
+fn externalize(dir: &Path, seq: usize, out: &CallOutcome) -> (Value, Vec<String>) {
+    let mut images = Vec::new();
+    if let Some(content) = out
+        .raw
+        .as_ref()
+        .and_then(|r| r.get("content"))
+        .and_then(Value::as_array)
+    {
+        for (k, item) in content.iter().enumerate() {
+            if item.get("type").and_then(Value::as_str) != Some("image") {
+                continue;
+            }
+            let Some(data) = item.get("data").and_then(Value::as_str) else {
+                continue;
+            };
+            let ext = match item.get("mimeType").and_then(Value::as_str) {
+                Some("image/jpeg") => "jpg",
+                Some("image/gif") => "gif",
+                Some("image/webp") => "webp",
+                _ => "png",
+            };
+            if let Ok(bytes) = crate::b64::decode(data) {
+                let name = format!("step-{seq}-img-{k}.{ext}");
+                if fs::write(dir.join(&name), bytes).is_ok() {
+                    images.push(name);
+                }
+            }
+        }
+    }
+    let text = out.result.to_string();
+    if text.len() > INLINE_LIMIT {
+        let name = format!("step-{seq}-result.json");
+        if fs::write(dir.join(&name), text.as_bytes()).is_ok() {
+            return (
+                json!({"$file": name, "bytes": text.len(), "mediaType": "application/json"}),
+                images,
+            );
+        }
+    }
+    (out.result.clone(), images)
+}

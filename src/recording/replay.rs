@@ -1,0 +1,280 @@
+//! `replay_recording`: `live` runs the recorded steps as a task of the
+//! engine (retries, need_user, durability, resume); `dry` executes nothing
+//! and checks tools, templates and schemas; `offline` answers every step from
+//! the recording. Each step streams `replay_step_result` with the recorded
+//! and the new outcome and a `diff`; `replay_complete` summarises.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::diff::{self, Ignore};
+use super::format::{Recording, Step};
+use super::{schema, store};
+use crate::errors::{ErrorType, HubError};
+use crate::hub::Hub;
+use crate::protocol::{self, BatchOptions, BatchReq, BatchStep, MsgId};
+use crate::server::Outbox;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Live,
+    Dry,
+    Offline,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReq {
+    pub recording_id: String,
+    #[serde(default)]
+    pub continue_on_error: bool,
+    #[serde(default)]
+    pub variables: Option<Map<String, Value>>,
+    /// 0 = as fast as possible (default), 1 = original pacing, n = n× faster.
+    #[serde(default)]
+    pub speed: Option<f64>,
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
+
+/// The recorded outcome of a step, as replay messages show it.
+fn outcome_of(s: &Step) -> Value {
+    json!({"success": s.success, "result": s.result, "error": s.error})
+}
+
+/// The batch a live replay runs: the lossless batch export (templates,
+/// saveAs, when, expect; secrets as `{{vars.name}}`), and the variables it reads.
+pub fn batch_of(rec: &Recording) -> (Vec<BatchStep>, Vec<String>) {
+    let (msg, needed) = super::export::batch(rec);
+    let steps = serde_json::from_value(msg["steps"].clone()).unwrap_or_default();
+    (steps, needed)
+}
+
+pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
+    let cfg = hub.config();
+    let storage = cfg.recording.storage_path.clone();
+    let rec = match store::load(&storage, &req.recording_id) {
+        Ok(r) => r,
+        Err(e) => {
+            out.send(protocol::error_msg(&id, &e));
+            return;
+        }
+    };
+    let ignore = match Ignore::new(&cfg.replay.ignore_paths, &cfg.replay.ignore_regexes) {
+        Ok(i) => i,
+        Err(m) => {
+            out.send(protocol::error_msg(
+                &id,
+                &HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")),
+            ));
+            return;
+        }
+    };
+    let replay_id = format!("replay-{}", uuid::Uuid::new_v4().simple());
+    let mode = req.mode.unwrap_or(Mode::Live);
+    let vars = req.variables.clone().unwrap_or_default();
+    let summary = match mode {
+        Mode::Dry => dry(&hub, &out, &rec, &replay_id, &vars),
+        Mode::Offline => offline(&out, &rec, &replay_id),
+        Mode::Live => match live(&hub, &out, &id, &rec, &replay_id, &req, &ignore).await {
+            Some(s) => s,
+            None => return,
+        },
+    };
+    let mut msg = summary;
+    msg["type"] = json!("replay_complete");
+    msg["recordingId"] = json!(rec.header.recording_id);
+    msg["replayId"] = json!(replay_id);
+    msg["mode"] = json!(format!("{mode:?}").to_lowercase());
+    if let Ok(dir) = store::dir_of(&storage, &rec.header.recording_id) {
+        let _ = std::fs::write(dir.join("last-replay.json"), msg.to_string());
+    }
+    out.send(protocol::with_reply_to(msg, &id));
+}
+
+fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
+    json!({
+        "success": ok == total && differences.is_empty(),
+        "totalSteps": total,
+        "successCount": ok,
+        "failureCount": total - ok,
+        "differences": differences,
+    })
+}
+
+fn dry(
+    hub: &Hub,
+    out: &Outbox,
+    rec: &Recording,
+    replay_id: &str,
+    vars: &Map<String, Value>,
+) -> Value {
+    let tools = hub.tools();
+    let templates = hub.engine().templates();
+    let mut ctx = Map::new();
+    ctx.insert("vars".into(), Value::Object(vars.clone()));
+    let (steps, _) = batch_of(rec);
+    let mut ok = 0;
+    let mut problems_all = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let mut problems = Vec::new();
+        match tools.resolve(&step.tool) {
+            Err(e) => problems.push(e.message),
+            Ok(info) => {
+                // Earlier steps' variables do not exist in a dry run: check
+                // the templates parse, render only those that need vars alone.
+                match templates.check_params(&step.params) {
+                    Err(e) => problems.push(format!("template: {e}")),
+                    Ok(roots) if roots.iter().all(|r| r == "vars") => {
+                        match templates.render_params(&step.params, &Value::Object(ctx.clone())) {
+                            Ok(p) => problems.extend(schema::check(&info.input_schema, &p)),
+                            Err(e) => problems.push(format!("template: {e}")),
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        if problems.is_empty() {
+            ok += 1;
+        } else {
+            problems_all.push(json!({"stepIndex": i, "problems": problems}));
+        }
+        out.send(json!({
+            "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
+            "mode": "dry", "stepIndex": i, "tool": step.tool, "success": problems.is_empty(),
+            "problems": problems, "recorded": outcome_of(&rec.steps[i]), "diff": [],
+        }));
+    }
+    complete(steps.len(), ok, problems_all)
+}
+
+fn offline(out: &Outbox, rec: &Recording, replay_id: &str) -> Value {
+    let mut ok = 0;
+    for s in &rec.steps {
+        if s.success {
+            ok += 1;
+        }
+        out.send(json!({
+            "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
+            "mode": "offline", "stepIndex": s.seq, "tool": s.qualified_name.clone().unwrap_or_else(|| s.tool.clone()),
+            "success": s.success, "recorded": outcome_of(s), "actual": outcome_of(s), "diff": [],
+        }));
+    }
+    complete(rec.steps.len(), ok, Vec::new())
+}
+
+async fn live(
+    hub: &Hub,
+    out: &Outbox,
+    id: &MsgId,
+    rec: &Recording,
+    replay_id: &str,
+    req: &ReplayReq,
+    ignore: &Ignore,
+) -> Option<Value> {
+    let vars = req.variables.clone().unwrap_or_default();
+    let (steps, needed) = batch_of(rec);
+    let missing: Vec<_> = needed
+        .iter()
+        .filter(|s| !vars.contains_key(*s))
+        .cloned()
+        .collect();
+    if !missing.is_empty() {
+        let e = HubError::new(
+            ErrorType::InvalidMessage,
+            format!(
+                "the replay needs values for these variables (secrets are redacted when recorded, so they must be given again): {}",
+                missing.join(", ")
+            ),
+        )
+        .with_suggestion(format!("pass them in \"variables\", e.g. {{\"variables\": {{\"{}\": \"…\"}}}}", missing[0]));
+        out.send(protocol::error_msg(id, &e));
+        return None;
+    }
+    let batch = BatchReq {
+        steps,
+        options: BatchOptions {
+            stop_on_error: !req.continue_on_error,
+            timeout: None,
+            variables: Some(vars),
+        },
+    };
+    let task = match crate::engine::create_task(hub, json!(replay_id), &batch, Some(out.clone())) {
+        Ok(t) => t,
+        Err(e) => {
+            out.send(protocol::error_msg(id, &e));
+            return None;
+        }
+    };
+    // Pacing: the recorded gaps, divided by speed.
+    if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
+        let mut prev = 0u64;
+        let delays = rec
+            .steps
+            .iter()
+            .map(|s| {
+                let gap = s.t_offset_ms.saturating_sub(prev);
+                prev = s.t_offset_ms.max(prev);
+                Duration::from_millis((gap as f64 / speed) as u64)
+            })
+            .collect();
+        task.set_delays(delays);
+    }
+    let diffs = Arc::new(Mutex::new((0usize, Vec::<Value>::new())));
+    {
+        let (rec, out, diffs, ignore, replay_id) = (
+            rec.clone(),
+            out.clone(),
+            diffs.clone(),
+            ignore.clone(),
+            replay_id.to_string(),
+        );
+        task.set_observer(Arc::new(move |i: usize, step_msg: &Value| {
+            let Some(recorded) = rec.steps.get(i) else { return };
+            let success = step_msg["success"].as_bool().unwrap_or(false);
+            let error: Option<HubError> = serde_json::from_value(step_msg["error"].clone()).ok();
+            let d = diff::compare(
+                recorded.success,
+                &recorded.result,
+                recorded.error.as_ref(),
+                success,
+                &step_msg["result"],
+                error.as_ref(),
+                &ignore,
+            );
+            if let Ok(mut acc) = diffs.lock() {
+                if success {
+                    acc.0 += 1;
+                }
+                if !d.is_empty() {
+                    acc.1.push(json!({"stepIndex": i, "tool": recorded.tool, "diff": d}));
+                }
+            }
+            out.send(json!({
+                "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
+                "taskId": step_msg["taskId"], "mode": "live", "stepIndex": i, "tool": step_msg["tool"],
+                "success": success, "recorded": outcome_of(recorded),
+                "actual": {"success": success, "result": step_msg["result"], "error": step_msg["error"]},
+                "skipped": step_msg["skipped"], "diff": d,
+            }));
+        }));
+    }
+    let handle =
+        match crate::engine::start(hub, task.clone(), 0, crate::engine::state::TaskEvent::Start) {
+            Ok(h) => h,
+            Err(e) => {
+                out.send(protocol::error_msg(id, &e));
+                return None;
+            }
+        };
+    let _ = handle.await;
+    let (ok, differences) = diffs.lock().map(|d| d.clone()).unwrap_or_default();
+    let mut s = complete(rec.steps.len(), ok, differences);
+    s["taskId"] = json!(task.id);
+    s["state"] = json!(task.state());
+    Some(s)
+}

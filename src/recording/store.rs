@@ -1,0 +1,275 @@
+//! Recordings on disk: id validation (before any filesystem call), reading
+//! (header-only for listing), deleting and rewriting.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::format::{Header, Line, Recording, SCHEMA_VERSION};
+use crate::errors::{ErrorType, HubError};
+
+pub const FILE: &str = "recording.jsonl";
+
+/// `^[a-z0-9][a-z0-9_-]{0,63}$`, checked by hand (no path can pass).
+pub fn valid_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_' || *c == b'-')
+}
+
+pub fn new_id() -> String {
+    format!("rec-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The folder of a recording, refusing hostile ids and symlinks.
+pub fn dir_of(storage: &Path, id: &str) -> Result<PathBuf, HubError> {
+    if !valid_id(id) {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!(
+                "{:?} is not a recording id; expected ^[a-z0-9][a-z0-9_-]{{0,63}}$",
+                crate::util::truncate(id, 80)
+            ),
+        )
+        .with_suggestion("use an id from list_recordings"));
+    }
+    let dir = storage.join(id);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(HubError::new(
+            ErrorType::Permission,
+            format!(
+                "recording folder {} is a symlink; refusing to follow it",
+                dir.display()
+            ),
+        )),
+        Ok(m) if m.is_dir() => Ok(dir),
+        Ok(_) => Err(not_found(id)),
+        Err(_) => Err(not_found(id)),
+    }
+}
+
+fn not_found(id: &str) -> HubError {
+    HubError::new(ErrorType::NotFound, format!("no recording {id:?}"))
+        .with_suggestion("send {\"type\":\"list_recordings\"} to see the recordings")
+}
+
+fn corrupt(path: &Path, line: usize, e: impl std::fmt::Display) -> HubError {
+    HubError::new(
+        ErrorType::InvalidMessage,
+        format!("{}:{line}: {e}", path.display()),
+    )
+}
+
+fn check_version(path: &Path, h: &Header) -> Result<(), HubError> {
+    if h.schema_version > SCHEMA_VERSION {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!(
+                "{}: recording schemaVersion {} is newer than this hub supports ({SCHEMA_VERSION})",
+                path.display(),
+                h.schema_version
+            ),
+        )
+        .with_suggestion("upgrade toolhub to read this recording"));
+    }
+    Ok(())
+}
+
+/// Read a whole recording. A torn last line (crash mid-write) is ignored
+/// and the recording is marked incomplete.
+pub fn load(storage: &Path, id: &str) -> Result<Recording, HubError> {
+    let dir = dir_of(storage, id)?;
+    let path = dir.join(FILE);
+    let f = File::open(&path)
+        .map_err(|e| HubError::new(ErrorType::NotFound, format!("{}: {e}", path.display())))?;
+    let lines: Vec<String> = BufReader::new(f).lines().map_while(Result::ok).collect();
+    let mut header = None;
+    let mut steps = Vec::new();
+    let mut end = None;
+    let n = lines.len();
+    for (i, l) in lines.iter().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        let parsed: Result<Line, _> = serde_json::from_str(l);
+        match parsed {
+            Ok(Line::Header(h)) if i == 0 => {
+                check_version(&path, &h)?;
+                header = Some(h);
+            }
+            Ok(Line::Step(s)) => steps.push(s),
+            Ok(Line::End(e)) => end = Some(e),
+            Ok(Line::Header(_)) => return Err(corrupt(&path, i + 1, "a second header line")),
+            Err(e) if i + 1 == n && header.is_some() => {
+                tracing::warn!(path = %path.display(), error = %e, "torn last line ignored");
+            }
+            Err(e) => {
+                // A newer schema may add kinds we do not know: say so.
+                if let Ok(v) = serde_json::from_str::<Value>(l) {
+                    if let Some(sv) = v.get("schemaVersion").and_then(Value::as_u64) {
+                        if sv > SCHEMA_VERSION as u64 {
+                            return Err(HubError::new(
+                                ErrorType::InvalidMessage,
+                                format!("{}: recording schemaVersion {sv} is newer than this hub supports ({SCHEMA_VERSION})", path.display()),
+                            ));
+                        }
+                    }
+                }
+                return Err(corrupt(&path, i + 1, e));
+            }
+        }
+    }
+    let header = header.ok_or_else(|| corrupt(&path, 1, "no header line"))?;
+    Ok(Recording {
+        incomplete: end.is_none(),
+        header,
+        steps,
+        end,
+    })
+}
+
+/// List recordings by reading each header and peeking at the file's tail
+/// (never the whole file), newest first.
+pub fn list(storage: &Path) -> (Vec<Value>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    let Ok(entries) = fs::read_dir(storage) else {
+        return (out, problems);
+    };
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !valid_id(&name) || e.file_type().map(|t| !t.is_dir()).unwrap_or(true) {
+            continue; // symlinks and stray files are not recordings
+        }
+        let path = e.path().join(FILE);
+        match summary_of(&path) {
+            Ok(v) => out.push(v),
+            Err(m) => problems.push(m),
+        }
+    }
+    out.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
+    (out, problems)
+}
+
+fn summary_of(path: &Path) -> Result<Value, String> {
+    let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut first = String::new();
+    BufReader::new(&mut f)
+        .read_line(&mut first)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let h = match serde_json::from_str::<Line>(&first) {
+        Ok(Line::Header(h)) => h,
+        _ => return Err(format!("{}:1: not a recording header", path.display())),
+    };
+    // The end line, if any, is within the last few KiB.
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(8192);
+    let mut tail = String::new();
+    if f.seek(SeekFrom::Start(start)).is_ok() {
+        let mut buf = Vec::new();
+        let _ = f.take(8192).read_to_end(&mut buf);
+        tail = String::from_utf8_lossy(&buf).to_string();
+    }
+    let end = tail
+        .lines()
+        .rev()
+        .find(|l| l.contains("\"kind\":\"end\""))
+        .and_then(|l| serde_json::from_str::<Line>(l).ok())
+        .and_then(|l| match l {
+            Line::End(e) => Some(e),
+            _ => None,
+        });
+    Ok(serde_json::json!({
+        "recordingId": h.recording_id,
+        "name": h.name,
+        "description": h.description,
+        "createdAt": h.created_at,
+        "schemaVersion": h.schema_version,
+        "supported": h.schema_version <= SCHEMA_VERSION,
+        "incomplete": end.is_none(),
+        "stepCount": end.as_ref().map(|e| e.step_count),
+        "metadata": end.map(|e| serde_json::json!({"totalDuration": e.total_duration_ms, "successRate": e.success_rate, "reason": e.reason})),
+    }))
+}
+
+/// Delete a recording's folder (never following a symlink).
+pub fn delete(storage: &Path, id: &str) -> Result<(), HubError> {
+    let dir = dir_of(storage, id)?;
+    fs::remove_dir_all(&dir).map_err(|e| {
+        HubError::new(
+            ErrorType::Permission,
+            format!("cannot delete {}: {e}", dir.display()),
+        )
+    })
+}
+
+/// Rewrite a recording atomically (temp file, fsync, rename).
+pub fn rewrite(storage: &Path, rec: &Recording) -> Result<(), HubError> {
+    let dir = dir_of(storage, &rec.header.recording_id)?;
+    let tmp = dir.join("recording.jsonl.tmp");
+    let io = |e: std::io::Error| {
+        HubError::new(
+            ErrorType::Permission,
+            format!("cannot rewrite {}: {e}", dir.display()),
+        )
+    };
+    let mut f = File::create(&tmp).map_err(io)?;
+    let mut write = |l: &Line| -> std::io::Result<()> {
+        let mut s = serde_json::to_string(l).map_err(std::io::Error::other)?;
+        s.push('\n');
+        f.write_all(s.as_bytes())
+    };
+    write(&Line::Header(rec.header.clone())).map_err(io)?;
+    for s in &rec.steps {
+        write(&Line::Step(s.clone())).map_err(io)?;
+    }
+    if let Some(e) = &rec.end {
+        write(&Line::End(e.clone())).map_err(io)?;
+    }
+    f.sync_all().map_err(io)?;
+    fs::rename(&tmp, dir.join(FILE)).map_err(io)
+}
+
+/// Read a file stored beside a recording (images, large results).
+pub fn read_attachment(storage: &Path, id: &str, name: &str) -> Option<Vec<u8>> {
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+        && !name.starts_with('.');
+    if !ok {
+        return None;
+    }
+    let dir = dir_of(storage, id).ok()?;
+    fs::read(dir.join(name)).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_are_refused_before_any_fs_call() {
+        for bad in [
+            "../x",
+            "..%2F",
+            "/etc/passwd",
+            "a\0b",
+            &"a".repeat(300),
+            "",
+            "A",
+            ".",
+            "x/y",
+        ] {
+            assert!(!valid_id(bad), "{bad:?}");
+            assert!(dir_of(Path::new("/nonexistent"), bad).is_err());
+        }
+        assert!(valid_id(&new_id()));
+        assert!(valid_id("login-flow_2"));
+    }
+}
