@@ -136,7 +136,9 @@ where
     let mut attempts = 0u32;
     loop {
         attempts += 1;
-        let a = hub.attempt(info, &req.params, timeout, &req.cancel).await;
+        let a = hub
+            .attempt(info, &req.params, timeout, &req.cancel, &req.session)
+            .await;
         let verdict = post(a.result);
         let error = match verdict {
             Ok(value) => {
@@ -265,6 +267,7 @@ async fn helper_call(
             &Value::Object(Default::default()),
             Duration::from_secs(30),
             cancel,
+            "hub",
         )
         .await;
     if let Err(e) = &a.result {

@@ -30,14 +30,29 @@ enum Tool {
     TaskStatus,
     ListTasks,
     ResumeTask,
+    RecordStart,
+    RecordStop,
+    RecordList,
+    RecordGet,
+    RecordDelete,
+    RecordReplay,
 }
 
 impl Tool {
-    const CONTROL: [Tool; 4] = [
+    const CONTROL: [Tool; 13] = [
         Tool::HealthCheck,
         Tool::ListTools,
         Tool::History,
         Tool::Batch,
+        Tool::TaskStatus,
+        Tool::ListTasks,
+        Tool::ResumeTask,
+        Tool::RecordStart,
+        Tool::RecordStop,
+        Tool::RecordList,
+        Tool::RecordGet,
+        Tool::RecordDelete,
+        Tool::RecordReplay,
     ];
     const WORKSPACE: [Tool; 4] = [
         Tool::ReadFile,
@@ -59,6 +74,12 @@ impl Tool {
             Tool::TaskStatus => "task_status",
             Tool::ListTasks => "list_tasks",
             Tool::ResumeTask => "resume_task",
+            Tool::RecordStart => "record_start",
+            Tool::RecordStop => "record_stop",
+            Tool::RecordList => "record_list",
+            Tool::RecordGet => "record_get",
+            Tool::RecordDelete => "record_delete",
+            Tool::RecordReplay => "record_replay",
         }
     }
 
@@ -161,8 +182,37 @@ impl Builtin {
             input_schema: json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}}}),
             annotations: Some(json!({"destructiveHint": true})),
         });
+        out.extend(record_tools());
         out
     }
+}
+
+/// The recording controls as tools (an agent can record itself).
+fn record_tools() -> Vec<RawTool> {
+    let id = json!({"type": "object", "required": ["recordingId"], "properties": {"recordingId": {"type": "string"}}});
+    let t = |tool: Tool, description: &str, schema: Value, read_only: bool| RawTool {
+        name: tool.name().into(),
+        description: Some(description.into()),
+        input_schema: schema,
+        annotations: Some(if read_only {
+            json!({"readOnlyHint": true})
+        } else {
+            json!({"destructiveHint": true})
+        }),
+    };
+    vec![
+        t(Tool::RecordStart, "Start recording every tool call of this connection (name, description optional).",
+          json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}}), false),
+        t(Tool::RecordStop, "Stop this connection's recording; save defaults to true (false deletes it).",
+          json!({"type": "object", "properties": {"save": {"type": "boolean"}}}), false),
+        t(Tool::RecordList, "List saved recordings (newest first).", json!({"type": "object", "properties": {}}), true),
+        t(Tool::RecordGet, "A recording with every step.", id.clone(), true),
+        t(Tool::RecordDelete, "Delete a recording.", id, false),
+        t(Tool::RecordReplay, "Replay a recording: mode live (default), dry or offline; variables re-render its templates; returns the replay summary with differences.",
+          json!({"type": "object", "required": ["recordingId"], "properties": {
+              "recordingId": {"type": "string"}, "mode": {"enum": ["live", "dry", "offline"]},
+              "variables": {"type": "object"}, "continueOnError": {"type": "boolean"}, "speed": {"type": "number"}}}), false),
+    ]
 }
 
 /// Run one built-in tool.
@@ -171,6 +221,7 @@ pub async fn call(
     name: &str,
     params: &Value,
     cancel: &CancellationToken,
+    session: &str,
 ) -> Result<Value, HubError> {
     let Some(tool) = Tool::from_name(name) else {
         return Err(HubError::new(
@@ -230,6 +281,49 @@ pub async fn call(
             Ok(t.to_json(true))
         }
         Tool::ListTasks => Ok(crate::engine::list_json(hub)),
+        Tool::RecordStart => {
+            let str_of = |k: &str| params.get(k).and_then(Value::as_str).map(String::from);
+            hub.recorder()
+                .start(hub, session, str_of("name"), str_of("description"))
+        }
+        Tool::RecordStop => {
+            let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
+            hub.recorder().stop(session, save, "stopped")
+        }
+        Tool::RecordList => {
+            let (recs, problems) =
+                crate::recording::store::list(&hub.config().recording.storage_path);
+            Ok(json!({"recordings": recs, "problems": problems}))
+        }
+        Tool::RecordGet | Tool::RecordDelete => {
+            let id = params
+                .get("recordingId")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    HubError::new(
+                        ErrorType::InvalidParams,
+                        "missing field \"recordingId\" (a string)",
+                    )
+                })?;
+            let storage = hub.config().recording.storage_path.clone();
+            if tool == Tool::RecordGet {
+                let rec = crate::recording::store::load(&storage, id)?;
+                Ok(crate::recording::export::json(&rec))
+            } else {
+                crate::recording::store::delete(&storage, id)?;
+                Ok(json!({"recordingId": id, "deleted": true}))
+            }
+        }
+        Tool::RecordReplay => {
+            let req: crate::recording::replay::ReplayReq = serde_json::from_value(params.clone())
+                .map_err(|e| {
+                HubError::new(
+                    ErrorType::InvalidParams,
+                    format!("record_replay params: {e}"),
+                )
+            })?;
+            crate::recording::replay::execute(hub, None, &req).await
+        }
         Tool::History => {
             let limit = params
                 .get("limit")
@@ -238,5 +332,36 @@ pub async fn call(
                 .min(1000) as usize;
             Ok(json!({"entries": hub.history.latest(limit)}))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_builtin_is_dispatchable() {
+        let dir = std::env::temp_dir().join(format!("toolhub-bt-{}", std::process::id()));
+        let cfg = BuiltinConfig {
+            enabled: true,
+            workspace: dir.clone(),
+            command_timeout: std::time::Duration::from_secs(1),
+            max_output_bytes: 1024,
+            max_read_bytes: 1024,
+        };
+        let b = match Builtin::new(&cfg) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        let tools = b.raw_tools();
+        assert!(tools.len() >= 17);
+        for t in &tools {
+            assert!(
+                Tool::from_name(&t.name).is_some(),
+                "{} is listed but not callable",
+                t.name
+            );
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -181,7 +181,7 @@ async fn run_step(
             }
             Err(e) => {
                 let out = CallOutcome::failed(&step.tool, e.to_hub_error(), Duration::ZERO);
-                return record(hub, task, i, base, out, resumed, None);
+                return record(hub, task, i, base, out, resumed, None).await;
             }
         }
     }
@@ -193,7 +193,7 @@ async fn run_step(
                 e.to_hub_error().with_tool(&step.tool),
                 Duration::ZERO,
             );
-            return record(hub, task, i, base, out, resumed, None);
+            return record(hub, task, i, base, out, resumed, None).await;
         }
     };
     // The safety gate: deny at once, or wait for a person's confirm. A tool
@@ -206,7 +206,7 @@ async fn run_step(
         Ok(info) => info,
         Err(e) => {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(hub, task, i, base, out, resumed, Some(&params));
+            return record(hub, task, i, base, out, resumed, Some(&params)).await;
         }
     };
     {
@@ -241,7 +241,7 @@ async fn run_step(
         }
         if let Err(e) = verdict {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(hub, task, i, base, out, resumed, Some(&params));
+            return record(hub, task, i, base, out, resumed, Some(&params)).await;
         }
     }
     task.with(|d| {
@@ -279,11 +279,11 @@ async fn run_step(
             .with_tool(&step.tool),
         );
     }
-    record(hub, task, i, base, out, resumed, Some(&params))
+    record(hub, task, i, base, out, resumed, Some(&params)).await
 }
 
 /// Save the step's variable, make its result durable, then send it.
-fn record(
+async fn record(
     hub: &Hub,
     task: &Arc<Task>,
     i: usize,
@@ -311,7 +311,7 @@ fn record(
             outcome: &out,
             started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
         };
-        if let Some(ev) = hub.recorder().capture(hub, &owner.session, capture) {
+        if let Some(ev) = hub.recorder().capture(hub, &owner.session, capture).await {
             owner.send(ev);
         }
     }
@@ -457,7 +457,7 @@ async fn settle_uncertain(
                     ),
                 );
                 let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                record(hub, task, i, step_base(task, i), out, true, None);
+                record(hub, task, i, step_base(task, i), out, true, None).await;
                 return Uncertain::Failed;
             };
             let params = task
@@ -496,7 +496,7 @@ async fn settle_uncertain(
                 Ok(()) => Uncertain::Rerun,
                 Err(e) => {
                     let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                    record(hub, task, i, step_base(task, i), out, true, None);
+                    record(hub, task, i, step_base(task, i), out, true, None).await;
                     Uncertain::Failed
                 }
             }

@@ -164,10 +164,11 @@ impl Hub {
         params: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
+        session: &str,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
         if info.server == BUILTIN_SERVER {
-            let work = crate::builtin::call(self, &info.name, params, cancel);
+            let work = crate::builtin::call(self, &info.name, params, cancel, session);
             let result = tokio::select! {
                 r = tokio::time::timeout(timeout, work) => match r {
                     Ok(r) => r,

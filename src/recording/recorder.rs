@@ -162,9 +162,23 @@ impl Recorder {
 
     /// Append one call if `session` is recording. Returns a `recording_stopped`
     /// event when the size limit was hit (the caller sends it).
-    pub fn capture(&self, hub: &Hub, session: &str, c: Capture<'_>) -> Option<Value> {
+    pub async fn capture(&self, hub: &Hub, session: &str, c: Capture<'_>) -> Option<Value> {
+        // The recording controls themselves are not part of the flow.
+        if c.outcome
+            .qualified_name
+            .as_deref()
+            .is_some_and(|q| q.starts_with("hub__record_"))
+        {
+            return None;
+        }
         let active = self.active.get(session)?.clone();
         let cfg = hub.config();
+        // With screenshotOnStep, the server's screenshot tool is called
+        // after the step (before the line is written, which references it).
+        let shot = match (&c.outcome.server, cfg.recording.screenshot_on_step) {
+            (Some(server), true) => screenshot(hub, server).await,
+            _ => None,
+        };
         let mut a = active.lock().ok()?;
         if a.stopped.is_some() {
             return None;
@@ -196,7 +210,10 @@ impl Recorder {
             result,
             error: c.outcome.error.clone(),
             images,
-            screenshot: None,
+            screenshot: shot.and_then(|png| {
+                let name = format!("step-{seq}.png");
+                fs::write(a.dir.join(&name), png).ok().map(|()| name)
+            }),
         };
         let line = to_line(&Line::Step(step));
         if a.bytes + line.len() as u64 > a.max_bytes {
@@ -318,4 +335,41 @@ fn externalize(dir: &Path, seq: usize, out: &CallOutcome) -> (Value, Vec<String>
         }
     }
     (out.result.clone(), images)
+}
+
+/// Call the server's configured screenshot tool; the first image item.
+async fn screenshot(hub: &Hub, server: &str) -> Option<Vec<u8>> {
+    let tool = hub
+        .config()
+        .mcp_servers
+        .get(server)?
+        .screenshot_tool
+        .clone()?;
+    let info = hub
+        .tools()
+        .by_server(server)
+        .into_iter()
+        .find(|t| t.name == tool)?
+        .clone();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let a = hub
+        .attempt(
+            &info,
+            &json!({}),
+            std::time::Duration::from_secs(30),
+            &cancel,
+            "hub",
+        )
+        .await;
+    if let Err(e) = &a.result {
+        tracing::warn!(server, tool, error = %e, "screenshot for the recording failed");
+    }
+    let content = a.raw?.get("content")?.as_array()?.clone();
+    let data = content
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("image"))?
+        .get("data")?
+        .as_str()?
+        .to_string();
+    crate::b64::decode(&data).ok()
 }

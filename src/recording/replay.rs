@@ -53,38 +53,35 @@ pub fn batch_of(rec: &Recording) -> (Vec<BatchStep>, Vec<String>) {
     (steps, needed)
 }
 
+/// `replay_recording` from a connection: stream, then `replay_complete`.
 pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
-    let cfg = hub.config();
-    let storage = cfg.recording.storage_path.clone();
-    let rec = match store::load(&storage, &req.recording_id) {
-        Ok(r) => r,
+    match execute(&hub, Some(&out), &req).await {
+        Ok(done) => {
+            out.send(protocol::with_reply_to(done, &id));
+        }
         Err(e) => {
             out.send(protocol::error_msg(&id, &e));
-            return;
         }
-    };
-    let ignore = match Ignore::new(&cfg.replay.ignore_paths, &cfg.replay.ignore_regexes) {
-        Ok(i) => i,
-        Err(m) => {
-            out.send(protocol::error_msg(
-                &id,
-                &HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")),
-            ));
-            return;
-        }
-    };
+    }
+}
+
+/// Run a replay; step results go to `out` when there is one. Returns the
+/// `replay_complete` message (also kept as `last-replay.json` for exports).
+pub async fn execute(hub: &Hub, out: Option<&Outbox>, req: &ReplayReq) -> Result<Value, HubError> {
+    let cfg = hub.config();
+    let storage = cfg.recording.storage_path.clone();
+    let rec = store::load(&storage, &req.recording_id)?;
+    let ignore = Ignore::new(&cfg.replay.ignore_paths, &cfg.replay.ignore_regexes)
+        .map_err(|m| HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")))?;
     let replay_id = format!("replay-{}", uuid::Uuid::new_v4().simple());
     let mode = req.mode.unwrap_or(Mode::Live);
     let vars = req.variables.clone().unwrap_or_default();
-    let summary = match mode {
-        Mode::Dry => dry(&hub, &out, &rec, &replay_id, &vars),
-        Mode::Offline => offline(&out, &rec, &replay_id),
-        Mode::Live => match live(&hub, &out, &id, &rec, &replay_id, &req, &ignore).await {
-            Some(s) => s,
-            None => return,
-        },
+    let sink = Sink(out.cloned());
+    let mut msg = match mode {
+        Mode::Dry => dry(hub, &sink, &rec, &replay_id, &vars),
+        Mode::Offline => offline(&sink, &rec, &replay_id),
+        Mode::Live => live(hub, &sink, &rec, &replay_id, req, &ignore).await?,
     };
-    let mut msg = summary;
     msg["type"] = json!("replay_complete");
     msg["recordingId"] = json!(rec.header.recording_id);
     msg["replayId"] = json!(replay_id);
@@ -92,7 +89,19 @@ pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
     if let Ok(dir) = store::dir_of(&storage, &rec.header.recording_id) {
         let _ = std::fs::write(dir.join("last-replay.json"), msg.to_string());
     }
-    out.send(protocol::with_reply_to(msg, &id));
+    Ok(msg)
+}
+
+/// Where step results go: a connection, or nowhere (built-in tool).
+#[derive(Clone)]
+struct Sink(Option<Outbox>);
+
+impl Sink {
+    fn send(&self, v: Value) {
+        if let Some(o) = &self.0 {
+            o.send(v);
+        }
+    }
 }
 
 fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
@@ -107,7 +116,7 @@ fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
 
 fn dry(
     hub: &Hub,
-    out: &Outbox,
+    out: &Sink,
     rec: &Recording,
     replay_id: &str,
     vars: &Map<String, Value>,
@@ -152,7 +161,7 @@ fn dry(
     complete(steps.len(), ok, problems_all)
 }
 
-fn offline(out: &Outbox, rec: &Recording, replay_id: &str) -> Value {
+fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
     let mut ok = 0;
     for s in &rec.steps {
         if s.success {
@@ -169,13 +178,12 @@ fn offline(out: &Outbox, rec: &Recording, replay_id: &str) -> Value {
 
 async fn live(
     hub: &Hub,
-    out: &Outbox,
-    id: &MsgId,
+    out: &Sink,
     rec: &Recording,
     replay_id: &str,
     req: &ReplayReq,
     ignore: &Ignore,
-) -> Option<Value> {
+) -> Result<Value, HubError> {
     let vars = req.variables.clone().unwrap_or_default();
     let (steps, needed) = batch_of(rec);
     let missing: Vec<_> = needed
@@ -192,8 +200,7 @@ async fn live(
             ),
         )
         .with_suggestion(format!("pass them in \"variables\", e.g. {{\"variables\": {{\"{}\": \"…\"}}}}", missing[0]));
-        out.send(protocol::error_msg(id, &e));
-        return None;
+        return Err(e);
     }
     let batch = BatchReq {
         steps,
@@ -203,13 +210,7 @@ async fn live(
             variables: Some(vars),
         },
     };
-    let task = match crate::engine::create_task(hub, json!(replay_id), &batch, Some(out.clone())) {
-        Ok(t) => t,
-        Err(e) => {
-            out.send(protocol::error_msg(id, &e));
-            return None;
-        }
-    };
+    let task = crate::engine::create_task(hub, json!(replay_id), &batch, out.0.clone())?;
     // Pacing: the recorded gaps, divided by speed.
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
         let mut prev = 0u64;
@@ -264,17 +265,13 @@ async fn live(
         }));
     }
     let handle =
-        match crate::engine::start(hub, task.clone(), 0, crate::engine::state::TaskEvent::Start) {
-            Ok(h) => h,
-            Err(e) => {
-                out.send(protocol::error_msg(id, &e));
-                return None;
-            }
-        };
+        crate::engine::start(hub, task.clone(), 0, crate::engine::state::TaskEvent::Start)?;
+    // An abandoned built-in call stops the replay's task too.
+    let _stop = crate::engine::StopOnDrop(Some(task.clone()));
     let _ = handle.await;
     let (ok, differences) = diffs.lock().map(|d| d.clone()).unwrap_or_default();
     let mut s = complete(rec.steps.len(), ok, differences);
     s["taskId"] = json!(task.id);
     s["state"] = json!(task.state());
-    Some(s)
+    Ok(s)
 }

@@ -96,7 +96,7 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                     outcome: &outcome,
                     started_at,
                 };
-                if let Some(ev) = hub.recorder().capture(&hub, &session, capture) {
+                if let Some(ev) = hub.recorder().capture(&hub, &session, capture).await {
                     out.send(ev);
                 }
                 out.send(protocol::tool_result_msg(&id, outcome.to_json()));

@@ -308,3 +308,84 @@ async fn a_newer_schema_version_is_refused_with_a_clear_error() {
         "{r}"
     );
 }
+
+#[tokio::test]
+async fn an_agent_can_record_and_replay_itself_with_builtin_tools() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    let r = c.call("hub__record_start", json!({"name": "self"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let id = r["result"]["recordingId"].clone();
+    c.call("t__echo", json!({"message": "by agent"})).await;
+    let r = c.call("hub__record_stop", json!({})).await;
+    assert_eq!(
+        r["result"]["stepCount"], 1,
+        "the controls themselves are not recorded: {r}"
+    );
+    let r = c.call("hub__record_list", json!({})).await;
+    assert!(r["result"]["recordings"]
+        .to_string()
+        .contains(id.as_str().unwrap_or("?")));
+    let r = c.call("hub__record_get", json!({"recordingId": id})).await;
+    assert_eq!(r["result"]["steps"][0]["tool"], "t__echo", "{r}");
+    let r = c
+        .call("hub__record_replay", json!({"recordingId": id}))
+        .await;
+    assert_eq!(r["result"]["success"], true, "{r}");
+    let task = r["result"]["taskId"].clone();
+    let r = c.call("hub__task_status", json!({"taskId": task})).await;
+    assert_eq!(r["result"]["state"], "success", "{r}");
+    let r = c.call("hub__list_tasks", json!({})).await;
+    assert!(r["result"]["tasks"]
+        .as_array()
+        .is_some_and(|t| !t.is_empty()));
+    let r = c
+        .call("hub__record_delete", json!({"recordingId": id}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+}
+
+#[tokio::test]
+async fn screenshots_and_images_are_files_beside_the_recording_and_embedded_in_html() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut t = testserver_entry(&p, "t", &[]);
+    t["screenshotTool"] = json!("image");
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": t}, "recording": {"screenshotOnStep": true}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    c.call("t__image", json!({})).await;
+    c.request(json!({"type": "stop_recording"})).await;
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let step = &got["recording"]["steps"][0];
+    assert_eq!(step["screenshot"], "step-0.png", "{step}");
+    let img = step["images"][0]
+        .as_str()
+        .expect("image stored as a file")
+        .to_string();
+    let raw =
+        std::fs::read_to_string(p.join(format!("recordings/{id}/recording.jsonl"))).expect("jsonl");
+    assert!(
+        !raw.contains("iVBOR"),
+        "no base64 image inlined in the JSONL"
+    );
+    let png = std::fs::read(p.join(format!("recordings/{id}/step-0.png"))).expect("png");
+    assert_eq!(&png[..4], b"\x89PNG");
+    assert!(p.join(format!("recordings/{id}/{img}")).exists());
+    let html = c
+        .request(json!({"type": "export_recording", "recordingId": id, "format": "html"}))
+        .await;
+    let html = html["content"].as_str().expect("html").to_string();
+    assert!(
+        html.contains("data:image/png;base64,"),
+        "screenshot embedded"
+    );
+    std::fs::write(p.join("report.html"), &html).expect("write report");
+}
