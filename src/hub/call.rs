@@ -181,6 +181,12 @@ impl Hub {
                 raw: None,
             };
         }
+        if let Some(Some(Ok(offline))) = self.server(&info.server).map(|h| h.offline.clone()) {
+            return Attempt {
+                result: offline.call(&info.name, params).map_err(tag),
+                raw: None,
+            };
+        }
         let Some(peer) = self.server(&info.server).and_then(|h| h.peer()) else {
             return Attempt {
                 result: Err(tag(HubError::new(

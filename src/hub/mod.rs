@@ -173,7 +173,14 @@ impl Hub {
     fn spawn_server(&self, spec: crate::config::ServerSpec) {
         let generation = self.generation.fetch_add(1, Ordering::Relaxed) + 1;
         let name = spec.name.clone();
-        let handle = ServerHandle::spawn(spec, generation, self.sup_tx.clone(), &self.shutdown);
+        let recordings = self.config().recording.storage_path.clone();
+        let handle = ServerHandle::spawn(
+            spec,
+            generation,
+            self.sup_tx.clone(),
+            &self.shutdown,
+            &recordings,
+        );
         self.servers.insert(name, handle);
     }
 

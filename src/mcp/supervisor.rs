@@ -97,6 +97,8 @@ pub struct ServerHandle {
     control: mpsc::UnboundedSender<Control>,
     stop: CancellationToken,
     done: CancellationToken,
+    /// A recording-backed virtual server (no process), or why it failed to load.
+    pub offline: Option<Result<Arc<crate::recording::offline::Offline>, String>>,
 }
 
 impl ServerHandle {
@@ -106,7 +108,14 @@ impl ServerHandle {
         generation: u64,
         events: mpsc::UnboundedSender<Envelope>,
         shutdown: &CancellationToken,
+        recordings: &std::path::Path,
     ) -> ServerHandle {
+        let offline = match &spec.transport {
+            crate::config::Transport::Recording { source } => {
+                Some(crate::recording::offline::Offline::load(source, recordings).map(Arc::new))
+            }
+            _ => None,
+        };
         let transport = match spec.transport {
             crate::config::Transport::Stdio { .. } => "stdio",
             crate::config::Transport::Http { .. } => "http",
@@ -137,6 +146,7 @@ impl ServerHandle {
             control,
             stop: shutdown.child_token(),
             done: CancellationToken::new(),
+            offline,
         };
         let sup = Supervisor {
             h: handle.clone(),
@@ -205,6 +215,10 @@ impl Supervisor {
             self.h.stop.cancelled().await;
             self.set_state(ServerState::Stopped, None);
             self.h.done.cancel();
+            return;
+        }
+        if let Some(offline) = self.h.offline.clone() {
+            self.run_offline(offline).await;
             return;
         }
         let mut failures: u32 = 0;
@@ -345,6 +359,37 @@ impl Supervisor {
             s.tool_count = 0;
         }
         exit
+    }
+
+    /// A recording-backed server has no process: it is up as soon as its
+    /// recording loads, and stays up until stopped.
+    async fn run_offline(
+        &mut self,
+        offline: Result<Arc<crate::recording::offline::Offline>, String>,
+    ) {
+        match offline {
+            Ok(o) => {
+                self.publish_tools(
+                    o.tools(),
+                    format!(
+                        "server {} started (from recording {})",
+                        self.h.name, o.recording_id
+                    ),
+                );
+                self.set_state(ServerState::Running, None);
+            }
+            Err(e) => self.set_state(
+                ServerState::CrashLoop,
+                Some(format!("cannot load its recording: {e}")),
+            ),
+        }
+        self.h.stop.cancelled().await;
+        self.send(SupervisorEvent::Tools {
+            tools: None,
+            reason: format!("server {} stopped", self.h.name),
+        });
+        self.set_state(ServerState::Stopped, None);
+        self.h.done.cancel();
     }
 
     async fn relist(&mut self, peer: &Peer<RoleClient>, why: &str) {

@@ -6,6 +6,7 @@
 pub mod diff;
 pub mod export;
 pub mod format;
+pub mod offline;
 pub mod recorder;
 pub mod replay;
 pub mod schema;

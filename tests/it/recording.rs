@@ -389,3 +389,47 @@ async fn screenshots_and_images_are_files_beside_the_recording_and_embedded_in_h
     );
     std::fs::write(p.join("report.html"), &html).expect("write report");
 }
+
+#[tokio::test]
+async fn a_recording_serves_as_an_offline_server() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut cfg = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "taskEngine": {"stateDir": "./state"},
+        "builtin": {"workspace": "./workspace"},
+        "recording": {"storagePath": "./recordings"},
+        "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+    });
+    let hub = TestHub::start_in(dir, cfg.clone()).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    c.call("t__echo", json!({"message": "hello"})).await;
+    c.call("t__add", json!({"a": 1, "b": 2})).await;
+    c.request(json!({"type": "stop_recording"})).await;
+    cfg["mcpServers"] = json!({"off": {"recording": id}});
+    let tmp = p.join("config.tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&cfg).expect("json")).expect("write");
+    std::fs::rename(&tmp, p.join("config.json")).expect("rename");
+    c.recv_where("off tools", |v| {
+        v["type"] == "tools_updated"
+            && v["added"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("off__echo")))
+    })
+    .await;
+    let before = call_log(&p, "t").len();
+    let r = c.call("off__echo", json!({"message": "hello"})).await;
+    assert_eq!(r["result"], "hello", "{r}");
+    let r = c.call("off__add", json!({"a": 1, "b": 3})).await;
+    assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap_or("").contains("/b"),
+        "names the differing field: {r}"
+    );
+    let r = c.call("off__add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(r["result"], json!({"sum": 3}), "{r}");
+    assert_eq!(call_log(&p, "t").len(), before, "no real server was called");
+}
