@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: installs the real MCP servers the
-# integration tests drive (pinned in tests/package.json), then runs every test.
+# The whole test suite, from a fresh clone: installs what the tests need (the
+# real MCP servers pinned in tests/package.json, and Debian's chromium for the
+# HTML-report test), then runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules ]; then
   npm ci --prefix tests --no-audit --no-fund
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null \
+      || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }
+  else
+    echo "chromium is missing: install it (sudo apt-get install chromium) and run again" >&2
+    exit 1
+  fi
 fi
 cargo build --bins
 cargo test --all-targets -- "$@"

@@ -187,12 +187,16 @@ where
         };
         tracing::warn!(tool = %info.qualified_name, attempt = attempts, error_type = %error.error_type,
             delay_ms = delay.as_millis() as u64, action = action_name(action), error = %error.message, "retrying");
-        retries.push(RetryRecord {
+        let record = RetryRecord {
             attempt: attempts,
             error_type: error.error_type,
             delay_ms: delay.as_millis() as u64,
             action: action_name(action),
-        });
+        };
+        if let Some(hook) = &req.on_retry {
+            (hook.0)(&record);
+        }
+        retries.push(record);
         match action {
             RetryAction::None => {}
             RetryAction::ExtendTimeout => timeout = (timeout * 2).min(MAX_EXTENDED_TIMEOUT),

@@ -261,6 +261,16 @@ async fn run_step(
         session,
         retry: planned.retry.clone(),
         cancel: batch_cancel.child_token(),
+        on_retry: Some(crate::hub::RetryHook(Arc::new({
+            let (hub, task) = (hub.clone(), task.clone());
+            move |_r: &crate::retry::RetryRecord| {
+                if task.state() == TaskState::Running && task.transition(TaskEvent::Retry).is_some()
+                {
+                    hub.engine().persist_state(&task);
+                    emit_state(&task, Some(i));
+                }
+            }
+        }))),
     };
     let expect = planned.expect.clone();
     let mut out = hub
@@ -269,6 +279,10 @@ async fn run_step(
             Some(x) => apply_expect(x, r),
         })
         .await;
+    if task.state() == TaskState::Retrying && task.transition(TaskEvent::RetryDone).is_some() {
+        hub.engine().persist_state(task);
+        emit_state(task, Some(i));
+    }
     if !out.success && timed_out.load(Ordering::SeqCst) {
         let ms = task.plan.options.timeout.unwrap_or(0);
         out.error = Some(

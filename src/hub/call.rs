@@ -27,6 +27,18 @@ pub struct CallRequest {
     pub session: String,
     pub retry: RetryOverride,
     pub cancel: CancellationToken,
+    /// Told before each retry (the task engine shows `retrying`).
+    pub on_retry: Option<RetryHook>,
+}
+
+/// A callback run before each retry of a call.
+#[derive(Clone)]
+pub struct RetryHook(pub std::sync::Arc<dyn Fn(&RetryRecord) + Send + Sync>);
+
+impl std::fmt::Debug for RetryHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryHook")
+    }
 }
 
 /// Everything a `tool_result` / `batch_step_result` reports about a call.

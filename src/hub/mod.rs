@@ -11,7 +11,7 @@ pub mod health;
 mod reload;
 pub use reload::spawn_watcher as reload_watcher;
 
-pub use call::{CallOutcome, CallRequest};
+pub use call::{CallOutcome, CallRequest, RetryHook};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -46,6 +46,7 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                 session: out.session.clone(),
                 retry,
                 cancel: hub.shutdown.child_token(),
+                on_retry: None,
             };
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {

@@ -326,6 +326,12 @@ async fn retries_follow_strategies_and_report_every_attempt() {
         .as_str()
         .unwrap_or("")
         .contains("destructive"));
+    let retrying = c
+        .recv_where("retrying state", |v| {
+            v["type"] == "task_state" && v["state"] == "retrying"
+        })
+        .await;
+    assert_eq!(retrying["batchId"], "retry");
     let h = c.request(json!({"type": "history", "limit": 10})).await;
     assert!(h["entries"]
         .as_array()

@@ -388,6 +388,49 @@ async fn screenshots_and_images_are_files_beside_the_recording_and_embedded_in_h
         "screenshot embedded"
     );
     std::fs::write(p.join("report.html"), &html).expect("write report");
+    // Open the report in headless Chromium (installed by .ci/run) and keep
+    // what it rendered: a picture of the page, not an empty one.
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|c| std::path::Path::new(c).exists())
+        .expect(
+            "chromium is required for this test: apt-get install chromium (.ci/run installs it)",
+        );
+    let shot = p.join("report.png");
+    let run = tokio::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1200,900",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            p.join("chrome-profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", p.join("report.html").display()))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(crate::support::WAIT, run)
+        .await
+        .expect("chromium hung")
+        .expect("chromium ran");
+    let png = std::fs::read(&shot)
+        .unwrap_or_else(|_| panic!("no screenshot: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(&png[..4], b"\x89PNG");
+    assert!(
+        png.len() > 10_000,
+        "the rendered report is not blank ({} bytes)",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("TOOLHUB_KEEP_REPORT") {
+        let _ = std::fs::copy(&shot, keep);
+    }
 }
 
 #[tokio::test]
