@@ -7,6 +7,7 @@ mod batch;
 mod durable;
 mod gate;
 mod lifecycle;
+mod playwright;
 mod protocol;
 mod recording;
 mod reload;

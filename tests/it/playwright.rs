@@ -1,0 +1,123 @@
+//! @playwright/mcp driving Debian's chromium through the hub: a batch, a
+//! recording with screenshots, and the browser health check.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::servers::wait_running;
+use crate::support::{npm_bin, TestHub};
+
+const PAGE: &str = "<!doctype html><html><head><title>Toolhub test page</title></head><body>\
+<h1>Hello from the test page</h1><button onclick=\"this.textContent='Clicked!'\">Click me</button></body></html>";
+
+/// A one-page HTTP server on 127.0.0.1:0; returns its URL.
+async fn serve_page() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf).await;
+                let resp = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{PAGE}",
+                    PAGE.len()
+                );
+                let _ = s.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+fn playwright_entry(out: &std::path::Path, exe: &str) -> Value {
+    json!({
+        "command": npm_bin("playwright-mcp"),
+        "args": ["--headless", "--isolated", "--no-sandbox", "--executable-path", exe,
+                 "--output-dir", out.display().to_string()],
+        "recoveryTool": "browser_close",
+        "snapshotTool": "browser_snapshot",
+        "screenshotTool": "browser_take_screenshot",
+        "timeout": 60000
+    })
+}
+
+#[tokio::test]
+async fn a_browser_flow_runs_is_recorded_with_screenshots_and_replays() {
+    let url = serve_page().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"pw": playwright_entry(&p.join("pw-out"), "/usr/bin/chromium")},
+               "recording": {"screenshotOnStep": true}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "pw").await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    let browser = h["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "browser:pw")
+        .cloned();
+    assert_eq!(browser.expect("browser check")["ok"], true, "{h}");
+    let rec = c
+        .request(json!({"type": "start_recording", "name": "browse"}))
+        .await;
+    let id = rec["recordingId"].as_str().expect("id").to_string();
+    c.send(json!({"type": "tool_batch", "id": "web", "steps": [
+        {"id": "open", "tool": "browser_navigate", "params": {"url": "{{vars.url}}"}},
+        {"id": "look", "tool": "browser_snapshot", "params": {}, "saveAs": "snap",
+         "expect": {"contains": "Click me"}}
+    ], "options": {"variables": {"url": url}}}))
+        .await;
+    let done = c
+        .recv_where("web done", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "web"
+        })
+        .await;
+    assert_eq!(done["state"], "success", "{done}");
+    c.request(json!({"type": "stop_recording"})).await;
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let shot = got["recording"]["steps"][1]["screenshot"]
+        .as_str()
+        .expect("screenshot on step")
+        .to_string();
+    let png = std::fs::read(p.join(format!("recordings/{id}/{shot}"))).expect("png");
+    assert_eq!(&png[..4], b"\x89PNG");
+    c.send(json!({"type": "replay_recording", "id": "rp", "recordingId": id, "variables": {"url": url}})).await;
+    let replayed = c.recv_where("replay done", |v| v["replyTo"] == "rp").await;
+    assert_eq!(replayed["type"], "replay_complete", "{replayed}");
+    assert_eq!(replayed["successCount"], 2, "{replayed}");
+}
+
+#[tokio::test]
+async fn a_missing_browser_is_reported_with_the_exact_fix() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut entry = playwright_entry(&p.join("pw-out"), "/nonexistent/chromium");
+    entry["disabled"] = json!(false);
+    let hub = TestHub::start_in(dir, json!({"mcpServers": {"pw": entry}})).await;
+    let mut c = hub.connect().await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    let browser = h["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "browser:pw")
+        .cloned();
+    let browser = browser.expect("browser check");
+    assert_eq!(browser["ok"], false);
+    let fix = browser["fix"].as_str().unwrap_or("");
+    assert!(
+        fix.contains("npx playwright install chromium") && fix.contains("--executable-path"),
+        "{fix}"
+    );
+    assert_ne!(h["status"], "ok");
+}
