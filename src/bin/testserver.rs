@@ -326,6 +326,14 @@ impl TestServer {
                 eprintln!("{}", args.string("text")?);
                 Ok(text("ok"))
             }
+            "freeze" => {
+                // A wedged server: alive, but it never reads or answers again.
+                // SAFETY: raising a signal at ourselves.
+                unsafe {
+                    libc::raise(libc::SIGSTOP);
+                }
+                Ok(text("thawed"))
+            }
             "spawn_grandchild" => {
                 // Null stdio: the grandchild must not hold the hub's pipes,
                 // only sit in our process group until someone kills it.

@@ -263,8 +263,10 @@ pub fn spawn_prober(hub: Hub) {
                         let Some(peer) = h.peer() else { continue };
                         let ping =
                             peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
-                        let ok =
-                            matches!(tokio::time::timeout(PROBE_TIMEOUT, ping).await, Ok(Ok(_)));
+                        let ok = matches!(
+                            tokio::time::timeout(PROBE_TIMEOUT.min(interval), ping).await,
+                            Ok(Ok(_))
+                        );
                         let n = misses.entry(h.name.clone()).or_default();
                         if ok {
                             *n = 0;
@@ -274,7 +276,7 @@ pub fn spawn_prober(hub: Hub) {
                         tracing::warn!(server = %h.name, misses = *n, "health probe failed");
                         if *n >= WEDGED_AFTER && cfg.health_check.auto_fix {
                             *n = 0;
-                            h.restart("health check: server stopped answering");
+                            h.kill_and_restart("health check: server stopped answering");
                         }
                     }
                     ServerState::CrashLoop if cfg.health_check.auto_fix => {

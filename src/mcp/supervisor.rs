@@ -81,6 +81,8 @@ pub struct Envelope {
 #[derive(Debug)]
 enum Control {
     Restart(String),
+    /// Restart a wedged server: SIGKILL its group first, no graceful wait.
+    Kill(String),
     /// Re-list tools; the sender (if any) is told when it is done.
     Relist(Option<oneshot::Sender<()>>),
 }
@@ -177,6 +179,11 @@ impl ServerHandle {
         let _ = self.control.send(Control::Restart(reason.into()));
     }
 
+    /// Restart a server that stopped answering: kill it at once.
+    pub fn kill_and_restart(&self, reason: impl Into<String>) {
+        let _ = self.control.send(Control::Kill(reason.into()));
+    }
+
     /// Re-list the server's tools; resolves once done (or at once when the
     /// server is not running).
     pub async fn relist(&self) {
@@ -270,7 +277,7 @@ impl Supervisor {
                         _ = tokio::time::sleep(delay) => {}
                         _ = self.h.stop.cancelled() => break,
                         c = self.control.recv() => match c {
-                            Some(Control::Restart(_)) => { failures = 0; backoff = BACKOFF_START; }
+                            Some(Control::Restart(_) | Control::Kill(_)) => { failures = 0; backoff = BACKOFF_START; }
                             Some(Control::Relist(_)) => {}
                             None => break,
                         },
@@ -333,6 +340,10 @@ impl Supervisor {
                             if let Some(d) = done { let _ = d.send(()); }
                         }
                         Some(Control::Restart(r)) => break Exit::Restart(r),
+                        Some(Control::Kill(r)) => {
+                            upstream::kill_group(pgid);
+                            break Exit::Restart(r);
+                        }
                         None => break Exit::Stopped,
                     },
                 }

@@ -217,3 +217,32 @@ async fn filesystem_server_errors_are_classified() {
         .await;
     assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
 }
+
+#[tokio::test]
+async fn a_wedged_server_is_found_by_the_health_probe_and_restarted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])},
+               "healthCheck": {"interval": 200, "autoFix": true}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    c.send(json!({"type": "tool_call", "id": "f", "tool": "t__freeze", "params": {}, "timeout": 60000, "retry": false}))
+        .await;
+    hub.wait_log("server stopped answering").await;
+    // The frozen call fails at once when the wedged server is replaced.
+    let r = c.recv_where("freeze result", |v| v["replyTo"] == "f").await;
+    assert_eq!(r["error"]["errorType"], "SERVER_UNAVAILABLE", "{r}");
+    c.recv_where("back up", |v| {
+        v["type"] == "server_status"
+            && v["name"] == "t"
+            && v["state"] == "running"
+            && v["restarts"].as_u64() >= Some(1)
+    })
+    .await;
+    let r = c.call("t__echo", json!({"message": "alive"})).await;
+    assert_eq!(r["success"], true, "{r}");
+}

@@ -149,6 +149,11 @@ pub fn builtin_tools() -> Vec<Tool> {
             schema(json!({"text": string("line to write")}), &["text"]),
         ),
         tool(
+            "freeze",
+            "Stops the whole server process (SIGSTOP to itself): it answers nothing, not even ping.",
+            schema(json!({}), &[]),
+        ),
+        tool(
             "spawn_grandchild",
             "Spawns `sleep 1000` in the server's process group and returns its pid.",
             schema(json!({}), &[]),
