@@ -453,9 +453,7 @@ async fn a_recording_serves_as_an_offline_server() {
     c.call("t__add", json!({"a": 1, "b": 2})).await;
     c.request(json!({"type": "stop_recording"})).await;
     cfg["mcpServers"] = json!({"off": {"recording": id}});
-    let tmp = p.join("config.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&cfg).expect("json")).expect("write");
-    std::fs::rename(&tmp, p.join("config.json")).expect("rename");
+    crate::support::write_config(&p.join("config.json"), &cfg);
     c.recv_where("off tools", |v| {
         v["type"] == "tools_updated"
             && v["added"]

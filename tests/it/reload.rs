@@ -3,14 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::servers::wait_running;
-use crate::support::{testserver_entry, TestHub};
-
-fn write_config(path: &std::path::Path, v: &Value) {
-    // Save the way editors do: write a temp file, then rename over.
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(v).expect("json")).expect("write");
-    std::fs::rename(&tmp, path).expect("rename");
-}
+use crate::support::{testserver_entry, write_config, TestHub};
 
 #[tokio::test]
 async fn valid_edit_adds_and_removes_servers_leaving_others_alone() {

@@ -354,3 +354,10 @@ pub fn alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+pub fn write_config(path: &std::path::Path, v: &Value) {
+    // Save the way editors do: write a temp file, then rename over.
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(v).expect("json")).expect("write");
+    std::fs::rename(&tmp, path).expect("rename");
+}

@@ -215,7 +215,7 @@ fn images(step: &Step, image: &dyn Fn(&str) -> Option<Vec<u8>>, budget: &mut usi
                 }
                 Some(mt) => {
                     *budget -= bytes.len();
-                    format!("<img alt=\"{caption}\" src=\"data:{mt};base64,{}\">", base64(&bytes))
+                    format!("<img alt=\"{caption}\" src=\"data:{mt};base64,{}\">", crate::b64::encode(&bytes))
                 }
             },
         };
@@ -306,28 +306,6 @@ pub(super) fn escape(s: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Standard base64 (RFC 4648 alphabet, `=` padding).
-pub(super) fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for (i, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> shift) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
         }
     }
     out

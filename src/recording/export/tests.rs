@@ -1,8 +1,9 @@
 use serde_json::json;
 
-use super::html::{base64, escape};
+use super::html::escape;
 use super::markdown::{code, text};
 use super::*;
+use crate::b64::encode as base64;
 use crate::errors::{ErrorType, HubError};
 use crate::recording::format::{End, Header, Source, SCHEMA_VERSION};
 
