@@ -1,6 +1,6 @@
 //! config.json hot reload: valid edits apply per server, invalid ones change nothing.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::servers::wait_running;
 use crate::support::{testserver_entry, write_config, TestHub};
