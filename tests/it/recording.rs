@@ -474,3 +474,43 @@ async fn a_recording_serves_as_an_offline_server() {
     assert_eq!(r["result"], json!({"sum": 3}), "{r}");
     assert_eq!(call_log(&p, "t").len(), before, "no real server was called");
 }
+
+#[tokio::test]
+async fn update_recording_renames_and_edits_steps() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    let id = record_flow(&mut c).await;
+    let r = c
+        .request(json!({"type": "update_recording", "recordingId": id, "name": "renamed", "description": "edited",
+            "deleteSteps": [0],
+            "modifySteps": [{"index": 1, "changes": {"params": {"message": "changed {{u.result.value}}"}, "expect": {"contains": "changed"}}}],
+            "insertSteps": [{"index": 2, "step": {"tool": "t__add", "params": {"a": 2, "b": 2}, "expect": {"path": "/sum", "equals": 4}}}]}))
+        .await;
+    assert_eq!(r["type"], "recording_updated", "{r}");
+    assert_eq!(r["name"], "renamed");
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let steps = got["recording"]["steps"].as_array().expect("steps").clone();
+    assert_eq!(steps.len(), 3);
+    assert_eq!(steps[0]["saveAs"], "u");
+    assert_eq!(
+        steps[1]["paramsTemplate"]["message"],
+        "changed {{u.result.value}}"
+    );
+    assert_eq!(steps[2]["tool"], "t__add");
+    let (r, done) = replay(&mut c, json!({"recordingId": id, "variables": {"user": "ann", "password": "pw"}, "continueOnError": true})).await;
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[1]["actual"]["result"], "changed ann", "{}", r[1]);
+    assert_eq!(r[2]["success"], true, "{}", r[2]);
+    assert_eq!(done["successCount"], 3, "{done}");
+    let bad = c
+        .request(json!({"type": "update_recording", "recordingId": id, "deleteSteps": [9]}))
+        .await;
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("does not exist"),
+        "{bad}"
+    );
+}
