@@ -2,6 +2,7 @@
 //! SIGKILL), and one hub per state dir and per port.
 
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -148,6 +149,67 @@ async fn sigkilled_hub_takes_its_servers_with_it() {
         "server {server} outlived a SIGKILLed hub (PR_SET_PDEATHSIG)"
     );
     assert!(!alive(server));
+}
+
+/// Every file under `dir`, with its bytes and mtime.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let path = e.path();
+            let meta = e.metadata().expect("metadata");
+            if meta.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap_or_default();
+                out.push((
+                    path.display().to_string(),
+                    bytes,
+                    meta.modified().expect("mtime"),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn second_hub_on_the_same_state_dir_exits_at_once() {
+    let hub = TestHub::start(json!({})).await;
+    let state = hub.path().join("state");
+    let lock = state.join("toolhub.lock");
+    assert_eq!(
+        std::fs::read_to_string(&lock).expect("lock file").trim(),
+        hub.pid().to_string()
+    );
+    let before = snapshot(&state);
+    let out = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(bin())
+            .arg("--config")
+            .arg(hub.path().join("config.json"))
+            .output(),
+    )
+    .await
+    .expect("the second hub did not exit")
+    .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("another toolhub is running"), "{err}");
+    assert!(err.contains(&state.display().to_string()), "{err}");
+    assert!(err.contains(&format!("pid {}", hub.pid())), "{err}");
+    assert!(err.contains(&lock.display().to_string()), "{err}");
+    assert!(!err.contains("listening"), "{err}");
+    assert_eq!(
+        snapshot(&state),
+        before,
+        "the second hub touched the state dir"
+    );
+    let mut c = hub.connect().await;
+    assert_eq!(c.request(json!({"type": "ping"})).await["type"], "pong");
 }
 
 #[tokio::test]
