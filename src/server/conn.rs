@@ -56,7 +56,7 @@ impl Drop for Slot {
 }
 
 pub async fn run(socket: WebSocket, hub: Hub) {
-    let _slot = Slot(hub.clone());
+    let slot = Slot(hub.clone());
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
     let _e = span.enter();
@@ -121,6 +121,9 @@ pub async fn run(socket: WebSocket, hub: Hub) {
     events.abort();
     hub.recorder().connection_closed(&session);
     let _ = writer.await;
+    // Free the slot first: whoever reads "client disconnected" (a person,
+    // a test) may connect again at once.
+    drop(slot);
     tracing::info!(session = %session, "client disconnected");
 }
 
