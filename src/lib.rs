@@ -10,6 +10,7 @@
 //! - `retry`    strategies and backoff; decisions by `ErrorType` only
 //! - `errors`   `ErrorType` + `classify`: the one place that reads error text
 //! - `history`  the redacted JSONL call history
+//! - `lock`     one hub per state dir (`<stateDir>/toolhub.lock`)
 //!
 //! See ARCHITECTURE.md for the invariants.
 
@@ -20,6 +21,7 @@ pub mod engine;
 pub mod errors;
 pub mod history;
 pub mod hub;
+pub mod lock;
 pub mod mcp;
 pub mod protocol;
 pub mod recording;
@@ -42,6 +44,9 @@ pub async fn run(
     config: config::Config,
     shutdown: CancellationToken,
 ) -> Result<(), String> {
+    // Before anything else touches the state dir: a second hub on it must
+    // leave the first one's token, journals and history alone.
+    let _lock = lock::acquire(&config.task_engine.state_dir)?;
     let bound: SocketAddr = listener
         .local_addr()
         .map_err(|e| format!("listener: {e}"))?;

@@ -94,6 +94,13 @@ impl Hub {
                 return out;
             }
         };
+        if let Err(e) = self.pin_check(&info) {
+            let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
+            out.qualified_name = Some(info.qualified_name.clone());
+            out.server = Some(info.server.clone());
+            self.history.record(&req.session, &req.params, &out);
+            return out;
+        }
         let mut out = retry::run_with(self, &info, &req, post).await;
         out.duration_ms = started.elapsed().as_millis() as u64;
         self.history.record(&req.session, &req.params, &out);

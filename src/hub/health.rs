@@ -121,6 +121,27 @@ pub async fn report(hub: &Hub) -> Value {
             })
         },
     });
+    let changed_tools = hub.changed_tools();
+    if !changed_tools.is_empty() {
+        let pinned = cfg.security.pin_tools;
+        checks.push(Check {
+            name: "toolPins".into(),
+            ok: !pinned,
+            message: format!(
+                "tool definitions changed since first seen or last approved: {}; {}",
+                changed_tools.join(", "),
+                if pinned {
+                    "calls to them are refused (security.pinTools)"
+                } else {
+                    "they are still callable (security.pinTools is off)"
+                }
+            ),
+            fix: Some(format!(
+                "review their new description and schema (list_tools), then send {}",
+                super::pins::APPROVE_MSG
+            )),
+        });
+    }
     let all_ok = checks.iter().all(|c| c.ok);
     let status = if enabled > 0 && running == 0 && !cfg.builtin.enabled {
         "down"
@@ -139,6 +160,7 @@ pub async fn report(hub: &Hub) -> Value {
         "toolsHash": tools.hash(),
         "servers": servers,
         "tasks": {"recoverable": recoverable, "needUser": need_user},
+        "changedTools": changed_tools,
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
         })).collect::<Vec<_>>(),

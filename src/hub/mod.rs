@@ -8,6 +8,7 @@
 mod call;
 mod events;
 pub mod health;
+mod pins;
 mod reload;
 pub use reload::spawn_watcher as reload_watcher;
 
@@ -58,6 +59,8 @@ pub struct Inner {
     config_error: Mutex<Option<String>>,
     pub connections: AtomicUsize,
     started: std::time::Instant,
+    /// Approved tool definitions and the ones changed since (rug pulls).
+    pins: pins::Pins,
 }
 
 impl std::ops::Deref for Hub {
@@ -95,6 +98,7 @@ impl Hub {
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
             started: std::time::Instant::now(),
+            pins: pins::Pins::default(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         let specs: Vec<_> = hub.config().mcp_servers.values().cloned().collect();
@@ -197,7 +201,9 @@ impl Hub {
 
     /// `reload_tools`: every running server re-lists (concurrently);
     /// crash-looped ones get another chance. Resolves when the lists are in.
-    pub async fn reload_tools_and_wait(&self, _approve: bool) {
+    /// With `approve`, the definitions now listed become the approved pins
+    /// (`security.pinTools`).
+    pub async fn reload_tools_and_wait(&self, approve: bool) {
         let handles = self.server_handles();
         let relists = handles.iter().map(|h| async move {
             match h.status().map(|s| s.state) {
@@ -207,6 +213,16 @@ impl Hub {
         });
         futures::future::join_all(relists).await;
         self.rebuild_tools("reload_tools");
+        if approve {
+            let _serial = self.rebuild.lock();
+            let approved = self.pins.approve(&self.tools());
+            tracing::info!(tools = ?approved, "tool definitions approved (reload_tools approve)");
+        }
+    }
+
+    /// Tools whose definition changed since first seen or last approved.
+    pub fn changed_tools(&self) -> Vec<String> {
+        self.pins.changed()
     }
 
     /// Recompute the aggregate from the per-server lists; broadcast
@@ -245,6 +261,12 @@ impl Hub {
         let next = Arc::new(ToolSnapshot::build(all, BUILTIN_SERVER).with_unavailable(unavailable));
         let prev = self.tools();
         let diff = prev.diff(&next);
+        let rug = self.pins.observe(&next);
+        if !rug.is_empty() {
+            let pinned = self.config().security.pin_tools;
+            tracing::warn!(tools = ?rug, refused = pinned,
+                "tool definitions changed since approved; review them, then send {}", pins::APPROVE_MSG);
+        }
         match self.0.tools.write() {
             Ok(mut t) => *t = next.clone(),
             Err(poisoned) => *poisoned.into_inner() = next.clone(),

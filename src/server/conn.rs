@@ -56,7 +56,7 @@ impl Drop for Slot {
 }
 
 pub async fn run(socket: WebSocket, hub: Hub) {
-    let _slot = Slot(hub.clone());
+    let slot = Slot(hub.clone());
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
     let _e = span.enter();
@@ -121,6 +121,9 @@ pub async fn run(socket: WebSocket, hub: Hub) {
     events.abort();
     hub.recorder().connection_closed(&session);
     let _ = writer.await;
+    // Free the slot first: whoever reads "client disconnected" (a person,
+    // a test) may connect again at once.
+    drop(slot);
     tracing::info!(session = %session, "client disconnected");
 }
 
@@ -133,20 +136,25 @@ async fn write_loop(
     let mut ping = tokio::time::interval(ping_every.max(std::time::Duration::from_millis(50)));
     ping.tick().await;
     loop {
-        tokio::select! {
+        let out = tokio::select! {
             m = rx.recv() => match m {
-                Some(m) => if sink.send(m).await.is_err() { break },
+                Some(m) => m,
                 None => break,
             },
-            _ = ping.tick() => {
-                if sink.send(Message::Ping(Vec::new().into())).await.is_err() { break }
-            }
+            _ = ping.tick() => Message::Ping(Vec::new().into()),
             _ = evict.cancelled() => {
                 // Best effort: a client that does not read may never see it.
                 let close = Message::Close(Some(CloseFrame { code: 1008, reason: "closing".into() }));
                 let _ = tokio::time::timeout(std::time::Duration::from_secs(1), sink.send(close)).await;
                 break;
             }
+        };
+        // A client that stopped reading blocks this send once the socket's
+        // buffers are full; eviction (or shutdown) must still end it, or the
+        // connection and its slot would leak.
+        tokio::select! {
+            r = sink.send(out) => if r.is_err() { break },
+            _ = evict.cancelled() => break,
         }
     }
     evict.cancel();

@@ -13,4 +13,5 @@ mod recording;
 mod reload;
 mod safety;
 mod servers;
+mod threats;
 mod tools;
