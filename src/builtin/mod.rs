@@ -179,7 +179,7 @@ impl Builtin {
         out.push(RawTool {
             name: Tool::ResumeTask.name().into(),
             description: Some("Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.".into()),
-            input_schema: json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}}}),
+            input_schema: json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}}),
             annotations: Some(json!({"destructiveHint": true})),
         });
         out.extend(record_tools());

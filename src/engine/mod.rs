@@ -124,8 +124,7 @@ pub fn start(
     task.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
-        let _guard = guard;
-        runner::drive(hub, task, from, event).await;
+        runner::drive(hub, task, from, event, guard).await;
     }))
 }
 
@@ -305,8 +304,7 @@ pub fn resume(
     t.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
-        let _guard = guard;
-        runner::drive(hub, t, from, TaskEvent::Resume).await;
+        runner::drive(hub, t, from, TaskEvent::Resume, guard).await;
     }))
 }
 

@@ -16,7 +16,15 @@ use crate::errors::{ErrorType, HubError};
 use crate::hub::{CallOutcome, CallRequest, Hub};
 
 /// Run `task` from step `start` to its end. The caller holds `task.driving`.
-pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
+/// `driving` is the task's run lock; it is released before `batch_complete`
+/// goes out, so a client may resume as soon as it sees the task end.
+pub async fn drive(
+    hub: Hub,
+    task: Arc<Task>,
+    start: usize,
+    event: TaskEvent,
+    driving: tokio::sync::OwnedMutexGuard<()>,
+) {
     let span = tracing::info_span!("task", id = %task.id);
     let _e = span.enter();
     drop(_e);
@@ -132,9 +140,10 @@ pub async fn drive(hub: Hub, task: Arc<Task>, start: usize, event: TaskEvent) {
         msg["error"] = json!(e);
     }
     tracing::info!(state = ?final_state, completed, total, "task finished");
-    task.emit(msg);
     hub.engine().task_finished(&task);
     task.finished.send_modify(|n| *n += 1);
+    drop(driving);
+    task.emit(msg);
 }
 
 /// Run step `i`; returns whether it succeeded (a skipped step counts as ok).

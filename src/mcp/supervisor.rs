@@ -394,7 +394,18 @@ impl Supervisor {
                 Some(format!("cannot load its recording: {e}")),
             ),
         }
-        self.h.stop.cancelled().await;
+        // Control orders have nothing to do here but must be answered, so
+        // reload_tools never waits on an offline server.
+        loop {
+            tokio::select! {
+                _ = self.h.stop.cancelled() => break,
+                c = self.control.recv() => match c {
+                    Some(Control::Relist(Some(done))) => { let _ = done.send(()); }
+                    Some(_) => {}
+                    None => break,
+                },
+            }
+        }
         self.send(SupervisorEvent::Tools {
             tools: None,
             reason: format!("server {} stopped", self.h.name),

@@ -50,7 +50,8 @@ impl Offline {
                 .to_string();
             (p.parent().map(Path::to_path_buf).unwrap_or_default(), id)
         };
-        let rec = store::load(&storage, &id).map_err(|e| e.message)?;
+        let mut rec = store::load(&storage, &id).map_err(|e| e.message)?;
+        store::inline_files(&storage, &mut rec);
         let mut by_tool: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for (i, s) in rec.steps.iter().enumerate() {
             let q = s.qualified_name.clone().unwrap_or_else(|| s.tool.clone());

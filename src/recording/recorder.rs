@@ -185,6 +185,9 @@ impl Recorder {
         }
         let seq = a.seq;
         let (result, images) = externalize(&a.dir, seq, c.outcome);
+        // Results and errors are redacted by key like params: a tool that
+        // returns {"token": …} must not leave it in a recording.
+        let result = crate::history::redact(&result, &cfg.security);
         let step = Step {
             seq,
             source: c.source,

@@ -70,7 +70,8 @@ pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
 pub async fn execute(hub: &Hub, out: Option<&Outbox>, req: &ReplayReq) -> Result<Value, HubError> {
     let cfg = hub.config();
     let storage = cfg.recording.storage_path.clone();
-    let rec = store::load(&storage, &req.recording_id)?;
+    let mut rec = store::load(&storage, &req.recording_id)?;
+    store::inline_files(&storage, &mut rec);
     let ignore = Ignore::new(&cfg.replay.ignore_paths, &cfg.replay.ignore_regexes)
         .map_err(|m| HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")))?;
     let replay_id = format!("replay-{}", uuid::Uuid::new_v4().simple());

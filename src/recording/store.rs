@@ -235,6 +235,30 @@ pub fn rewrite(storage: &Path, rec: &Recording) -> Result<(), HubError> {
     fs::rename(&tmp, dir.join(FILE)).map_err(io)
 }
 
+/// Replace `{"$file": …}` results with the stored values (for replays and
+/// offline servers, which compare and answer with the real result).
+pub fn inline_files(storage: &Path, rec: &mut Recording) {
+    let id = rec.header.recording_id.clone();
+    for step in rec.steps.iter_mut() {
+        let Some(name) = step
+            .result
+            .get("$file")
+            .and_then(Value::as_str)
+            .map(String::from)
+        else {
+            continue;
+        };
+        match read_attachment(storage, &id, &name)
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        {
+            Some(v) => step.result = v,
+            None => {
+                tracing::warn!(recording = %id, file = %name, "a stored result is missing or unreadable")
+            }
+        }
+    }
+}
+
 /// Read a file stored beside a recording (images, large results).
 pub fn read_attachment(storage: &Path, id: &str, name: &str) -> Option<Vec<u8>> {
     let ok = !name.is_empty()

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::conn::Outbox;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::{CallRequest, Hub};
+use crate::hub::{CallOutcome, CallRequest, Hub};
 use crate::protocol::{self, ClientMsg, MsgId};
 use crate::retry::RetryOverride;
 
@@ -49,59 +49,7 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                 on_retry: None,
             };
             let (hub, out) = (hub.clone(), out.clone());
-            tokio::spawn(async move {
-                // A single call passes the same safety gate as a batch step;
-                // a tool that cannot be resolved fails here, never unchecked.
-                let resolved = hub
-                    .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
-                    .await;
-                if let Err(e) = resolved {
-                    let outcome = crate::hub::CallOutcome::failed(&call.tool, e, Duration::ZERO);
-                    hub.history.record(&call.session, &call.params, &outcome);
-                    out.send(protocol::tool_result_msg(&id, outcome.to_json()));
-                    return;
-                }
-                if let Ok(info) = resolved {
-                    let task_id = format!("call-{}", uuid::Uuid::new_v4());
-                    let ask = crate::engine::confirm::Ask {
-                        task_id: &task_id,
-                        batch_id: None,
-                        step_index: 0,
-                        info: &info,
-                        params: &call.params,
-                        owner: Some(out.clone()),
-                    };
-                    if let Err(e) = crate::engine::confirm::gate(&hub, ask, |_| {}).await {
-                        let outcome =
-                            crate::hub::CallOutcome::failed(&call.tool, e, Duration::ZERO);
-                        hub.history.record(&call.session, &call.params, &outcome);
-                        out.send(protocol::tool_result_msg(&id, outcome.to_json()));
-                        return;
-                    }
-                }
-                let started_at = std::time::SystemTime::now();
-                let (session, params) = (call.session.clone(), call.params.clone());
-                let outcome = hub.call(call).await;
-                let capture = crate::recording::Capture {
-                    source: crate::recording::Source {
-                        kind: "tool_call".into(),
-                        batch_id: None,
-                        task_id: None,
-                        step_id: None,
-                    },
-                    params: &params,
-                    params_template: None,
-                    save_as: None,
-                    when: None,
-                    expect: None,
-                    outcome: &outcome,
-                    started_at,
-                };
-                if let Some(ev) = hub.recorder().capture(&hub, &session, capture).await {
-                    out.send(ev);
-                }
-                out.send(protocol::tool_result_msg(&id, outcome.to_json()));
-            });
+            tokio::spawn(single_call(hub, out, id, call));
         }
         ClientMsg::HealthCheck => {
             let (hub, out) = (hub.clone(), out.clone());
@@ -140,4 +88,55 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
         id,
         &HubError::new(ErrorType::InvalidMessage, message),
     ));
+}
+
+/// One `tool_call`: resolve (waiting for a restarting server), the safety
+/// gate, the call with retries, then the recording (if any) and the reply.
+async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
+    let started_at = std::time::SystemTime::now();
+    let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
+    let outcome = match gate_single(&hub, &out, &call).await {
+        // A tool that cannot be resolved or is refused never runs unchecked.
+        Err(e) => {
+            let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
+            hub.history.record(&session, &params, &outcome);
+            outcome
+        }
+        Ok(()) => hub.call(call).await,
+    };
+    let capture = crate::recording::Capture {
+        source: crate::recording::Source {
+            kind: "tool_call".into(),
+            batch_id: None,
+            task_id: None,
+            step_id: None,
+        },
+        params: &params,
+        params_template: None,
+        save_as: None,
+        when: None,
+        expect: None,
+        outcome: &outcome,
+        started_at,
+    };
+    if let Some(ev) = hub.recorder().capture(&hub, &session, capture).await {
+        out.send(ev);
+    }
+    out.send(protocol::tool_result_msg(&id, outcome.to_json()));
+}
+
+async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<(), HubError> {
+    let info = hub
+        .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
+        .await?;
+    let task_id = format!("call-{}", uuid::Uuid::new_v4());
+    let ask = crate::engine::confirm::Ask {
+        task_id: &task_id,
+        batch_id: None,
+        step_index: 0,
+        info: &info,
+        params: &call.params,
+        owner: Some(out.clone()),
+    };
+    crate::engine::confirm::gate(hub, ask, |_| {}).await
 }
