@@ -76,7 +76,12 @@ impl Engine {
             schema_version: journal::SCHEMA_VERSION,
             task_id: task.id.clone(),
             batch_id: task.batch_id.clone(),
-            steps: serde_json::to_value(&req.steps).unwrap_or(Value::Null),
+            // A secret written literally into step params is redacted too; on
+            // recovery it becomes `{{vars.<name>}}`, supplied again on resume.
+            steps: crate::history::redact(
+                &serde_json::to_value(&req.steps).unwrap_or(Value::Null),
+                security,
+            ),
             // Secret variables never reach the disk; resume_task takes them again.
             options: crate::history::redact(
                 &serde_json::to_value(&req.options).unwrap_or(Value::Null),
@@ -249,6 +254,11 @@ impl Engine {
         };
         let req: BatchReq = serde_json::from_value(json!({"steps": steps, "options": options}))
             .map_err(|e| format!("the batch in the header does not parse: {e}"))?;
+        let mut req = req;
+        let mut needed = std::collections::BTreeSet::new();
+        for step in req.steps.iter_mut() {
+            step.params = crate::recording::export::templated(&step.params, false, &mut needed);
+        }
         let plan = super::validate::validate_structure(&req.steps, &req.options, &self.templates)
             .map_err(|p| {
             format!(

@@ -104,7 +104,7 @@ fn unique_id(id: &str, seq: usize, ids: &mut HashSet<String>) -> String {
 
 /// The params as a template: redactions become `{{vars.<name>}}`; with
 /// `escape`, literal `{{` in strings is escaped so it is not rendered.
-fn templated(v: &Value, escape: bool, needed: &mut BTreeSet<String>) -> Value {
+pub(crate) fn templated(v: &Value, escape: bool, needed: &mut BTreeSet<String>) -> Value {
     match v {
         Value::Object(m) => {
             if let Some(name) = redacted_name(m) {

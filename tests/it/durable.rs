@@ -24,8 +24,8 @@ fn calls(p: &std::path::Path, tool: &str) -> Vec<Value> {
 }
 
 /// Resume and approve the uncertain-step confirmation if one is asked.
-async fn resume_to_end(c: &mut Client, task_id: &Value) -> (Vec<Value>, Value) {
-    c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id}))
+async fn resume_to_end(c: &mut Client, task_id: &Value, variables: Value) -> (Vec<Value>, Value) {
+    c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id, "variables": variables}))
         .await;
     let mut steps = Vec::new();
     loop {
@@ -91,7 +91,7 @@ async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
         .iter()
         .any(|x| x["taskId"] == task_id));
     wait_running(&mut c, "t").await;
-    let (steps, done) = resume_to_end(&mut c, &task_id).await;
+    let (steps, done) = resume_to_end(&mut c, &task_id, json!({})).await;
     assert_eq!(done["state"], "success", "{done}");
     assert_eq!(done["resumed"], true);
     assert_eq!(done["batchId"], "deploy");
@@ -125,7 +125,7 @@ async fn a_step_acknowledged_before_a_crash_is_never_rerun() {
     let (hub, mut c) = start(&p, dir).await;
     c.send(json!({"type": "tool_batch", "id": "b", "steps": [
         {"tool": "t__counter", "params": {"key": "once"}},
-        {"tool": "t__slow", "params": {"ms": 500}}
+        {"tool": "t__slow", "params": {"ms": 500, "apiKey": "s3cret-literal"}}
     ]}))
     .await;
     let s0 = c
@@ -135,11 +135,21 @@ async fn a_step_acknowledged_before_a_crash_is_never_rerun() {
         .await;
     let hub = hub.crash_and_restart().await;
     let task_id = s0["taskId"].clone();
+    // A secret written literally into step params never reaches the journal;
+    // the resume supplies it again.
+    let name = format!("state/tasks/{}.jsonl", task_id.as_str().unwrap_or("?"));
+    let journal = std::fs::read_to_string(p.join(name)).expect("journal");
+    assert!(!journal.contains("s3cret-literal"), "{journal}");
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
-    let (steps, done) = resume_to_end(&mut c, &task_id).await;
+    let (steps, done) = resume_to_end(&mut c, &task_id, json!({"apiKey": "s3cret-literal"})).await;
     assert_eq!(done["state"], "success", "{done}");
     assert!(steps.iter().all(|s| s["stepIndex"] != 0), "{steps:?}");
+    let sent = calls(&p, "slow").into_iter().last().expect("slow ran");
+    assert_eq!(
+        sent["arguments"]["apiKey"], "s3cret-literal",
+        "the resumed step got the real value"
+    );
     assert_eq!(calls(&p, "counter").len(), 1);
 }
 
