@@ -124,7 +124,8 @@ pub fn start(
     task.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
-        runner::drive(hub, task, from, event, guard).await;
+        let span = tracing::info_span!("task", id = %task.id);
+        tracing::Instrument::instrument(runner::drive(hub, task, from, event, guard), span).await;
     }))
 }
 
@@ -304,7 +305,12 @@ pub fn resume(
     t.set_cancel_token(hub.shutdown.child_token());
     let hub = hub.clone();
     Ok(tokio::spawn(async move {
-        runner::drive(hub, t, from, TaskEvent::Resume, guard).await;
+        let span = tracing::info_span!("task", id = %t.id);
+        tracing::Instrument::instrument(
+            runner::drive(hub, t, from, TaskEvent::Resume, guard),
+            span,
+        )
+        .await;
     }))
 }
 

@@ -25,9 +25,6 @@ pub async fn drive(
     event: TaskEvent,
     driving: tokio::sync::OwnedMutexGuard<()>,
 ) {
-    let span = tracing::info_span!("task", id = %task.id);
-    let _e = span.enter();
-    drop(_e);
     // Set by `start`/`resume` before this run was spawned.
     let run_cancel = task.cancel_token();
     let resumed = event == TaskEvent::Resume;

@@ -19,12 +19,15 @@ pub fn spawn_watcher(hub: Hub) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
-                _ = hub.shutdown.cancelled() => break,
-                ev = rx.recv() => match ev {
-                    Some(()) => { hub.reload_config().await; }
-                    None => break,
-                },
-            }
+                            _ = hub.shutdown.cancelled() => break,
+                            ev = rx.recv() => match ev {
+            Some(()) => {
+                                    let span = tracing::info_span!("reload", path = %path.display());
+                                    tracing::Instrument::instrument(hub.reload_config(), span).await;
+                                }
+                                None => break,
+                            },
+                        }
         }
     });
 }
@@ -33,9 +36,6 @@ impl Hub {
     /// Re-read config.json and apply it; returns the error text when refused.
     pub async fn reload_config(&self) -> Option<String> {
         let old = self.config();
-        let span = tracing::info_span!("reload", path = %old.path.display());
-        let _e = span.enter();
-        drop(_e);
         let loaded = match config::load(&old.path) {
             Ok(l) => l,
             Err(e) => {

@@ -155,7 +155,9 @@ impl ServerHandle {
             events,
             control: control_rx,
         };
-        tokio::spawn(sup.run());
+        // Every log line of the supervisor carries `server{name}`.
+        let span = tracing::info_span!("server", name = %handle.name);
+        tokio::spawn(tracing::Instrument::instrument(sup.run(), span));
         handle
     }
 
@@ -214,9 +216,6 @@ enum Exit {
 
 impl Supervisor {
     async fn run(mut self) {
-        let span = tracing::info_span!("server", name = %self.h.name);
-        let _e = span.enter();
-        drop(_e);
         if self.h.spec.disabled {
             self.emit_status();
             self.h.stop.cancelled().await;

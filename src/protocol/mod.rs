@@ -86,7 +86,7 @@ pub fn decode(text: &str, max_bytes: usize) -> Result<Envelope, DecodeError> {
     decode_value(value)
 }
 
-/// Decode an already parsed JSON value (also used by the `hub__` built-in tools).
+/// Decode an already parsed JSON value.
 #[allow(clippy::result_large_err)]
 pub fn decode_value(value: Value) -> Result<Envelope, DecodeError> {
     let Value::Object(mut obj) = value else {

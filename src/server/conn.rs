@@ -55,13 +55,16 @@ impl Drop for Slot {
     }
 }
 
+/// Serve one socket; every log line carries `conn{session}`.
 pub async fn run(socket: WebSocket, hub: Hub) {
-    let slot = Slot(hub.clone());
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
-    let _e = span.enter();
+    tracing::Instrument::instrument(serve(socket, hub, session), span).await;
+}
+
+async fn serve(socket: WebSocket, hub: Hub, session: String) {
+    let slot = Slot(hub.clone());
     tracing::info!("client connected");
-    drop(_e);
     let cfg = hub.config();
     let (sink, mut stream) = socket.split();
     let (tx, rx) = mpsc::channel(cfg.server.send_queue.max(8));
