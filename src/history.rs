@@ -23,32 +23,37 @@ const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 pub struct History {
     recent: Arc<Mutex<VecDeque<Value>>>,
     tx: mpsc::UnboundedSender<Value>,
-    security: Arc<SecurityConfig>,
 }
 
 impl History {
-    pub fn open(state_dir: &Path, security: SecurityConfig) -> std::io::Result<History> {
+    pub fn open(state_dir: &Path) -> std::io::Result<History> {
         std::fs::create_dir_all(state_dir)?;
         let path = state_dir.join("history.jsonl");
         let recent = Arc::new(Mutex::new(load_tail(&path)));
+        // Opened here, not in the writer thread: the file exists (or the
+        // error is reported) by the time the hub is up.
+        let file = open_append(&path)?;
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("toolhub-history".into())
-            .spawn(move || writer(path, rx))?;
-        Ok(History {
-            recent,
-            tx,
-            security: Arc::new(security),
-        })
+            .spawn(move || writer(path, file, rx))?;
+        Ok(History { recent, tx })
     }
 
-    /// Append one call. Params are redacted here, before anything leaves.
-    pub fn record(&self, session: &str, params: &Value, out: &CallOutcome) {
+    /// Append one call. Params are redacted here (with the config in force
+    /// now), before anything leaves.
+    pub fn record(
+        &self,
+        session: &str,
+        params: &Value,
+        out: &CallOutcome,
+        security: &SecurityConfig,
+    ) {
         let entry = json!({
             "ts": crate::util::now_rfc3339(),
             "session": session,
             "tool": out.qualified_name.clone().unwrap_or_else(|| out.tool.clone()),
-            "params": redact(params, &self.security),
+            "params": redact(params, security),
             "success": out.success,
             "errorType": out.error.as_ref().map(|e| e.error_type),
             "attempts": out.attempts,
@@ -112,20 +117,14 @@ fn load_tail(path: &Path) -> VecDeque<Value> {
     q
 }
 
-fn writer(path: PathBuf, mut rx: mpsc::UnboundedReceiver<Value>) {
-    let open = |p: &Path| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(p)
-    };
-    let mut file = match open(&path) {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::error!(path = %path.display(), error = %e, "cannot open history; calls are not recorded");
-            return;
-        }
-    };
+fn open_append(p: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+}
+
+fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceiver<Value>) {
     while let Some(entry) = rx.blocking_recv() {
         let mut line = entry.to_string();
         line.push('\n');
@@ -139,7 +138,7 @@ fn writer(path: PathBuf, mut rx: mpsc::UnboundedReceiver<Value>) {
             .unwrap_or(false)
         {
             let _ = std::fs::rename(&path, path.with_extension("1.jsonl"));
-            match open(&path) {
+            match open_append(&path) {
                 Ok(f) => file = f,
                 Err(e) => {
                     tracing::error!(error = %e, "history rotate failed");

@@ -261,7 +261,8 @@ async fn run_step(
         .map(|o| o.session.clone())
         .unwrap_or_else(|| format!("task:{}", task.id));
     let req = CallRequest {
-        tool: step.tool.clone(),
+        // Exactly the tool that passed the safety gate.
+        tool: info.qualified_name.clone(),
         params: params.clone(),
         timeout: step.timeout.map(Duration::from_millis),
         session,

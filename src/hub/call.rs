@@ -90,7 +90,8 @@ impl Hub {
             Ok(info) => info,
             Err(e) => {
                 let out = CallOutcome::failed(&req.tool, e, started.elapsed());
-                self.history.record(&req.session, &req.params, &out);
+                self.history
+                    .record(&req.session, &req.params, &out, &self.config().security);
                 return out;
             }
         };
@@ -98,12 +99,14 @@ impl Hub {
             let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
             out.qualified_name = Some(info.qualified_name.clone());
             out.server = Some(info.server.clone());
-            self.history.record(&req.session, &req.params, &out);
+            self.history
+                .record(&req.session, &req.params, &out, &self.config().security);
             return out;
         }
         let mut out = retry::run_with(self, &info, &req, post).await;
         out.duration_ms = started.elapsed().as_millis() as u64;
-        self.history.record(&req.session, &req.params, &out);
+        self.history
+            .record(&req.session, &req.params, &out, &self.config().security);
         out
     }
 

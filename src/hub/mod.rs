@@ -75,7 +75,7 @@ impl Hub {
     pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<Hub> {
         let (bus, _) = broadcast::channel(EVENT_BUS);
         let (sup_tx, sup_rx) = mpsc::unbounded_channel();
-        let history = History::open(&config.task_engine.state_dir, config.security.clone())?;
+        let history = History::open(&config.task_engine.state_dir)?;
         let builtin = Builtin::new(&config.builtin)?;
         let engine = crate::engine::Engine::new(&config);
         let hub = Hub(Arc::new(Inner {

@@ -95,14 +95,23 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
     let started_at = std::time::SystemTime::now();
     let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
+    let mut call = call;
     let outcome = match gate_single(&hub, &out, &call).await {
         // A tool that cannot be resolved or is refused never runs unchecked.
         Err(e) => {
             let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
-            hub.history.record(&session, &params, &outcome);
+            hub.history
+                .record(&session, &params, &outcome, &hub.config().security);
             outcome
         }
-        Ok(()) => hub.call(call).await,
+        Ok(qualified) => {
+            // Call exactly the tool that passed the gate, even if a reload
+            // changed what the bare name means while a person was deciding.
+            call.tool = qualified;
+            let mut o = hub.call(call).await;
+            o.tool = tool.clone();
+            o
+        }
     };
     let capture = crate::recording::Capture {
         source: crate::recording::Source {
@@ -125,7 +134,7 @@ async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
     out.send(protocol::tool_result_msg(&id, outcome.to_json()));
 }
 
-async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<(), HubError> {
+async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<String, HubError> {
     let info = hub
         .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
         .await?;
@@ -138,5 +147,6 @@ async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<(), 
         params: &call.params,
         owner: Some(out.clone()),
     };
-    crate::engine::confirm::gate(hub, ask, |_| {}).await
+    crate::engine::confirm::gate(hub, ask, |_| {}).await?;
+    Ok(info.qualified_name)
 }
