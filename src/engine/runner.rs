@@ -380,6 +380,9 @@ fn finish_step(
             o.remove("type");
             o.remove("batchId");
             o.remove("taskId");
+            // The full MCP result went out with the step; the task keeps
+            // (and journals) the value only, so task_status stays small.
+            o.remove("raw");
         }
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
