@@ -246,3 +246,45 @@ async fn a_wedged_server_is_found_by_the_health_probe_and_restarted() {
     let r = c.call("t__echo", json!({"message": "alive"})).await;
     assert_eq!(r["success"], true, "{r}");
 }
+
+#[tokio::test]
+async fn a_remote_streamable_http_server_is_served_like_a_child() {
+    use tokio::io::AsyncBufReadExt;
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let mut remote = tokio::process::Command::new(npm_bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start server-everything over HTTP");
+    let mut lines = tokio::io::BufReader::new(remote.stderr.take().expect("stderr")).lines();
+    tokio::time::timeout(crate::support::WAIT, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("listening on port") {
+                return;
+            }
+        }
+        panic!("server-everything exited before listening");
+    })
+    .await
+    .expect("server-everything did not start");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let hub = hub_with(|_| json!({"remote": {"url": url, "headers": {"X-Test": "1"}}})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "remote").await;
+    let r = c
+        .call("remote__echo", json!({"message": "over http"}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert!(
+        r["result"].as_str().unwrap_or("").contains("over http"),
+        "{r}"
+    );
+    let h = c.request(json!({"type": "health_check"})).await;
+    assert_eq!(h["servers"][0]["transport"], "http", "{h}");
+}
