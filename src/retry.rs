@@ -376,6 +376,35 @@ mod tests {
         assert_eq!(hi, Some(1200));
     }
 
+    /// The schedule on paused tokio time: three NETWORK retries of 2000 ms
+    /// with factor 2 and ±20 % jitter take between 11.2 s and 16.8 s of
+    /// (virtual) waiting, and each wait is inside its jitter band.
+    #[tokio::test(start_paused = true)]
+    async fn backoff_schedule_on_paused_time() {
+        let s = Strategy {
+            max_retries: 3,
+            delay: Duration::from_millis(2000),
+            backoff: 2.0,
+            jitter: 0.2,
+            action: RetryAction::None,
+        };
+        let start = tokio::time::Instant::now();
+        let mut n = 0;
+        while let Some((d, _)) = decide(Some(&s), ErrorType::Network, n, false, rand::random()) {
+            let base = 2000.0 * 2f64.powi(n as i32);
+            let ms = d.as_millis() as f64;
+            assert!(
+                ms >= base * 0.8 - 1.0 && ms <= base * 1.2 + 1.0,
+                "retry {n}: {ms} ms"
+            );
+            tokio::time::sleep(d).await;
+            n += 1;
+        }
+        assert_eq!(n, 3);
+        let waited = start.elapsed().as_millis();
+        assert!((11_199..=16_801).contains(&waited), "{waited} ms");
+    }
+
     #[test]
     fn destructive_timeout_is_not_retried() {
         let s = strat(3, 10, 2.0, 0.0);
