@@ -109,3 +109,39 @@ async fn an_unanswered_confirmation_expires_as_safety_blocked() {
         "{r}"
     );
 }
+
+#[tokio::test]
+async fn with_the_owner_gone_every_connection_is_asked_and_no_tool_can_approve() {
+    let (hub, mut c) = hub_with_rules(300_000).await;
+    let mut other = hub.connect().await;
+    c.send(json!({"type": "tool_batch", "id": "orphan", "steps": [
+        {"tool": "t__slow", "params": {"ms": 800}},
+        {"tool": "t__echo", "params": {"message": "danger after the owner left"}}
+    ]}))
+    .await;
+    let st = c
+        .recv_where("running", |v| {
+            v["type"] == "task_state" && v["state"] == "running"
+        })
+        .await;
+    let task_id = st["taskId"].clone();
+    drop(c);
+    hub.wait_log("client disconnected").await;
+    let ask = other.recv_type("need_user").await;
+    assert_eq!(ask["taskId"], task_id, "{ask}");
+    // An agent that can only emit tool calls cannot approve its own call.
+    for name in ["confirm", "hub__confirm", "approve"] {
+        let r = other
+            .call(name, json!({"taskId": task_id, "approve": true}))
+            .await;
+        assert_eq!(r["error"]["errorType"], "TOOL_NOT_FOUND", "{r}");
+    }
+    let ok = other
+        .request(json!({"type": "confirm", "taskId": task_id, "approve": true}))
+        .await;
+    assert_eq!(ok["type"], "confirmed", "{ok}");
+    let t = other
+        .request(json!({"type": "task_status", "taskId": task_id, "wait": true}))
+        .await;
+    assert_eq!(t["task"]["state"], "success", "{t}");
+}
