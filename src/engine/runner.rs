@@ -228,22 +228,12 @@ async fn run_step(
         let verdict = tokio::select! {
             v = super::confirm::gate(hub, ask, |reason| {
                 waited.store(true, Ordering::SeqCst);
-                hub.engine().persist_need_user(task, i, reason, &super::approvals::params_hash(&params));
-                task.with(|d| d.waiting_step = Some(i));
-                if task.transition(TaskEvent::AskUser).is_some() {
-                    hub.engine().persist_state(task);
-                    emit_state(task, Some(i));
-                }
+                enter_need_user(hub, task, i, reason, &params);
             }) => v,
             _ = batch_cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
         };
         if waited.load(Ordering::SeqCst) {
-            hub.engine().approvals.forget(&task.id);
-            task.with(|d| d.waiting_step = None);
-            if task.transition(TaskEvent::UserAnswered).is_some() {
-                hub.engine().persist_state(task);
-                emit_state(task, Some(i));
-            }
+            leave_need_user(hub, task, i);
         }
         if let Err(e) = verdict {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
@@ -496,26 +486,12 @@ async fn settle_uncertain(
                 params: &params,
                 owner: task.owner(),
             };
-            task.with(|d| d.waiting_step = Some(i));
-            if task.transition(TaskEvent::AskUser).is_some() {
-                hub.engine().persist_need_user(
-                    task,
-                    i,
-                    &reason,
-                    &super::approvals::params_hash(&params),
-                );
-                emit_state(task, Some(i));
-            }
+            enter_need_user(hub, task, i, &reason, &params);
             let verdict = tokio::select! {
                 v = super::confirm::request(hub, &ask, &reason) => v,
                 _ = cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
             };
-            hub.engine().approvals.forget(&task.id);
-            task.with(|d| d.waiting_step = None);
-            if task.transition(TaskEvent::UserAnswered).is_some() {
-                hub.engine().persist_state(task);
-                emit_state(task, Some(i));
-            }
+            leave_need_user(hub, task, i);
             match verdict {
                 Ok(()) => Uncertain::Rerun,
                 Err(e) => {
@@ -525,6 +501,27 @@ async fn settle_uncertain(
                 }
             }
         }
+    }
+}
+
+/// The task waits for a person's decision on step `i`.
+fn enter_need_user(hub: &Hub, task: &Arc<Task>, i: usize, reason: &str, params: &Value) {
+    hub.engine()
+        .persist_need_user(task, i, reason, &super::approvals::params_hash(params));
+    task.with(|d| d.waiting_step = Some(i));
+    if task.transition(TaskEvent::AskUser).is_some() {
+        hub.engine().persist_state(task);
+        emit_state(task, Some(i));
+    }
+}
+
+/// The decision came (or the wait ended): back to running.
+fn leave_need_user(hub: &Hub, task: &Arc<Task>, i: usize) {
+    hub.engine().approvals.forget(&task.id);
+    task.with(|d| d.waiting_step = None);
+    if task.transition(TaskEvent::UserAnswered).is_some() {
+        hub.engine().persist_state(task);
+        emit_state(task, Some(i));
     }
 }
 
