@@ -106,8 +106,20 @@ fn check(
                 bad(format!("duplicate step id \"{id}\""));
             }
         }
-        if let Some(Err(e)) = tools.map(|t| t.resolve(&step.tool)) {
-            bad(e.message.clone());
+        if let Some(t) = tools {
+            if let Err(e) = t.resolve(&step.tool) {
+                // A server still starting (right after a hub or config
+                // restart) is not a mistake in the batch: the step waits for
+                // it when it runs (`resolve_settled`, bounded by its timeout).
+                let starting = e
+                    .server
+                    .as_ref()
+                    .and_then(|s| t.unavailable().get(s))
+                    .is_some_and(|why| why.starts_with("starting"));
+                if !starting {
+                    bad(e.message.clone());
+                }
+            }
         }
         let mut used: Vec<String> = Vec::new();
         match templates.check_params(&step.params) {
