@@ -199,3 +199,32 @@ fn check(
         Err(problems)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn problems_with(server_state: &str) -> usize {
+        let steps: Vec<BatchStep> =
+            serde_json::from_value(json!([{"tool": "t__echo", "params": {}}])).expect("steps");
+        let options: BatchOptions = serde_json::from_value(json!({})).expect("options");
+        let tools = ToolSnapshot::empty("hub").with_unavailable(BTreeMap::from([(
+            "t".to_string(),
+            server_state.to_string(),
+        )]));
+        validate(&steps, &options, &tools, &Templates::new(), 100)
+            .err()
+            .map_or(0, |p| p.len())
+    }
+
+    #[test]
+    fn a_starting_server_is_waited_for_a_down_one_is_refused() {
+        assert_eq!(problems_with("starting"), 0);
+        assert_eq!(problems_with("starting: exited with code 1"), 0);
+        assert_eq!(problems_with("down: exited with code 1"), 1);
+    }
+}

@@ -6,8 +6,9 @@
 //! Each child gets a random tag in its environment (`TOOLHUB_CHILD_TAG`),
 //! which its descendants inherit. A recorded group is killed at start-up only
 //! when it provably is ours: its leader is alive with the recorded command
-//! line, or (leader gone) a member still carries the recorded tag. A pid that
-//! was reused by an unrelated process is never touched.
+//! line, or a member (the leader included) still carries the recorded tag in
+//! its environment. A pid reused by an unrelated process matches neither and
+//! is never touched.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -78,8 +79,10 @@ pub fn install(state_dir: &Path) -> Vec<i32> {
 }
 
 /// Record a started child (its pid is its pgid: it leads its own group).
-pub fn started(server: &str, pgid: i32, tag: &str) {
-    let cmdline = read_cmdline(pgid).unwrap_or_default();
+/// `argv` is what was spawned (reading `/proc/<pid>/cmdline` right after
+/// spawning races with the exec).
+pub fn started(server: &str, pgid: i32, tag: &str, argv: Vec<String>) {
+    let cmdline = argv;
     update(|r| {
         r.entries.insert(
             pgid,
@@ -165,12 +168,13 @@ fn ours(e: &Entry) -> Option<Vec<i32>> {
     if members.is_empty() {
         return None;
     }
-    let proven = if members.contains(&e.pgid) {
-        // The leader lives: it must still run the recorded command.
-        !e.cmdline.is_empty() && read_cmdline(e.pgid).as_ref() == Some(&e.cmdline)
-    } else {
-        members.iter().any(|m| has_tag(*m, &e.tag))
-    };
+    // The leader still runs the recorded command, or some member carries
+    // the random tag only our children inherit (the leader may be gone, or
+    // may have exec'd through a shebang into another command line).
+    let leader_matches = members.contains(&e.pgid)
+        && !e.cmdline.is_empty()
+        && read_cmdline(e.pgid).as_ref() == Some(&e.cmdline);
+    let proven = leader_matches || members.iter().any(|m| has_tag(*m, &e.tag));
     proven.then_some(members)
 }
 
@@ -196,5 +200,41 @@ mod tests {
             tag: "t".into(),
         };
         assert!(ours(&e).is_none());
+    }
+
+    #[test]
+    fn a_live_group_is_ours_only_with_the_recorded_command_line() {
+        use std::os::unix::process::CommandExt;
+        let Ok(mut child) = std::process::Command::new("sleep")
+            .arg("30")
+            .env(TAG_ENV, "tag-of-this-run")
+            .process_group(0)
+            .spawn()
+        else {
+            return; // no `sleep` on this machine
+        };
+        let pid = child.id() as i32;
+        let cmdline = vec!["sleep".to_string(), "30".to_string()];
+        // Wait out the exec (the cmdline is the parent's until it is done).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while read_cmdline(pid).as_ref() != Some(&cmdline) {
+            assert!(std::time::Instant::now() < deadline, "exec never finished");
+            std::thread::yield_now();
+        }
+        let mut e = Entry {
+            server: "x".into(),
+            pgid: pid,
+            cmdline: vec!["node".into(), "server.js".into()],
+            tag: "not-its-tag".into(),
+        };
+        assert!(ours(&e).is_none(), "a reused pid running something else");
+        e.tag = "tag-of-this-run".into();
+        assert_eq!(ours(&e), Some(vec![pid]), "the inherited tag proves it");
+        e.tag = "another-tag".into();
+        e.cmdline = cmdline;
+        assert_eq!(ours(&e), Some(vec![pid]), "the command line proves it");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(ours(&e).is_none(), "a group that is gone");
     }
 }

@@ -125,7 +125,8 @@ pub async fn connect(
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let pid = proc.id().map(|p| p as i32);
             if let Some(pid) = pid {
-                crate::mcp::children::started(&spec.name, pid, &tag);
+                let argv = std::iter::once(command.clone()).chain(args.iter().cloned());
+                crate::mcp::children::started(&spec.name, pid, &tag, argv.collect());
             }
             if let Some(err) = child_stderr {
                 drain_stderr(spec.name.clone(), err, stderr);
