@@ -4,7 +4,7 @@
 //! for `history {limit}`.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -128,7 +128,7 @@ fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceive
     while let Some(entry) = rx.blocking_recv() {
         let mut line = entry.to_string();
         line.push('\n');
-        if let Err(e) = file.write_all(line.as_bytes()) {
+        if let Err(e) = crate::util::append_whole(&mut file, line.as_bytes()) {
             tracing::error!(path = %path.display(), error = %e, "history write failed");
             continue;
         }

@@ -47,6 +47,8 @@ pub async fn run(
     // Before anything else touches the state dir: a second hub on it must
     // leave the first one's token, journals and history alone.
     let _lock = lock::acquire(&config.task_engine.state_dir)?;
+    // Process groups a SIGKILLed previous run left behind.
+    mcp::children::install(&config.task_engine.state_dir);
     let bound: SocketAddr = listener
         .local_addr()
         .map_err(|e| format!("listener: {e}"))?;

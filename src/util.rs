@@ -71,6 +71,23 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// Append `line` to a file opened for appending as a whole line or not at
+/// all: when the write fails part-way (disk full, `RLIMIT_FSIZE`), the file is
+/// cut back to its length before the write, so no torn line is left for a
+/// reader. (A crash mid-write can still tear the last line; readers handle
+/// that case.)
+pub fn append_whole(file: &mut std::fs::File, line: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let before = file.metadata()?.len();
+    let written = file.write_all(line);
+    if written.is_err() {
+        if let Err(e) = file.set_len(before) {
+            tracing::warn!(error = %e, "cannot cut a partly written line back");
+        }
+    }
+    written
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,8 +106,20 @@ fn check(
                 bad(format!("duplicate step id \"{id}\""));
             }
         }
-        if let Some(Err(e)) = tools.map(|t| t.resolve(&step.tool)) {
-            bad(e.message.clone());
+        if let Some(t) = tools {
+            if let Err(e) = t.resolve(&step.tool) {
+                // A server still starting (right after a hub or config
+                // restart) is not a mistake in the batch: the step waits for
+                // it when it runs (`resolve_settled`, bounded by its timeout).
+                let starting = e
+                    .server
+                    .as_ref()
+                    .and_then(|s| t.unavailable().get(s))
+                    .is_some_and(|why| why.starts_with("starting"));
+                if !starting {
+                    bad(e.message.clone());
+                }
+            }
         }
         let mut used: Vec<String> = Vec::new();
         match templates.check_params(&step.params) {
@@ -185,5 +197,34 @@ fn check(
         })
     } else {
         Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn problems_with(server_state: &str) -> usize {
+        let steps: Vec<BatchStep> =
+            serde_json::from_value(json!([{"tool": "t__echo", "params": {}}])).expect("steps");
+        let options: BatchOptions = serde_json::from_value(json!({})).expect("options");
+        let tools = ToolSnapshot::empty("hub").with_unavailable(BTreeMap::from([(
+            "t".to_string(),
+            server_state.to_string(),
+        )]));
+        validate(&steps, &options, &tools, &Templates::new(), 100)
+            .err()
+            .map_or(0, |p| p.len())
+    }
+
+    #[test]
+    fn a_starting_server_is_waited_for_a_down_one_is_refused() {
+        assert_eq!(problems_with("starting"), 0);
+        assert_eq!(problems_with("starting: exited with code 1"), 0);
+        assert_eq!(problems_with("down: exited with code 1"), 1);
     }
 }

@@ -109,6 +109,10 @@ pub async fn connect(
             let mut cmd = tokio::process::Command::new(command);
             // argv, never a shell: an argument is never interpreted.
             cmd.args(args).envs(env).kill_on_drop(true);
+            // Inherited by the child's own children: lets a later start-up
+            // sweep prove a leftover group is ours (`children.rs`).
+            let tag = crate::mcp::children::new_tag();
+            cmd.env(crate::mcp::children::TAG_ENV, &tag);
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
@@ -120,6 +124,10 @@ pub async fn connect(
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let pid = proc.id().map(|p| p as i32);
+            if let Some(pid) = pid {
+                let argv = std::iter::once(command.clone()).chain(args.iter().cloned());
+                crate::mcp::children::started(&spec.name, pid, &tag, argv.collect());
+            }
             if let Some(err) = child_stderr {
                 drain_stderr(spec.name.clone(), err, stderr);
             }
@@ -213,6 +221,7 @@ pub fn kill_group(pgid: Option<i32>) {
         unsafe {
             libc::killpg(pgid, libc::SIGKILL);
         }
+        crate::mcp::children::stopped(pgid);
     }
 }
 

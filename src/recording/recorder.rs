@@ -228,9 +228,7 @@ impl Recorder {
             ev["type"] = json!("recording_stopped");
             return Some(ev);
         }
-        match a
-            .file
-            .write_all(line.as_bytes())
+        match crate::util::append_whole(&mut a.file, line.as_bytes())
             .and_then(|_| a.file.sync_data())
         {
             Ok(()) => {
@@ -284,10 +282,8 @@ fn finish(a: &mut Active, reason: &str) -> Value {
         reason: reason.to_string(),
     };
     let line = to_line(&Line::End(end));
-    if let Err(e) = a
-        .file
-        .write_all(line.as_bytes())
-        .and_then(|_| a.file.sync_data())
+    if let Err(e) =
+        crate::util::append_whole(&mut a.file, line.as_bytes()).and_then(|_| a.file.sync_data())
     {
         tracing::error!(recording = %a.id, error = %e, "cannot write the end of the recording; it stays incomplete");
     }

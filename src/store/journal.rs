@@ -243,13 +243,12 @@ impl JournalWriter {
             ));
         }
         let line = encode(rec)?;
-        let result = self
-            .file
-            .write_all(&line)
-            .and_then(|()| match (self.durability, rec) {
+        let result = crate::util::append_whole(&mut self.file, &line).and_then(|()| {
+            match (self.durability, rec) {
                 (Durability::Step, _) | (Durability::Batch, Record::End { .. }) => self.sync(),
                 (Durability::Batch, _) => Ok(()),
-            });
+            }
+        });
         if result.is_err() {
             self.poisoned = true;
         }

@@ -24,7 +24,11 @@ fn calls(p: &std::path::Path, tool: &str) -> Vec<Value> {
 }
 
 /// Resume and approve the uncertain-step confirmation if one is asked.
-async fn resume_to_end(c: &mut Client, task_id: &Value, variables: Value) -> (Vec<Value>, Value) {
+pub(crate) async fn resume_to_end(
+    c: &mut Client,
+    task_id: &Value,
+    variables: Value,
+) -> (Vec<Value>, Value) {
     c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id, "variables": variables}))
         .await;
     let mut steps = Vec::new();

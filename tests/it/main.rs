@@ -5,6 +5,7 @@ mod support;
 
 mod batch;
 mod durable;
+mod faults;
 mod gate;
 mod lifecycle;
 mod playwright;

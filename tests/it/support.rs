@@ -70,7 +70,17 @@ impl TestHub {
         Self::start_in(dir, config).await
     }
 
-    pub async fn start_in(dir: tempfile::TempDir, mut config: Value) -> TestHub {
+    pub async fn start_in(dir: tempfile::TempDir, config: Value) -> TestHub {
+        Self::start_in_with(dir, config, |_| {}).await
+    }
+
+    /// `start_in`, with `customise` applied to the hub's `Command` (rlimits,
+    /// signal dispositions) before it is spawned.
+    pub async fn start_in_with(
+        dir: tempfile::TempDir,
+        mut config: Value,
+        customise: impl FnOnce(&mut Command),
+    ) -> TestHub {
         let obj = config.as_object_mut().expect("config object");
         let base = json!({
             "server": {"listen": "127.0.0.1:0"},
@@ -95,21 +105,29 @@ impl TestHub {
         let path = dir.path().join("config.json");
         std::fs::write(&path, serde_json::to_string_pretty(&config).expect("json"))
             .expect("write config");
-        Self::spawn(dir, &path).await
+        Self::spawn_with(dir, &path, customise).await
     }
 
     /// Start the binary on an existing config file.
     pub async fn spawn(dir: tempfile::TempDir, config_path: &Path) -> TestHub {
-        let mut child = Command::new(bin())
-            .arg("--config")
+        Self::spawn_with(dir, config_path, |_| {}).await
+    }
+
+    pub async fn spawn_with(
+        dir: tempfile::TempDir,
+        config_path: &Path,
+        customise: impl FnOnce(&mut Command),
+    ) -> TestHub {
+        let mut cmd = Command::new(bin());
+        cmd.arg("--config")
             .arg(config_path)
             .env("RUST_LOG", "info,toolhub=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn toolhub");
+            .kill_on_drop(true);
+        customise(&mut cmd);
+        let mut child = cmd.spawn().expect("spawn toolhub");
         let (logs, mut rx) = broadcast::channel(10_000);
         let log_lines = Arc::new(Mutex::new(Vec::new()));
         let stderr = child.stderr.take().expect("stderr");
@@ -209,6 +227,43 @@ impl TestHub {
         })
         .await
         .unwrap_or_else(|_| panic!("log line {needle:?} did not appear"))
+    }
+
+    /// How many log lines so far contain `needle`.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.log_lines
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    /// Wait until at least `n` log lines contain `needle`.
+    pub async fn wait_log_count(&self, needle: &str, n: usize) {
+        let mut rx = self.logs.subscribe();
+        if self.log_count(needle) >= n {
+            return;
+        }
+        tokio::time::timeout(WAIT, async {
+            loop {
+                match rx.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if self.log_count(needle) >= n {
+                            return;
+                        }
+                    }
+                    Err(_) => panic!("hub log ended before {n}× {needle:?}"),
+                }
+            }
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "{n}× {needle:?} did not appear (have {})",
+                self.log_count(needle)
+            )
+        })
     }
 
     pub fn logs(&self) -> String {

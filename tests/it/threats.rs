@@ -2,7 +2,7 @@
 //! proves the defence against the real daemon over a real socket.
 //! Process threats are in `threats/process.rs`.
 
-mod process;
+pub(crate) mod process;
 
 use std::time::Duration;
 

@@ -64,7 +64,7 @@ async fn server_args_are_argv_never_a_shell() {
 }
 
 /// The pid of `server`'s process from `health_check`.
-async fn server_pid(c: &mut Client, server: &str) -> i32 {
+pub(crate) async fn server_pid(c: &mut Client, server: &str) -> i32 {
     let h = c.request(json!({"type": "health_check"})).await;
     h["servers"]
         .as_array()
@@ -102,7 +102,7 @@ async fn sigterm_kills_a_term_ignoring_server_and_its_grandchild() {
 
 /// Wait, event-driven, until `pid` has exited: a pidfd becomes readable
 /// when the process exits (a zombie counts as exited).
-async fn wait_exit(pid: i32, limit: Duration) -> bool {
+pub(crate) async fn wait_exit(pid: i32, limit: Duration) -> bool {
     // SAFETY: a plain syscall; the fd it returns is owned below.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
