@@ -5,7 +5,6 @@ pub use conn::Outbox;
 mod dispatch;
 pub mod gate;
 
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 
 use axum::extract::ws::WebSocketUpgrade;
@@ -33,16 +32,56 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serve until `shutdown` fires.
+/// Serve until `shutdown` fires. Each connection gets
+/// `server.handshakeTimeout` to send its request headers: a half-open
+/// handshake (slowloris) is dropped, never held.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    let handshake = state.hub.config().server.handshake_timeout;
+    let app = router(state);
+    loop {
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _peer)) => stream,
+                Err(e) => {
+                    // EMFILE and friends: back off a little instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => return Ok(()),
+        };
+        let svc = hyper_util::service::TowerToHyperService::new(app.clone());
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(handshake);
+            let conn = http
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .with_upgrades();
+            tokio::pin!(conn);
+            let ended = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = shutdown.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.as_mut().await
+                }
+            };
+            if let Err(e) = ended {
+                if e.is_timeout() {
+                    tracing::info!(limit_ms = handshake.as_millis() as u64,
+                        "dropped a connection that did not finish its request in time (server.handshakeTimeout)");
+                } else {
+                    tracing::debug!(error = %e, "http connection ended with an error");
+                }
+            }
+        });
+    }
 }
 
 fn refuse(r: gate::Refusal) -> Response {

@@ -125,6 +125,32 @@ async fn health_endpoint_needs_the_token_and_never_shows_it() {
 }
 
 #[tokio::test]
+async fn a_half_open_handshake_is_dropped_and_others_are_unaffected() {
+    let hub = TestHub::start(json!({"server": {"handshakeTimeout": 300}})).await;
+    let mut c = hub.connect().await;
+    // Request headers that never end (slowloris).
+    let mut s = TcpStream::connect(&hub.addr).await.expect("connect");
+    let partial = format!(
+        "GET /ws HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\n",
+        hub.addr
+    );
+    s.write_all(partial.as_bytes()).await.expect("write");
+    let mut buf = vec![0u8; 1024];
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the half-open handshake was never dropped");
+    hub.wait_log("did not finish its request in time").await;
+    assert_eq!(c.request(json!({"type": "ping"})).await["type"], "pong");
+}
+
+#[tokio::test]
 async fn idle_socket_is_closed_and_active_client_is_not() {
     let hub = TestHub::start(json!({"server": {"pingInterval": 100, "idleTimeout": 400}})).await;
     let token = hub.token.clone().expect("token");
