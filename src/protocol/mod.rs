@@ -64,6 +64,58 @@ pub const CLIENT_TYPES: &[&str] = &[
 // The error is built once per bad frame; its size does not matter.
 #[allow(clippy::result_large_err)]
 pub fn decode(text: &str, max_bytes: usize) -> Result<Envelope, DecodeError> {
+    decode_limited(text, max_bytes, SERDE_DEPTH)
+}
+
+/// serde_json's own nesting limit; deeper frames are refused by it anyway.
+const SERDE_DEPTH: usize = 128;
+
+/// The deepest `[`/`{` nesting of a JSON text (strings skipped), in one pass.
+pub fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for b in text.bytes() {
+        if in_str {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Decode with `server.maxJsonDepth` as well as `server.maxMessageBytes`.
+#[allow(clippy::result_large_err)]
+pub fn decode_limited(
+    text: &str,
+    max_bytes: usize,
+    max_depth: usize,
+) -> Result<Envelope, DecodeError> {
+    let limit = max_depth.min(SERDE_DEPTH);
+    if text.len() <= max_bytes && limit < SERDE_DEPTH {
+        let depth = nesting_depth(text);
+        if depth > limit {
+            return Err(DecodeError {
+                id: None,
+                error: HubError::new(
+                    ErrorType::LimitExceeded,
+                    format!("message nests {depth} levels deep, over the limit of {limit} (server.maxJsonDepth)"),
+                ),
+            });
+        }
+    }
     if text.len() > max_bytes {
         return Err(DecodeError {
             id: None,
@@ -231,6 +283,18 @@ mod tests {
             "{}",
             e.error.message
         );
+    }
+
+    #[test]
+    fn configured_depth_limit_is_enforced_and_strings_do_not_count() {
+        assert_eq!(nesting_depth(r#"{"a":[1,{"b":"[[[{{{"}]}"#), 3);
+        assert_eq!(nesting_depth(r#"{"a":"\"[[["}"#), 1);
+        let deep = r#"{"type":"ping","x":[[[[[1]]]]]}"#;
+        match decode_limited(deep, 1 << 20, 4) {
+            Err(e) => assert_eq!(e.error.error_type, ErrorType::LimitExceeded),
+            Ok(_) => panic!("accepted"),
+        }
+        assert!(decode_limited(deep, 1 << 20, 6).is_ok());
     }
 
     #[test]

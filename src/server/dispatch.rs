@@ -13,7 +13,7 @@ use crate::protocol::{self, ClientMsg, MsgId};
 use crate::retry::RetryOverride;
 
 pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
-    let env = match protocol::decode(text, max_bytes) {
+    let env = match protocol::decode_limited(text, max_bytes, hub.config().server.max_json_depth) {
         Ok(env) => env,
         Err(e) => {
             tracing::info!(session = %out.session, error = %e.error.message, "bad frame");
