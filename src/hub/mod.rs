@@ -78,6 +78,7 @@ impl Hub {
         let history = History::open(&config.task_engine.state_dir)?;
         let builtin = Builtin::new(&config.builtin)?;
         let engine = crate::engine::Engine::new(&config);
+        let pins_file = config.task_engine.state_dir.join("tool_pins.json");
         let hub = Hub(Arc::new(Inner {
             config: RwLock::new(Arc::new(config)),
             servers: DashMap::new(),
@@ -98,7 +99,7 @@ impl Hub {
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
             started: std::time::Instant::now(),
-            pins: pins::Pins::default(),
+            pins: pins::Pins::load(&pins_file),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         let specs: Vec<_> = hub.config().mcp_servers.values().cloned().collect();

@@ -6,10 +6,12 @@
 //!
 //! Pins survive a tool's removal, so removing and re-adding a tool with a
 //! new definition (or a server restart that lists different tools) is
-//! caught too. Pins live in memory: a restarted hub trusts what it sees
-//! first.
+//! caught too. Pins are kept in `<stateDir>/tool_pins.json` (rewritten
+//! atomically when they change), so a definition that changes while the hub
+//! is down is caught after a restart as well.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use dashmap::DashSet;
@@ -23,6 +25,8 @@ pub const APPROVE_MSG: &str = r#"{"type":"reload_tools","approve":true}"#;
 
 #[derive(Default)]
 pub struct Pins {
+    /// Where pins are kept across restarts (`None`: memory only).
+    file: Option<PathBuf>,
     /// Approved definition per qualified name. Taken only while rebuilding
     /// or approving, never on the call path.
     approved: Mutex<HashMap<String, ToolInfo>>,
@@ -32,6 +36,40 @@ pub struct Pins {
 }
 
 impl Pins {
+    /// Pins kept in `file`; a missing file starts empty, an unreadable one is
+    /// reported and starts empty (the hub never refuses to start over it).
+    pub fn load(file: &Path) -> Pins {
+        let approved = match std::fs::read(file) {
+            Ok(bytes) => match serde_json::from_slice::<HashMap<String, ToolInfo>>(&bytes) {
+                Ok(map) => map,
+                Err(e) => {
+                    tracing::error!(path = %file.display(), error = %e, "tool pins unreadable; starting with none");
+                    HashMap::new()
+                }
+            },
+            Err(_) => HashMap::new(),
+        };
+        Pins {
+            file: Some(file.to_path_buf()),
+            approved: Mutex::new(approved),
+            changed: DashSet::new(),
+        }
+    }
+
+    /// Rewrite the pin file (temp file, then rename): never half-written.
+    fn save(&self, approved: &HashMap<String, ToolInfo>) {
+        let Some(file) = &self.file else { return };
+        let tmp = file.with_extension("json.tmp");
+        let text = match serde_json::to_vec(approved) {
+            Ok(t) => t,
+            Err(_) => return,
+        };
+        let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, file));
+        if let Err(e) = r {
+            tracing::warn!(path = %file.display(), error = %e, "cannot save tool pins");
+        }
+    }
+
     /// Compare a new snapshot with the pins; returns names that just became
     /// changed. Called under the hub's rebuild lock.
     pub fn observe(&self, snapshot: &ToolSnapshot) -> Vec<String> {
@@ -39,10 +77,12 @@ impl Pins {
         let Ok(mut approved) = self.approved.lock() else {
             return newly;
         };
+        let mut pinned_new = false;
         for t in snapshot.tools() {
             match approved.get(&t.qualified_name) {
                 None => {
                     approved.insert(t.qualified_name.clone(), t.clone());
+                    pinned_new = true;
                 }
                 Some(pin) if pin != t => {
                     if self.changed.insert(t.qualified_name.clone()) {
@@ -55,6 +95,9 @@ impl Pins {
                 }
             }
         }
+        if pinned_new {
+            self.save(&approved);
+        }
         newly
     }
 
@@ -64,6 +107,7 @@ impl Pins {
             for t in snapshot.tools() {
                 approved.insert(t.qualified_name.clone(), t.clone());
             }
+            self.save(&approved);
         }
         let mut was: Vec<String> = self.changed.iter().map(|n| n.clone()).collect();
         self.changed.clear();
@@ -136,5 +180,28 @@ mod tests {
         // Changed back to the approved definition: no longer flagged.
         p.observe(&snap("b"));
         assert!(!p.is_changed("s__x"));
+    }
+
+    #[test]
+    fn pins_survive_a_restart() {
+        let dir = std::env::temp_dir().join(format!("toolhub-pins-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let file = dir.join("tool_pins.json");
+        let _ = std::fs::remove_file(&file);
+        let first = Pins::load(&file);
+        assert!(first.observe(&snap("a")).is_empty());
+        drop(first);
+        let again = Pins::load(&file);
+        assert_eq!(
+            again.observe(&snap("evil")),
+            vec!["s__x".to_string()],
+            "a change while down is caught"
+        );
+        std::fs::write(&file, b"{not json").unwrap_or(());
+        assert!(
+            Pins::load(&file).observe(&snap("a")).is_empty(),
+            "a bad file starts empty"
+        );
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

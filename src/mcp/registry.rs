@@ -28,7 +28,7 @@ pub struct RawTool {
 }
 
 /// One tool of the aggregated list, as `list_tools` sends it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolInfo {
     /// The tool's own name at its server, exactly as the server listed it.
@@ -40,7 +40,7 @@ pub struct ToolInfo {
     pub description: String,
     pub input_schema: Value,
     /// MCP `ToolAnnotations` JSON (`readOnlyHint`, `destructiveHint`, …).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
 }
 
