@@ -237,14 +237,7 @@ fn cfg_with(p: &Path, servers: &[&str]) -> Value {
     for s in servers {
         m.insert(s.to_string(), testserver_entry(p, s, &[]));
     }
-    json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
-        "recording": {"storagePath": "./recordings"},
-        "healthCheck": {"interval": 3600000},
-        "mcpServers": m,
-    })
+    crate::support::with_test_defaults(json!({"mcpServers": m}))
 }
 
 const RELOADED: &str = "config reloaded";

@@ -437,13 +437,9 @@ async fn screenshots_and_images_are_files_beside_the_recording_and_embedded_in_h
 async fn a_recording_serves_as_an_offline_server() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    let mut cfg = json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
-        "recording": {"storagePath": "./recordings"},
+    let mut cfg = crate::support::with_test_defaults(json!({
         "mcpServers": {"t": testserver_entry(&p, "t", &[])},
-    });
+    }));
     let hub = TestHub::start_in(dir, cfg.clone()).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;

@@ -9,12 +9,9 @@ use crate::support::{testserver_entry, write_config, TestHub};
 async fn valid_edit_adds_and_removes_servers_leaving_others_alone() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    let mut cfg = json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
+    let mut cfg = crate::support::with_test_defaults(json!({
         "mcpServers": {"keep": testserver_entry(&p, "keep", &[])},
-    });
+    }));
     let hub = TestHub::start_in(dir, cfg.clone()).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "keep").await;
@@ -59,12 +56,9 @@ async fn valid_edit_adds_and_removes_servers_leaving_others_alone() {
 async fn invalid_edit_keeps_the_old_config_and_shows_the_error() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    let cfg = json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
+    let cfg = crate::support::with_test_defaults(json!({
         "mcpServers": {"keep": testserver_entry(&p, "keep", &[])},
-    });
+    }));
     let hub = TestHub::start_in(dir, cfg).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "keep").await;
@@ -94,12 +88,9 @@ async fn invalid_edit_keeps_the_old_config_and_shows_the_error() {
 async fn a_reload_that_restarts_a_server_retries_its_in_flight_step() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    let mut cfg = json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
+    let mut cfg = crate::support::with_test_defaults(json!({
         "mcpServers": {"t": testserver_entry(&p, "t", &[])},
-    });
+    }));
     let hub = TestHub::start_in(dir, cfg.clone()).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;

@@ -78,30 +78,11 @@ impl TestHub {
     /// signal dispositions) before it is spawned.
     pub async fn start_in_with(
         dir: tempfile::TempDir,
-        mut config: Value,
+        config: Value,
         customise: impl FnOnce(&mut Command),
     ) -> TestHub {
-        let obj = config.as_object_mut().expect("config object");
-        let base = json!({
-            "server": {"listen": "127.0.0.1:0"},
-            "taskEngine": {"stateDir": "./state"},
-            "builtin": {"workspace": "./workspace"},
-            "recording": {"storagePath": "./recordings"},
-            "healthCheck": {"interval": 3600000},
-        });
-        for (k, v) in base.as_object().expect("base") {
-            match obj.get_mut(k) {
-                Some(Value::Object(existing)) => {
-                    for (k2, v2) in v.as_object().expect("section") {
-                        existing.entry(k2.clone()).or_insert(v2.clone());
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    obj.insert(k.clone(), v.clone());
-                }
-            }
-        }
+        let mut config = config;
+        config = with_test_defaults(config);
         let path = dir.path().join("config.json");
         std::fs::write(&path, serde_json::to_string_pretty(&config).expect("json"))
             .expect("write config");
@@ -415,4 +396,34 @@ pub fn write_config(path: &std::path::Path, v: &Value) {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_string_pretty(v).expect("json")).expect("write");
     std::fs::rename(&tmp, path).expect("rename");
+}
+
+/// `config` with the test defaults (ephemeral port, folders beside the
+/// config, no periodic health probe) filled in where it says nothing. Tests
+/// that rewrite config.json start from this so a rewrite keeps them.
+pub fn with_test_defaults(mut config: Value) -> Value {
+    let base = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "taskEngine": {"stateDir": "./state"},
+        "builtin": {"workspace": "./workspace"},
+        "recording": {"storagePath": "./recordings"},
+        "healthCheck": {"interval": 3600000},
+    });
+    let Some(obj) = config.as_object_mut() else {
+        panic!("config must be a JSON object");
+    };
+    for (k, v) in base.as_object().into_iter().flatten() {
+        match obj.get_mut(k) {
+            Some(Value::Object(existing)) => {
+                for (k2, v2) in v.as_object().into_iter().flatten() {
+                    existing.entry(k2.clone()).or_insert(v2.clone());
+                }
+            }
+            Some(_) => {}
+            None => {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    config
 }

@@ -413,13 +413,10 @@ async fn template_values_are_data_and_huge_templates_fail_cleanly() {
 async fn a_rug_pull_while_the_hub_was_down_is_caught_after_restart() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    let mut cfg = json!({
-        "server": {"listen": "127.0.0.1:0"},
-        "taskEngine": {"stateDir": "./state"},
-        "builtin": {"workspace": "./workspace"},
+    let mut cfg = crate::support::with_test_defaults(json!({
         "security": {"pinTools": true},
         "mcpServers": {"t": testserver_entry(&p, "t", &[])},
-    });
+    }));
     let mut hub = TestHub::start_in(dir, cfg.clone()).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
