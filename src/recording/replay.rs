@@ -105,6 +105,21 @@ impl Sink {
     }
 }
 
+/// Waits before each step for `speed` (1 = original pacing, n = n× faster):
+/// the recorded pause between the end of a step and the start of the next,
+/// so the replay's own call durations are not counted twice.
+pub fn pacing(steps: &[super::format::Step], speed: f64) -> Vec<Duration> {
+    let mut prev_end = 0u64;
+    steps
+        .iter()
+        .map(|s| {
+            let pause = s.t_offset_ms.saturating_sub(prev_end);
+            prev_end = prev_end.max(s.t_offset_ms + s.duration_ms);
+            Duration::from_millis((pause as f64 / speed) as u64)
+        })
+        .collect()
+}
+
 fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
     json!({
         "success": ok == total && differences.is_empty(),
@@ -212,19 +227,8 @@ async fn live(
         },
     };
     let task = crate::engine::create_task(hub, json!(replay_id), &batch, out.0.clone())?;
-    // Pacing: the recorded gaps, divided by speed.
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
-        let mut prev = 0u64;
-        let delays = rec
-            .steps
-            .iter()
-            .map(|s| {
-                let gap = s.t_offset_ms.saturating_sub(prev);
-                prev = s.t_offset_ms.max(prev);
-                Duration::from_millis((gap as f64 / speed) as u64)
-            })
-            .collect();
-        task.set_delays(delays);
+        task.set_delays(pacing(&rec.steps, speed));
     }
     let diffs = Arc::new(Mutex::new((0usize, Vec::<Value>::new())));
     {
@@ -275,4 +279,47 @@ async fn live(
     s["taskId"] = json!(task.id);
     s["state"] = json!(task.state());
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(t: u64, d: u64) -> super::super::format::Step {
+        super::super::format::Step {
+            seq: 0,
+            source: super::super::format::Source {
+                kind: "tool_call".into(),
+                batch_id: None,
+                task_id: None,
+                step_id: None,
+            },
+            tool: "x".into(),
+            qualified_name: None,
+            server: None,
+            params: json!({}),
+            params_template: None,
+            save_as: None,
+            when: None,
+            expect: None,
+            timestamp: String::new(),
+            t_offset_ms: t,
+            duration_ms: d,
+            success: true,
+            attempts: 1,
+            result: Value::Null,
+            error: None,
+            images: Vec::new(),
+            screenshot: None,
+        }
+    }
+
+    #[test]
+    fn pacing_keeps_the_recorded_pauses_scaled_by_speed() {
+        // Started at 0 (100 ms), 1100 (50 ms), 1150 (0 ms): pauses 0, 1000, 0.
+        let steps = [step(0, 100), step(1100, 50), step(1150, 10)];
+        let ms = |v: Vec<Duration>| v.into_iter().map(|d| d.as_millis()).collect::<Vec<_>>();
+        assert_eq!(ms(pacing(&steps, 1.0)), vec![0, 1000, 0]);
+        assert_eq!(ms(pacing(&steps, 4.0)), vec![0, 250, 0]);
+    }
 }
