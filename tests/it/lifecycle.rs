@@ -60,3 +60,13 @@ async fn sigterm_kills_every_child_and_its_group() {
         "grandchild in the server's group survived the hub"
     );
 }
+
+#[tokio::test]
+async fn sigint_shuts_down_gracefully() {
+    let hub = TestHub::start(json!({})).await;
+    unsafe {
+        libc::kill(hub.pid(), libc::SIGINT);
+    }
+    hub.wait_log("SIGINT received").await;
+    hub.wait_log("stopped").await;
+}

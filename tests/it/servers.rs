@@ -288,3 +288,44 @@ async fn a_remote_streamable_http_server_is_served_like_a_child() {
     let h = c.request(json!({"type": "health_check"})).await;
     assert_eq!(h["servers"][0]["transport"], "http", "{h}");
 }
+
+#[tokio::test]
+async fn a_server_that_keeps_failing_is_parked_in_crash_loop_until_reload_tools() {
+    // `false` exits at once: the MCP handshake fails on every start.
+    let hub = hub_with(|_| json!({"bad": {"command": "false"}})).await;
+    let mut c = hub.connect().await;
+    let parked = c
+        .recv_where("crash_loop", |v| {
+            v["type"] == "server_status" && v["name"] == "bad" && v["state"] == "crash_loop"
+        })
+        .await;
+    assert!(parked["restarts"].as_u64() >= Some(5), "{parked}");
+    assert!(
+        parked["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("failures in a row"),
+        "{parked}"
+    );
+    let h = c.request(json!({"type": "health_check"})).await;
+    let check = h["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| c["name"] == "server:bad")
+        .cloned();
+    assert!(
+        check.expect("check")["fix"]
+            .as_str()
+            .unwrap_or("")
+            .contains("paused"),
+        "{h}"
+    );
+    // reload_tools gives it another chance: it is started (and fails) again.
+    let before = parked["restarts"].as_u64().unwrap_or(0);
+    c.send(json!({"type": "reload_tools", "id": "again"})).await;
+    c.recv_where("another attempt", move |v| {
+        v["type"] == "server_status" && v["name"] == "bad" && v["restarts"].as_u64() > Some(before)
+    })
+    .await;
+}
