@@ -23,6 +23,7 @@ pub mod history;
 pub mod hub;
 pub mod lock;
 pub mod mcp;
+pub mod process;
 pub mod protocol;
 pub mod recording;
 pub mod retry;

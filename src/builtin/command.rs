@@ -92,17 +92,28 @@ impl CommandRunner {
             .process_group(0)
             .kill_on_drop(true);
         // The command dies with the hub, even when the hub is SIGKILLed.
-        crate::util::set_parent_death_signal(&mut cmd);
+        crate::process::set_parent_death_signal(&mut cmd);
         let started = Instant::now();
-        let child = cmd.spawn().map_err(|e| {
+        // Forked on the process-long spawner thread, so the parent-death
+        // signal follows the hub, not the tokio thread that happens to run.
+        // The group guard is made on that thread too: a call dropped while
+        // the spawn is in flight still kills the whole group.
+        let (child, mut guard) = crate::process::on_spawner(move || {
+            let child = cmd.spawn()?;
+            let pgid = child
+                .id()
+                .and_then(|id| libc::pid_t::try_from(id).ok())
+                .filter(|&id| id > 1);
+            Ok::<_, std::io::Error>((child, GroupGuard { pgid }))
+        })
+        .await
+        .and_then(|r| r)
+        .map_err(|e| {
             HubError::classified(format!("could not start /bin/sh for the command: {e}"))
         })?;
-        let pgid = child
-            .id()
-            .and_then(|id| libc::pid_t::try_from(id).ok())
-            .filter(|&id| id > 1)
+        let pgid = guard
+            .pgid
             .ok_or_else(|| HubError::new(ErrorType::Unknown, "the command's shell has no pid"))?;
-        let mut guard = GroupGuard { pgid: Some(pgid) };
         let mut running = Running::new(child, pgid, self.max_output_bytes);
 
         let stop = running

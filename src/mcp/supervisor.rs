@@ -298,6 +298,14 @@ impl Supervisor {
         let peer = up.peer();
         let pgid = up.pgid;
         let running = up.running;
+        // A wrapper (`npm exec`, `sh -c`) that dies while its real server
+        // keeps the pipes open: the transport never closes, so the leader's
+        // own exit must end the server (its group is killed below).
+        let mut leader_exit: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            match up.leader_exit {
+                Some(w) => Box::pin(w.exited()),
+                None => Box::pin(std::future::pending()),
+            };
         let ct = running.cancellation_token();
         let mut waiting = Box::pin(running.waiting());
         if let Ok(mut p) = self.h.peer.write() {
@@ -322,6 +330,12 @@ impl Supervisor {
                 tokio::select! {
                     quit = &mut waiting => {
                         break Exit::Crashed(format!("server exited or closed its transport ({quit:?})"));
+                    }
+                    _ = &mut leader_exit => {
+                        break Exit::Crashed(format!(
+                            "the server's process {} exited; its process group was killed",
+                            pgid.unwrap_or_default()
+                        ));
                     }
                     _ = self.h.stop.cancelled() => break Exit::Stopped,
                     ev = ev_rx.recv() => {

@@ -83,6 +83,10 @@ impl ClientHandler for Handler {
 pub struct Upstream {
     pub running: RunningService<RoleClient, Handler>,
     pub pgid: Option<i32>,
+    /// Fires when a stdio child's group leader exits, even while other
+    /// members of its group (an `npm exec` wrapper's `node`) keep the pipes
+    /// open.
+    pub leader_exit: Option<crate::process::ExitWatch>,
 }
 
 impl Upstream {
@@ -106,23 +110,38 @@ pub async fn connect(
             env,
             cwd,
         } => {
-            let mut cmd = tokio::process::Command::new(command);
-            // argv, never a shell: an argument is never interpreted.
-            cmd.args(args).envs(env).kill_on_drop(true);
             // Inherited by the child's own children: lets a later start-up
             // sweep prove a leftover group is ours (`children.rs`).
             let tag = crate::mcp::children::new_tag();
-            cmd.env(crate::mcp::children::TAG_ENV, &tag);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            crate::util::set_parent_death_signal(&mut cmd);
-            let mut wrapped = CommandWrap::from(cmd);
-            wrapped.wrap(ProcessGroup::leader());
-            let (proc, child_stderr) = TokioChildProcess::builder(wrapped)
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let (program, argv, envs, dir) =
+                (command.clone(), args.clone(), env.clone(), cwd.clone());
+            let child_tag = tag.clone();
+            // Forked on the process-long spawner thread: the parent-death
+            // signal must follow the hub process, not a tokio worker thread.
+            let spawned = crate::process::on_spawner(move || {
+                let mut cmd = tokio::process::Command::new(&program);
+                // argv, never a shell: an argument is never interpreted.
+                cmd.args(&argv).envs(&envs).kill_on_drop(true);
+                cmd.env(crate::mcp::children::TAG_ENV, &child_tag);
+                if let Some(dir) = dir {
+                    cmd.current_dir(dir);
+                }
+                crate::process::set_parent_death_signal(&mut cmd);
+                let mut wrapped = CommandWrap::from(cmd);
+                wrapped.wrap(ProcessGroup::leader());
+                let spawned = TokioChildProcess::builder(wrapped)
+                    .stderr(Stdio::piped())
+                    .spawn()?;
+                let watch = spawned
+                    .0
+                    .id()
+                    .and_then(|p| crate::process::ExitWatch::open(p as i32));
+                Ok::<_, std::io::Error>((spawned, watch))
+            })
+            .await
+            .and_then(|r| r)
+            .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let ((proc, child_stderr), leader_exit) = spawned;
             let pid = proc.id().map(|p| p as i32);
             if let Some(pid) = pid {
                 let argv = std::iter::once(command.clone()).chain(args.iter().cloned());
@@ -134,7 +153,11 @@ pub async fn connect(
             match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
-                    Ok(Upstream { running, pgid: pid })
+                    Ok(Upstream {
+                        running,
+                        pgid: pid,
+                        leader_exit,
+                    })
                 }
                 Ok(Err(e)) => {
                     kill_group(pid);
@@ -169,6 +192,7 @@ pub async fn connect(
                     Ok(Upstream {
                         running,
                         pgid: None,
+                        leader_exit: None,
                     })
                 }
                 Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),

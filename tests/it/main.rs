@@ -14,5 +14,6 @@ mod recording;
 mod reload;
 mod safety;
 mod servers;
+mod spawn;
 mod threats;
 mod tools;
