@@ -34,7 +34,7 @@ fn main() {
     let runs = if full { 5 } else { 1 };
     for r in 0..runs {
         let t = Instant::now();
-        let (list, problems) = toolhub::recording::store::list(&dir);
+        let (list, problems) = toolhub::store::recordings::list(&dir);
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         assert_eq!(list.len(), n);
         assert!(problems.is_empty());

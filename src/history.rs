@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use crate::config::SecurityConfig;
-use crate::hub::CallOutcome;
+use crate::hub::outcome::CallOutcome;
 
 /// Entries kept in memory for `history`.
 const KEEP: usize = 1000;

@@ -1,22 +1,27 @@
 //! toolhub: many MCP servers behind one WebSocket.
 //!
-//! - `config`   config.json: raw serde mirror → validated `Config`; the watcher
-//! - `protocol` the wire messages; the only place client JSON is parsed
-//! - `server`   axum: the gate (Host/Origin/token), `/ws` connections, `/health`
-//! - `hub`      the live state: servers, tool snapshot, event bus, call path, health
-//! - `mcp`      rmcp upstreams, one supervisor task per server, the tool registry
-//! - `builtin`  the internal `hub` server: workspace tools and hub controls
-//! - `engine`   tool_batch: templates, conditions, expectations, tasks
-//! - `retry`    strategies and backoff; decisions by `ErrorType` only
-//! - `errors`   `ErrorType` + `classify`: the one place that reads error text
-//! - `history`  the redacted JSONL call history
-//! - `lock`     one hub per state dir (`<stateDir>/toolhub.lock`)
+//! Layers, bottom first; a module imports only its own layer and the ones
+//! below (checked by `tests/layers.rs`, which holds the list):
 //!
-//! See ARCHITECTURE.md for the invariants.
+//! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
+//!   (task journals, the recording format and store), `diff`, `util`,
+//!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch)
+//! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
+//! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
+//!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
+//!   `safety`, `builtin` (the workspace tools)
+//! - engine: `engine` (tool_batch → durable tasks, approvals)
+//! - recording: `recording` (recorder, replay, exports)
+//! - app: `app` (the composition root; the `hub__…` control tools)
+//! - server: `server` (the gate, `/ws`, `/health`, dispatch)
+//!
+//! See ARCHITECTURE.md for the map and the invariants.
 
+pub mod app;
 pub mod b64;
 pub mod builtin;
 pub mod config;
+pub mod diff;
 pub mod engine;
 pub mod errors;
 pub mod history;
@@ -63,15 +68,11 @@ pub async fn run(
         tracing::warn!("server.allowedOrigins contains the wildcard chrome-extension://*: any installed extension may connect; pin your extension's id (chrome-extension://<id>)");
     }
     let gate = server::gate::Gate::new(&config, token, bound);
-    let hub = hub::Hub::start(config, shutdown.clone())
+    let app = app::App::start(config, shutdown.clone())
         .map_err(|e| format!("cannot start the hub: {e}"))?;
-    hub::reload_watcher(hub.clone());
-    hub::health::spawn_prober(hub.clone());
+    let hub = app.hub.clone();
     tracing::info!("listening on ws://{bound}/ws");
-    let state = server::AppState {
-        hub: hub.clone(),
-        gate,
-    };
+    let state = server::AppState { app, gate };
     let served = server::serve(listener, state, shutdown.clone()).await;
     shutdown.cancel();
     tracing::info!("shutting down: stopping servers");

@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     let id = String::from_utf8_lossy(data);
     for ok in [
         toolhub::store::valid_id(&id),
-        toolhub::recording::store::valid_id(&id),
+        toolhub::store::recordings::valid_id(&id),
     ] {
         if ok {
             assert!(!id.is_empty() && id != "." && id != "..", "{id:?}");

@@ -7,12 +7,17 @@
 //! pointer back to the line:column of its key. A failed load changes nothing:
 //! the caller keeps its old `Config`. `reload` watches the file.
 
+mod ctx;
 mod defaults;
+mod json_error;
 mod locate;
 mod raw;
 pub mod reload;
 mod sections;
+mod server_section;
 mod servers;
+#[cfg(test)]
+mod test_support;
 mod validate;
 
 use std::collections::BTreeMap;

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::ctx::Ctx;
 use super::defaults::{self as d, default_redact_keys, default_safety_rules, default_strategies};
 use super::locate::esc;
 use super::raw::{
     suggest, RawBuiltin, RawHealthCheck, RawRecording, RawReplay, RawRetry, RawSafety, RawSecurity,
     RawTaskEngine,
 };
-use super::validate::Ctx;
 use super::{
     BuiltinConfig, ConfigError, Durability, HealthCheckConfig, RecordingConfig, ReplayConfig,
     Retention, RetryConfig, SafetyAction, SafetyConfig, SafetyRule, SecurityConfig, Strategy,
@@ -279,7 +279,7 @@ pub(super) fn security(ctx: &Ctx, r: RawSecurity) -> Result<SecurityConfig, Conf
 
 #[cfg(test)]
 mod tests {
-    use super::super::validate::tests::{bad, ok};
+    use super::super::test_support::{bad, ok};
     use super::super::RetryAction;
     use super::*;
 

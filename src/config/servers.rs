@@ -1,8 +1,8 @@
 //! Validation of `mcpServers` entries: names, exactly one transport, paths.
 
+use super::ctx::Ctx;
 use super::locate::esc;
 use super::raw::RawServer;
-use super::validate::Ctx;
 use super::{ConfigError, ServerSpec, ToolOverride, Transport};
 
 /// `^[A-Za-z0-9_-]{1,32}$`, and not "hub" (reserved for the hub's own tools).
@@ -159,7 +159,7 @@ pub(super) fn server_spec(
 #[cfg(test)]
 mod tests {
     use super::super::parse;
-    use super::super::validate::tests::{bad, ok, P};
+    use super::super::test_support::{bad, ok, P};
     use super::*;
     use std::path::{Path, PathBuf};
 

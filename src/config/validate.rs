@@ -1,111 +1,21 @@
 //! Raw -> validated: applies defaults, resolves paths, checks every rule the
 //! types cannot express, and turns each failure into `path:line:column`.
-//! Sections other than `server` and `mcpServers` live in `sections`.
+//! The `server` section lives in `server_section`, `mcpServers` entries in
+//! `servers`, the other sections in `sections`; [`Ctx`] (in `ctx`) carries the
+//! file and its locator to every check, and `json_error` formats serde_json's
+//! syntax and type errors.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Component, Path, PathBuf};
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::defaults as d;
+use super::ctx::{dotted, normalize, Ctx};
+use super::json_error::json_error;
 use super::locate::Locator;
-use super::raw::{self, RawConfig, RawServerSection, RawToken};
-use super::{Config, ConfigError, Loaded, ServerConfig, TokenSetting};
-
-/// Carries what every check needs to report a located error or warning.
-pub(super) struct Ctx<'a> {
-    pub path: &'a Path,
-    pub loc: Locator<'a>,
-    pub base_dir: PathBuf,
-    pub warnings: Vec<(usize, usize, String)>,
-}
-
-impl Ctx<'_> {
-    /// An error placed at the key named by `pointer`.
-    pub fn err(&self, pointer: &str, message: impl Into<String>) -> ConfigError {
-        let (line, column) = self.loc.position(pointer);
-        ConfigError::Invalid {
-            path: self.path.to_path_buf(),
-            line,
-            column,
-            message: one_line(&message.into()),
-        }
-    }
-
-    pub fn warn(&mut self, pointer: &str, message: impl Into<String>) {
-        let (line, column) = self.loc.position(pointer);
-        self.warnings
-            .push((line, column, one_line(&message.into())));
-    }
-
-    /// A duration in ms that must be > 0.
-    pub fn ms(&self, v: Option<u64>, default: u64, ptr: &str) -> Result<Duration, ConfigError> {
-        Ok(Duration::from_millis(self.positive(v, default, ptr)?))
-    }
-
-    /// A count or size that must be > 0.
-    pub fn positive<T>(&self, v: Option<T>, default: T, ptr: &str) -> Result<T, ConfigError>
-    where
-        T: Copy + PartialEq + Default + std::fmt::Display,
-    {
-        let v = v.unwrap_or(default);
-        if v == T::default() {
-            return Err(self.err(ptr, format!("{} must be greater than 0", dotted(ptr))));
-        }
-        Ok(v)
-    }
-
-    /// Resolve a configured path against the config folder (`~/` is $HOME).
-    pub fn resolve(&self, value: &str, ptr: &str) -> Result<PathBuf, ConfigError> {
-        if value.trim().is_empty() {
-            return Err(self.err(
-                ptr,
-                format!("{} must not be empty; expected a path", dotted(ptr)),
-            ));
-        }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let p = match (value.strip_prefix("~/"), home) {
-            (Some(rest), Some(home)) => home.join(rest),
-            _ => PathBuf::from(value),
-        };
-        Ok(normalize(&self.base_dir.join(p)))
-    }
-}
-
-/// Messages quote user text (keys, names, patterns) that may hold escaped
-/// newlines or control characters; errors and warnings must stay one line.
-fn one_line(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
-        return s.to_string();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
-/// `/mcpServers/fs/args/0` -> `mcpServers.fs.args.0` for messages.
-pub(super) fn dotted(pointer: &str) -> String {
-    pointer
-        .trim_start_matches('/')
-        .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// Drop `.` components (`/cfg/./state` -> `/cfg/state`); `..` is kept because
-/// resolving it lexically is wrong across symlinks.
-fn normalize(p: &Path) -> PathBuf {
-    p.components().filter(|c| *c != Component::CurDir).collect()
-}
+use super::raw::{self, RawConfig};
+use super::server_section::server_section;
+use super::{Config, ConfigError, Loaded};
 
 /// (absolute file path, its folder). The folder is canonicalized when it
 /// exists so the hub sees one stable name for it.
@@ -126,44 +36,6 @@ fn absolutize(path: &Path) -> (PathBuf, PathBuf) {
         None => joined.clone(),
     };
     (file, base)
-}
-
-/// A serde_json error as a located one-line error; type errors get the
-/// dotted path of the offending value in front.
-fn json_error(
-    path: &Path,
-    text: &str,
-    e: &serde_json::Error,
-    loc: Option<&Locator>,
-) -> ConfigError {
-    let full = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    let mut msg = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
-    // serde names our mirror types ("expected struct RawServer"); say "an object".
-    while let Some(at) = msg.find("struct Raw") {
-        let end = msg[at + 10..]
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .map_or(msg.len(), |i| at + 10 + i);
-        msg.replace_range(at..end, "an object");
-    }
-    if let Some(place) = loc.and_then(|l| l.display_at(e.line(), e.column())) {
-        msg = format!("{place}: {msg}");
-    }
-    let line = e.line().max(1);
-    // serde_json counts bytes; report characters like everything else.
-    let line_text = text.lines().nth(line - 1).unwrap_or("");
-    let byte_col = e.column().max(1);
-    let column = line_text
-        .char_indices()
-        .take_while(|(i, _)| *i < byte_col - 1)
-        .count()
-        + 1;
-    ConfigError::Invalid {
-        path: path.to_path_buf(),
-        line,
-        column,
-        message: one_line(&msg),
-    }
 }
 
 pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
@@ -247,105 +119,14 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
     Ok(Loaded { config, warnings })
 }
 
-fn parse_listen(s: &str) -> Option<SocketAddr> {
-    if let Ok(a) = s.parse() {
-        return Some(a);
-    }
-    let port = s.strip_prefix("localhost:")?.parse().ok()?;
-    Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
-}
-
-fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerConfig, ConfigError> {
-    let listen_text = r.listen.as_deref().unwrap_or(d::LISTEN);
-    let listen = parse_listen(listen_text).ok_or_else(|| {
-        ctx.err(
-            "/server/listen",
-            format!("server.listen \"{listen_text}\" is not an address; expected IP:PORT such as 127.0.0.1:8765"),
-        )
-    })?;
-    let token = match r.token {
-        None | Some(RawToken::Flag(true)) => TokenSetting::Generate,
-        Some(RawToken::Flag(false)) => TokenSetting::Disabled,
-        Some(RawToken::Fixed(t)) if t.trim().is_empty() => {
-            return Err(ctx.err(
-                "/server/token",
-                "server.token is an empty string; set a token, remove the key to generate one, or set false (loopback only)",
-            ))
-        }
-        Some(RawToken::Fixed(t)) => TokenSetting::Fixed(t),
-    };
-    if token == TokenSetting::Disabled && !listen.ip().is_loopback() {
-        return Err(ctx.err(
-            "/server/token",
-            format!("server.token is false but server.listen {listen} is not loopback; set a token or listen on 127.0.0.1"),
-        ));
-    }
-    let allowed_origins = r
-        .allowed_origins
-        .unwrap_or_else(|| d::ALLOWED_ORIGINS.iter().map(|s| s.to_string()).collect());
-    if let Some(i) = allowed_origins.iter().position(|o| o.trim().is_empty()) {
-        return Err(ctx.err(
-            &format!("/server/allowedOrigins/{i}"),
-            "server.allowedOrigins has an empty entry; expected an origin such as chrome-extension://*",
-        ));
-    }
-    Ok(ServerConfig {
-        listen,
-        allowed_origins,
-        token,
-        max_message_bytes: ctx.positive(
-            r.max_message_bytes,
-            d::MAX_MESSAGE_BYTES,
-            "/server/maxMessageBytes",
-        )?,
-        max_connections: ctx.positive(
-            r.max_connections,
-            d::MAX_CONNECTIONS,
-            "/server/maxConnections",
-        )?,
-        send_queue: ctx.positive(r.send_queue, d::SEND_QUEUE, "/server/sendQueue")?,
-        handshake_timeout: ctx.ms(
-            r.handshake_timeout,
-            d::HANDSHAKE_TIMEOUT_MS,
-            "/server/handshakeTimeout",
-        )?,
-        ping_interval: ctx.ms(r.ping_interval, d::PING_INTERVAL_MS, "/server/pingInterval")?,
-        idle_timeout: ctx.ms(r.idle_timeout, d::IDLE_TIMEOUT_MS, "/server/idleTimeout")?,
-        max_json_depth: ctx.positive(
-            r.max_json_depth,
-            d::MAX_JSON_DEPTH,
-            "/server/maxJsonDepth",
-        )?,
-    })
-}
-
 #[cfg(test)]
-pub(super) mod tests {
-    use super::super::{parse, Durability, UncertainPolicy};
+mod tests {
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use super::super::test_support::{bad, ok, P};
+    use super::super::{parse, Durability, TokenSetting, UncertainPolicy};
     use super::*;
-
-    pub const P: &str = "/tmp/cfgtest/config.json";
-
-    pub fn ok(text: &str) -> Loaded {
-        match parse(text, Path::new(P)) {
-            Ok(l) => l,
-            Err(e) => panic!("expected a valid config, got: {e}"),
-        }
-    }
-
-    /// (line, column, message) of the error `text` must produce.
-    pub fn bad(text: &str) -> (usize, usize, String) {
-        match parse(text, Path::new(P)) {
-            Ok(_) => panic!("expected an error for {text}"),
-            Err(e) => {
-                let shown = e.to_string();
-                assert!(!shown.contains('\n'), "error is not one line: {shown}");
-                let (l, c) = (e.line().unwrap(), e.column().unwrap());
-                assert!(shown.starts_with(&format!("{P}:{l}:{c}: ")), "{shown}");
-                (l, c, e.message())
-            }
-        }
-    }
 
     #[test]
     fn empty_object_gives_every_default() {
@@ -402,81 +183,10 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn syntax_error_reports_line_and_column() {
-        // Missing comma after "a": serde_json stops at the next key's quote.
-        let (l, c, m) = bad(
-            "{\n  \"server\": {\n    \"listen\": \"127.0.0.1:1\"\n    \"token\": \"x\"\n  }\n}",
-        );
-        assert_eq!((l, c), (4, 5), "{m}");
-        assert!(m.contains("expected `,` or `}`"), "{m}");
-    }
-
-    #[test]
-    fn type_error_reports_line_column_and_key() {
-        let (l, c, m) = bad("{\n  \"server\": {\n    \"maxConnections\": \"x\"\n  }\n}");
-        assert_eq!((l, c), (3, 25), "{m}");
-        assert_eq!(
-            m,
-            "server.maxConnections: invalid type: string \"x\", expected usize"
-        );
-        let (l, _, m) = bad("{\"mcpServers\": {\n \"fs\": 5}}");
-        assert_eq!(l, 2);
-        assert_eq!(
-            m,
-            "mcpServers.fs: invalid type: integer `5`, expected an object"
-        );
-        let (_, _, m) = bad(r#"{"taskEngine": {"durability": "sometimes"}}"#);
-        assert!(
-            m.starts_with("taskEngine.durability: unknown variant `sometimes`"),
-            "{m}"
-        );
-    }
-
-    #[test]
     fn top_level_must_be_an_object() {
         let (l, c, m) = bad("\n  [1]");
         assert_eq!((l, c), (2, 3));
         assert!(m.contains("top level must be a JSON object"), "{m}");
-    }
-
-    #[test]
-    fn semantic_errors_point_at_the_key() {
-        let (l, c, m) = bad("{\n  \"server\": {\n      \"listen\": \"nope\"}}");
-        assert_eq!((l, c), (3, 7));
-        assert!(
-            m.contains("server.listen \"nope\" is not an address"),
-            "{m}"
-        );
-    }
-
-    #[test]
-    fn token_rules() {
-        let (l, c, m) = bad("{\"server\": {\"listen\": \"0.0.0.0:8765\",\n  \"token\": false}}");
-        assert_eq!((l, c), (2, 3));
-        assert_eq!(
-            m,
-            "server.token is false but server.listen 0.0.0.0:8765 is not loopback; set a token or listen on 127.0.0.1"
-        );
-        let (_, _, m) = bad(r#"{"server": {"token": ""}}"#);
-        assert!(m.contains("server.token is an empty string"), "{m}");
-        let (_, _, m) = bad(r#"{"server": {"token": 5}}"#);
-        assert!(m.contains("a token string or false"), "{m}");
-        let t = |s: &str| ok(s).config.server.token;
-        assert_eq!(t(r#"{"server": {"token": false}}"#), TokenSetting::Disabled);
-        assert_eq!(t(r#"{"server": {"token": true}}"#), TokenSetting::Generate);
-        assert_eq!(
-            t(r#"{"server": {"token": "s3"}}"#),
-            TokenSetting::Fixed("s3".into())
-        );
-        let c = ok(r#"{"server": {"listen": "[::1]:9000", "token": false}}"#).config;
-        assert_eq!(c.server.token, TokenSetting::Disabled);
-        let c = ok(r#"{"server": {"listen": "localhost:9001"}}"#).config;
-        assert_eq!(
-            c.server.listen,
-            "127.0.0.1:9001".parse::<SocketAddr>().unwrap()
-        );
-        let c = ok(r#"{"server": {"listen": "0.0.0.0:9002", "token": "t"}}"#).config;
-        assert!(!c.server.listen.ip().is_loopback());
     }
 
     #[test]
@@ -502,20 +212,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn relative_paths_resolve_against_the_config_folder() {
-        let l = ok(r#"{
-            "builtin": {"workspace": "ws"},
-            "taskEngine": {"stateDir": "../st"},
-            "recording": {"storagePath": "/abs/rec"}}"#);
-        let c = l.config;
-        assert_eq!(c.builtin.workspace, PathBuf::from("/tmp/cfgtest/ws"));
-        assert_eq!(c.task_engine.state_dir, PathBuf::from("/tmp/cfgtest/../st"));
-        assert_eq!(c.recording.storage_path, PathBuf::from("/abs/rec"));
-        let (_, _, m) = bad(r#"{"builtin": {"workspace": ""}}"#);
-        assert!(m.contains("builtin.workspace must not be empty"), "{m}");
-    }
-
-    #[test]
     fn relative_config_path_becomes_absolute() {
         let c = ok("{}").config;
         assert!(c.path.is_absolute());
@@ -537,18 +233,5 @@ pub(super) mod tests {
         let base = std::fs::canonicalize(dir.path()).unwrap();
         assert_eq!(c.base_dir, base);
         assert_eq!(c.task_engine.state_dir, base.join("s"));
-    }
-
-    #[test]
-    fn messages_stay_one_line_and_zero_is_refused() {
-        let (_, _, m) = bad("{\"mcpServers\": {\"a\\nb\": {}}}");
-        assert!(m.contains("server name \"a\\nb\" is invalid"), "{m}");
-        let w = ok("{\"a\\u0007\": 1}").warnings;
-        assert!(w[0].contains("unknown key \"a\\u{7}\""), "{w:?}");
-        let (l, c, m) = bad("{\"server\": {\n\"maxConnections\": 0}}");
-        assert_eq!((l, c), (2, 1));
-        assert_eq!(m, "server.maxConnections must be greater than 0");
-        let (_, _, m) = bad(r#"{"mcpServers": {"a": {"command": "x", "timeout": 0}}}"#);
-        assert_eq!(m, "mcpServers.a.timeout must be greater than 0");
     }
 }

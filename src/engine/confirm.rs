@@ -4,11 +4,11 @@
 use serde_json::{json, Value};
 
 use super::approvals::{params_hash, Refused};
+use super::service::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::Hub;
 use crate::mcp::registry::ToolInfo;
+use crate::protocol::Outbox;
 use crate::safety::{self, Verdict};
-use crate::server::Outbox;
 
 /// What the gate needs to know about the call it guards.
 pub struct Ask<'a> {
@@ -22,7 +22,12 @@ pub struct Ask<'a> {
 
 /// `Ok` when the call may run; `Err(SAFETY_BLOCKED)` when a rule denies it
 /// or the person declines or does not answer in time.
-pub async fn gate(hub: &Hub, ask: Ask<'_>, on_wait: impl FnOnce(&str)) -> Result<(), HubError> {
+pub async fn gate(
+    engine: &Engine,
+    ask: Ask<'_>,
+    on_wait: impl FnOnce(&str),
+) -> Result<(), HubError> {
+    let hub = engine.hub();
     let cfg = hub.config();
     match safety::check(&cfg.safety, ask.info, ask.params) {
         Verdict::Allow => Ok(()),
@@ -32,17 +37,17 @@ pub async fn gate(hub: &Hub, ask: Ask<'_>, on_wait: impl FnOnce(&str)) -> Result
         )),
         Verdict::Confirm(reason) => {
             on_wait(&reason);
-            request(hub, &ask, &reason).await
+            request(engine, &ask, &reason).await
         }
     }
 }
 
 /// Ask for a decision on a call (also used for uncertain steps on resume).
-pub async fn request(hub: &Hub, ask: &Ask<'_>, reason: &str) -> Result<(), HubError> {
+pub async fn request(engine: &Engine, ask: &Ask<'_>, reason: &str) -> Result<(), HubError> {
+    let hub = engine.hub();
     let cfg = hub.config();
     let hash = params_hash(ask.params);
-    let rx = hub
-        .engine()
+    let rx = engine
         .approvals
         .register(ask.task_id, ask.step_index, hash.clone());
     let expires_ms = crate::util::now_ms() + cfg.safety.confirm_timeout.as_millis() as u64;
@@ -68,8 +73,7 @@ pub async fn request(hub: &Hub, ask: &Ask<'_>, reason: &str) -> Result<(), HubEr
         }
         None => hub.broadcast(msg),
     }
-    match hub
-        .engine()
+    match engine
         .approvals
         .wait(ask.task_id, rx, cfg.safety.confirm_timeout)
         .await

@@ -6,51 +6,18 @@
 //! before its `batch_step_result` is sent. On the multi-threaded runtime the
 //! write runs under `block_in_place`, so other tasks keep running.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::service::Engine;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::task::Task;
-use super::Engine;
-use crate::config::{Config, Durability as CfgDurability};
-use crate::hub::Hub;
+use crate::config::Config;
 use crate::protocol::BatchReq;
-use crate::store::journal::{self, Durability, JournalWriter, Record};
-
-/// Where and how tasks are journaled.
-pub struct Store {
-    pub dir: PathBuf,
-    durability: Durability,
-    /// Journals that could not be read (shown by list_tasks and health).
-    pub problems: Mutex<Vec<String>>,
-}
-
-impl Store {
-    pub fn new(cfg: &Config) -> Store {
-        Store {
-            dir: cfg.task_engine.state_dir.join("tasks"),
-            durability: match cfg.task_engine.durability {
-                CfgDurability::Step => Durability::Step,
-                CfgDurability::Batch => Durability::Batch,
-            },
-            problems: Mutex::new(Vec::new()),
-        }
-    }
-
-    pub fn problems(&self) -> Vec<String> {
-        self.problems.lock().map(|p| p.clone()).unwrap_or_default()
-    }
-
-    fn problem(&self, p: String) {
-        tracing::error!("{p}");
-        if let Ok(mut v) = self.problems.lock() {
-            v.push(p);
-        }
-    }
-}
+use crate::store::journal::{self, JournalWriter, Record};
 
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
@@ -129,8 +96,8 @@ impl Engine {
         );
     }
 
-    pub(crate) fn persist_step_started(&self, task: &Task, i: usize, params: &Value, hub: &Hub) {
-        let params = crate::history::redact(params, &hub.config().security);
+    pub(crate) fn persist_step_started(&self, task: &Task, i: usize, params: &Value) {
+        let params = crate::history::redact(params, &self.hub().config().security);
         self.append(
             task,
             Record::StepStarted {
@@ -257,7 +224,7 @@ impl Engine {
         let mut req = req;
         let mut needed = std::collections::BTreeSet::new();
         for step in req.steps.iter_mut() {
-            step.params = crate::recording::export::templated(&step.params, false, &mut needed);
+            step.params = super::redacted::templated(&step.params, false, &mut needed);
         }
         let plan = super::validate::validate_structure(&req.steps, &req.options, &self.templates)
             .map_err(|p| {
@@ -381,10 +348,11 @@ impl Engine {
 }
 
 /// Prune at start-up, then every hour until shutdown.
-pub fn spawn_retention(hub: Hub) {
+pub fn spawn_retention(engine: Engine) {
     tokio::spawn(async move {
+        let hub = engine.hub().clone();
         loop {
-            hub.engine().prune(&hub.config());
+            engine.prune(&hub.config());
             tokio::select! {
                 _ = hub.shutdown.cancelled() => return,
                 _ = tokio::time::sleep(Duration::from_secs(3600)) => {}

@@ -10,75 +10,47 @@ pub mod condition;
 pub mod confirm;
 pub mod durable;
 pub mod expect;
+pub mod health;
+pub mod redacted;
 pub mod runner;
+pub mod service;
 pub mod state;
+pub mod step_end;
+pub mod store;
 pub mod task;
 pub mod template;
+pub mod uncertain;
 pub mod validate;
 
 use std::sync::Arc;
 
-use dashmap::DashMap;
 use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
-use crate::hub::Hub;
+use crate::protocol::Outbox;
 use crate::protocol::{self, BatchReq, ClientMsg, MsgId};
-use crate::server::Outbox;
+pub use service::Engine;
 use state::{TaskEvent, TaskState};
 use task::Task;
-use template::Templates;
 
 /// Longest a `task_status` with `wait: true` is held before answering.
 const STATUS_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Live and finished tasks of this hub run.
-pub struct Engine {
-    tasks: DashMap<String, Arc<Task>>,
-    templates: Templates,
-    pub approvals: approvals::Approvals,
-    pub store: durable::Store,
-}
-
-impl Engine {
-    pub fn new(cfg: &crate::config::Config) -> Engine {
-        Engine {
-            tasks: DashMap::new(),
-            templates: Templates::new(),
-            approvals: approvals::Approvals::default(),
-            store: durable::Store::new(cfg),
-        }
-    }
-
-    pub fn templates(&self) -> &Templates {
-        &self.templates
-    }
-
-    pub fn get(&self, id: &str) -> Option<Arc<Task>> {
-        self.tasks.get(id).map(|t| t.clone())
-    }
-
-    pub fn list(&self) -> Vec<Arc<Task>> {
-        let mut v: Vec<_> = self.tasks.iter().map(|t| t.clone()).collect();
-        v.sort_by_key(|t| t.with(|d| d.created_ms));
-        v
-    }
-}
-
 /// Validate a batch and create its task (not yet started).
 pub fn create_task(
-    hub: &Hub,
+    engine: &Engine,
     batch_id: Value,
     req: &BatchReq,
     owner: Option<Outbox>,
 ) -> Result<Arc<Task>, HubError> {
+    let hub = engine.hub();
     let cfg = hub.config();
     let tools = hub.tools();
     let plan = validate::validate(
         &req.steps,
         &req.options,
         &tools,
-        hub.engine().templates(),
+        engine.templates(),
         cfg.task_engine.max_batch_steps,
     )
     .map_err(|problems| {
@@ -102,18 +74,19 @@ pub fn create_task(
         owner,
         hub.shutdown.child_token(),
     ));
-    hub.engine().create_journal(&task, req, &cfg.security);
-    hub.engine().tasks.insert(id, task.clone());
+    engine.create_journal(&task, req, &cfg.security);
+    engine.tasks.insert(id, task.clone());
     Ok(task)
 }
 
 /// Start driving a task in the background; returns a handle to await it.
 pub fn start(
-    hub: &Hub,
+    engine: &Engine,
     task: Arc<Task>,
     from: usize,
     event: TaskEvent,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
+    let hub = engine.hub();
     let guard = task.driving.clone().try_lock_owned().map_err(|_| {
         HubError::new(
             ErrorType::InvalidMessage,
@@ -122,15 +95,16 @@ pub fn start(
         .with_suggestion("wait for batch_complete, or cancel it with cancel_task")
     })?;
     task.set_cancel_token(hub.shutdown.child_token());
-    let hub = hub.clone();
+    let engine = engine.clone();
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %task.id);
-        tracing::Instrument::instrument(runner::drive(hub, task, from, event, guard), span).await;
+        tracing::Instrument::instrument(runner::drive(engine, task, from, event, guard), span)
+            .await;
     }))
 }
 
 /// Handle a task message from a connection.
-pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
+pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
     let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
         out.send(protocol::error_msg(id, &e));
     };
@@ -139,16 +113,16 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
-            match create_task(hub, batch_id, &req, Some(out.clone())) {
+            match create_task(engine, batch_id, &req, Some(out.clone())) {
                 Ok(task) => {
-                    if let Err(e) = start(hub, task, 0, TaskEvent::Start) {
+                    if let Err(e) = start(engine, task, 0, TaskEvent::Start) {
                         reply_err(&out, &id, e);
                     }
                 }
                 Err(e) => reply_err(&out, &id, e),
             }
         }
-        ClientMsg::CancelTask(r) => match hub.engine().get(&r.task_id) {
+        ClientMsg::CancelTask(r) => match engine.get(&r.task_id) {
             Some(t) if t.state().is_active() => {
                 t.cancel_token().cancel();
                 out.send(protocol::reply(
@@ -171,7 +145,7 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             ),
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
-        ClientMsg::TaskStatus(r) => match hub.engine().get(&r.task_id) {
+        ClientMsg::TaskStatus(r) => match engine.get(&r.task_id) {
             Some(t) if r.wait => {
                 tokio::spawn(async move {
                     t.wait_inactive(STATUS_WAIT_LIMIT).await;
@@ -192,11 +166,11 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
         ClientMsg::ListTasks => {
-            out.send(protocol::reply("tasks", &id, list_json(hub)));
+            out.send(protocol::reply("tasks", &id, list_json(engine)));
         }
         ClientMsg::ResumeTask(r) => {
             if let Err(e) = resume(
-                hub,
+                engine,
                 &r.task_id,
                 r.from_step,
                 r.variables.clone(),
@@ -206,7 +180,7 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: ClientMsg) {
             }
         }
         ClientMsg::Confirm(r) => {
-            match hub.engine().approvals.decide(
+            match engine.approvals.decide(
                 &r.task_id,
                 r.approve,
                 r.step_index,
@@ -249,22 +223,20 @@ impl Drop for StopOnDrop {
 /// Continue a failed, recoverable or cancelled task from its first
 /// unfinished step (or `from`), with its saved variables.
 pub fn resume(
-    hub: &Hub,
+    engine: &Engine,
     task_id: &str,
     from: Option<usize>,
     variables: Option<serde_json::Map<String, Value>>,
     owner: Option<Outbox>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
+    let hub = engine.hub();
     if !crate::store::valid_id(task_id) {
         return Err(HubError::new(
             ErrorType::InvalidMessage,
             format!("{task_id:?} is not a task id"),
         ));
     }
-    let t = hub
-        .engine()
-        .get(task_id)
-        .ok_or_else(|| unknown_task(task_id))?;
+    let t = engine.get(task_id).ok_or_else(|| unknown_task(task_id))?;
     if let Err(why) = t.state().resumable() {
         return Err(HubError::new(
             ErrorType::InvalidMessage,
@@ -303,11 +275,11 @@ pub fn resume(
         t.set_owner(owner);
     }
     t.set_cancel_token(hub.shutdown.child_token());
-    let hub = hub.clone();
+    let engine = engine.clone();
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %t.id);
         tracing::Instrument::instrument(
-            runner::drive(hub, t, from, TaskEvent::Resume, guard),
+            runner::drive(engine, t, from, TaskEvent::Resume, guard),
             span,
         )
         .await;
@@ -317,7 +289,7 @@ pub fn resume(
 /// `hub__tool_batch`: run a batch for an agent that can only emit tool
 /// calls; the result is the batch summary with each step's outcome.
 pub async fn run_inline(
-    hub: &Hub,
+    engine: &Engine,
     params: &Value,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Value, HubError> {
@@ -332,8 +304,8 @@ pub async fn run_inline(
         )
     })?;
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
-    let task = create_task(hub, batch_id, &req, None)?;
-    let handle = start(hub, task.clone(), 0, TaskEvent::Start)?;
+    let task = create_task(engine, batch_id, &req, None)?;
+    let handle = start(engine, task.clone(), 0, TaskEvent::Start)?;
     // If the calling tool call gives up (timeout, cancel, dropped future),
     // so does the batch: never a second copy running behind a retry.
     let _stop = StopOnDrop(Some(task.clone()));
@@ -347,14 +319,9 @@ pub async fn run_inline(
 }
 
 /// `{"tasks": [...], "problems": [...]}` for list_tasks.
-pub fn list_json(hub: &Hub) -> Value {
-    let tasks: Vec<Value> = hub
-        .engine()
-        .list()
-        .iter()
-        .map(|t| t.to_json(false))
-        .collect();
-    json!({"tasks": tasks, "problems": hub.engine().store.problems()})
+pub fn list_json(engine: &Engine) -> Value {
+    let tasks: Vec<Value> = engine.list().iter().map(|t| t.to_json(false)).collect();
+    json!({"tasks": tasks, "problems": engine.store.problems()})
 }
 
 fn unknown_task(id: &str) -> HubError {

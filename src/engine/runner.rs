@@ -10,31 +10,35 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::condition::EvalCtx;
+use super::service::Engine;
 use super::state::{StepEvent, StepState, TaskEvent, TaskState};
+use super::step_end::{emit_state, enter_need_user, finish_step, leave_need_user, record};
 use super::task::Task;
+use super::uncertain::{settle_uncertain, Uncertain};
 use crate::errors::{ErrorType, HubError};
-use crate::hub::{CallOutcome, CallRequest, Hub};
+use crate::hub::{CallOutcome, CallRequest};
 
 /// Run `task` from step `start` to its end. The caller holds `task.driving`.
 /// `driving` is the task's run lock; it is released before `batch_complete`
 /// goes out, so a client may resume as soon as it sees the task end.
 pub async fn drive(
-    hub: Hub,
+    engine: Engine,
     task: Arc<Task>,
     start: usize,
     event: TaskEvent,
     driving: tokio::sync::OwnedMutexGuard<()>,
 ) {
+    let hub = engine.hub();
     // Set by `start`/`resume` before this run was spawned.
     let run_cancel = task.cancel_token();
     let resumed = event == TaskEvent::Resume;
     if resumed {
-        hub.engine().persist_resume(&task, start);
+        engine.persist_resume(&task, start);
     }
     if task.transition(event).is_none() {
         return;
     }
-    hub.engine().persist_state(&task);
+    engine.persist_state(&task);
     emit_state(&task, None);
     let timed_out = Arc::new(AtomicBool::new(false));
     let batch_cancel = run_cancel.child_token();
@@ -62,7 +66,7 @@ pub async fn drive(
             continue; // finished steps never run again
         }
         if state == StepState::Uncertain {
-            match settle_uncertain(&hub, &task, i, &batch_cancel).await {
+            match settle_uncertain(&engine, &task, i, &batch_cancel).await {
                 Uncertain::Rerun => task.with(|d| d.steps[i].state = StepState::Pending),
                 Uncertain::Skipped => continue,
                 Uncertain::Failed => {
@@ -81,7 +85,7 @@ pub async fn drive(
                 _ = batch_cancel.cancelled() => break,
             }
         }
-        let ok = run_step(&hub, &task, i, &batch_cancel, &timed_out, resumed).await;
+        let ok = run_step(&engine, &task, i, &batch_cancel, &timed_out, resumed).await;
         if !ok {
             any_failed = true;
             if task.plan.options.stop_on_error {
@@ -118,7 +122,7 @@ pub async fn drive(
     };
     task.with(|d| d.error = err.clone());
     let final_state = task.transition(ev).unwrap_or_else(|| task.state());
-    hub.engine().persist_state(&task);
+    engine.persist_state(&task);
     emit_state(&task, None);
     let completed = task.steps_completed();
     let mut msg = json!({
@@ -137,7 +141,7 @@ pub async fn drive(
         msg["error"] = json!(e);
     }
     tracing::info!(state = ?final_state, completed, total, "task finished");
-    hub.engine().task_finished(&task);
+    engine.task_finished(&task);
     task.finished.send_modify(|n| *n += 1);
     drop(driving);
     task.emit(msg);
@@ -145,16 +149,17 @@ pub async fn drive(
 
 /// Run step `i`; returns whether it succeeded (a skipped step counts as ok).
 async fn run_step(
-    hub: &Hub,
+    engine: &Engine,
     task: &Arc<Task>,
     i: usize,
     batch_cancel: &CancellationToken,
     timed_out: &AtomicBool,
     resumed: bool,
 ) -> bool {
+    let hub = engine.hub();
     let planned = &task.plan.steps[i];
     let step = &planned.step;
-    let templates = hub.engine().templates();
+    let templates = engine.templates();
     let (ctx, last_success) = task.with(|d| (Value::Object(d.ctx.clone()), d.last_success));
     let base = json!({
         "type": "batch_step_result",
@@ -182,12 +187,12 @@ async fn run_step(
                         d.ctx.insert(name.clone(), json!({"result": null, "success": false, "skipped": true, "error": null}))
                     });
                 }
-                finish_step(hub, task, i, StepState::Skipped, msg, resumed);
+                finish_step(engine, task, i, StepState::Skipped, msg, resumed);
                 return true;
             }
             Err(e) => {
                 let out = CallOutcome::failed(&step.tool, e.to_hub_error(), Duration::ZERO);
-                return record(hub, task, i, base, out, resumed, None).await;
+                return record(engine, task, i, base, out, resumed, None).await;
             }
         }
     }
@@ -199,7 +204,7 @@ async fn run_step(
                 e.to_hub_error().with_tool(&step.tool),
                 Duration::ZERO,
             );
-            return record(hub, task, i, base, out, resumed, None).await;
+            return record(engine, task, i, base, out, resumed, None).await;
         }
     };
     // The safety gate: deny at once, or wait for a person's confirm. A tool
@@ -212,7 +217,7 @@ async fn run_step(
         Ok(info) => info,
         Err(e) => {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(hub, task, i, base, out, resumed, Some(&params)).await;
+            return record(engine, task, i, base, out, resumed, Some(&params)).await;
         }
     };
     {
@@ -226,18 +231,18 @@ async fn run_step(
         };
         let waited = AtomicBool::new(false);
         let verdict = tokio::select! {
-            v = super::confirm::gate(hub, ask, |reason| {
+            v = super::confirm::gate(engine, ask, |reason| {
                 waited.store(true, Ordering::SeqCst);
-                enter_need_user(hub, task, i, reason, &params);
+                enter_need_user(engine, task, i, reason, &params);
             }) => v,
             _ = batch_cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
         };
         if waited.load(Ordering::SeqCst) {
-            leave_need_user(hub, task, i);
+            leave_need_user(engine, task, i);
         }
         if let Err(e) = verdict {
             let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(hub, task, i, base, out, resumed, Some(&params)).await;
+            return record(engine, task, i, base, out, resumed, Some(&params)).await;
         }
     }
     task.with(|d| {
@@ -245,7 +250,7 @@ async fn run_step(
             d.steps[i].state = n;
         }
     });
-    hub.engine().persist_step_started(task, i, &params, hub);
+    engine.persist_step_started(task, i, &params);
     let session = task
         .owner()
         .map(|o| o.session.clone())
@@ -259,11 +264,11 @@ async fn run_step(
         retry: planned.retry.clone(),
         cancel: batch_cancel.child_token(),
         on_retry: Some(crate::hub::RetryHook(Arc::new({
-            let (hub, task) = (hub.clone(), task.clone());
+            let (engine, task) = (engine.clone(), task.clone());
             move |_r: &crate::retry::RetryRecord| {
                 if task.state() == TaskState::Running && task.transition(TaskEvent::Retry).is_some()
                 {
-                    hub.engine().persist_state(&task);
+                    engine.persist_state(&task);
                     emit_state(&task, Some(i));
                 }
             }
@@ -277,7 +282,7 @@ async fn run_step(
         })
         .await;
     if task.state() == TaskState::Retrying && task.transition(TaskEvent::RetryDone).is_some() {
-        hub.engine().persist_state(task);
+        engine.persist_state(task);
         emit_state(task, Some(i));
     }
     if !out.success && timed_out.load(Ordering::SeqCst) {
@@ -290,105 +295,7 @@ async fn run_step(
             .with_tool(&step.tool),
         );
     }
-    record(hub, task, i, base, out, resumed, Some(&params)).await
-}
-
-/// Save the step's variable, make its result durable, then send it.
-async fn record(
-    hub: &Hub,
-    task: &Arc<Task>,
-    i: usize,
-    base: Value,
-    out: CallOutcome,
-    resumed: bool,
-    rendered: Option<&Value>,
-) -> bool {
-    let step = &task.plan.steps[i].step;
-    let success = out.success;
-    // The owner connection's recording, if it is recording.
-    if let Some(owner) = task.owner() {
-        let capture = crate::recording::Capture {
-            source: crate::recording::Source {
-                kind: "batch_step".into(),
-                batch_id: Some(task.batch_id.clone()),
-                task_id: Some(task.id.clone()),
-                step_id: step.id.clone(),
-            },
-            params: rendered.unwrap_or(&step.params),
-            params_template: Some(&step.params),
-            save_as: step.save_as.as_deref(),
-            when: step.when.as_ref(),
-            expect: step.expect.as_ref(),
-            outcome: &out,
-            started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
-        };
-        if let Some(ev) = hub.recorder().capture(hub, &owner.session, capture).await {
-            owner.send(ev);
-        }
-    }
-    if let Some(name) = &step.save_as {
-        let var = json!({
-            "result": out.result,
-            "success": success,
-            "error": out.error,
-        });
-        task.with(|d| d.ctx.insert(name.clone(), var));
-    }
-    let mut msg = base;
-    if let (Some(obj), Value::Object(o)) = (msg.as_object_mut(), out.to_json()) {
-        for (k, v) in o {
-            if k != "tool" {
-                obj.insert(k, v);
-            }
-        }
-    }
-    task.with(|d| d.last_success = Some(success));
-    let state = if success {
-        StepState::Success
-    } else {
-        StepState::Failed
-    };
-    finish_step(hub, task, i, state, msg, resumed);
-    success
-}
-
-fn finish_step(
-    hub: &Hub,
-    task: &Arc<Task>,
-    i: usize,
-    state: StepState,
-    mut msg: Value,
-    resumed: bool,
-) {
-    if resumed {
-        msg["resumed"] = json!(true);
-    }
-    task.with(|d| {
-        d.steps[i].state = state;
-        let mut body = msg.clone();
-        if let Some(o) = body.as_object_mut() {
-            o.remove("type");
-            o.remove("batchId");
-            o.remove("taskId");
-            // The full MCP result went out with the step; the task keeps
-            // (and journals) the value only, so task_status stays small.
-            o.remove("raw");
-        }
-        d.steps[i].outcome = Some(body);
-        d.updated_ms = crate::util::now_ms();
-    });
-    // Durable before it is sent.
-    hub.engine()
-        .persist_step_finished(task, i, &hub.config().security);
-    if let Some(observe) = task.observer() {
-        observe(i, &msg);
-    }
-    task.emit(msg);
-}
-
-pub fn emit_state(task: &Task, step: Option<usize>) {
-    let state = task.state();
-    task.emit(json!({"type": "task_state", "taskId": task.id, "batchId": task.batch_id, "state": state, "step": step}));
+    record(engine, task, i, base, out, resumed, Some(&params)).await
 }
 
 /// Judge an attempt by the step's `expect`: a miss becomes ASSERTION_FAILED
@@ -409,130 +316,4 @@ pub fn apply_expect(
         },
         Err(e) => Err(e),
     }
-}
-
-enum Uncertain {
-    Rerun,
-    Skipped,
-    Failed,
-}
-
-/// A step that started before the hub stopped and never finished may or may
-/// not have taken effect: never repeat it silently. The policy comes from the
-/// tool's override, the server's, or `taskEngine.resumeUncertain`.
-async fn settle_uncertain(
-    hub: &Hub,
-    task: &Arc<Task>,
-    i: usize,
-    cancel: &CancellationToken,
-) -> Uncertain {
-    use crate::config::UncertainPolicy;
-    let cfg = hub.config();
-    let step = &task.plan.steps[i].step;
-    let info = hub.tools().resolve(&step.tool).cloned().ok();
-    let server = info.as_ref().and_then(|t| cfg.mcp_servers.get(&t.server));
-    let tool_policy = server
-        .zip(info.as_ref())
-        .and_then(|(s, t)| s.tool_overrides.get(&t.name))
-        .and_then(|o| o.resume_uncertain);
-    let mut policy = tool_policy
-        .or_else(|| server.and_then(|s| s.resume_uncertain))
-        .unwrap_or(cfg.task_engine.resume_uncertain);
-    let safe_to_repeat = info
-        .as_ref()
-        .and_then(|t| t.annotations.as_ref())
-        .is_some_and(|a| {
-            a.get("readOnlyHint").and_then(Value::as_bool) == Some(true)
-                || a.get("idempotentHint").and_then(Value::as_bool) == Some(true)
-        });
-    if policy == UncertainPolicy::Confirm && safe_to_repeat && server.is_some_and(|s| s.trusted) {
-        policy = UncertainPolicy::Rerun;
-    }
-    let reason = format!("step {i} may already have run before the hub stopped");
-    tracing::warn!(task = %task.id, step = i, ?policy, "{reason}");
-    match policy {
-        UncertainPolicy::Rerun => Uncertain::Rerun,
-        UncertainPolicy::Skip => {
-            let base = step_base(task, i);
-            let mut msg = base;
-            msg["success"] = json!(true);
-            msg["skipped"] = json!(true);
-            msg["reason"] = json!(format!("{reason}; skipped (resumeUncertain: skip)"));
-            finish_step(hub, task, i, StepState::Skipped, msg, true);
-            Uncertain::Skipped
-        }
-        UncertainPolicy::Confirm => {
-            let Some(info) = info else {
-                let e = HubError::new(
-                    ErrorType::ServerUnavailable,
-                    format!(
-                        "{reason}, and its tool {} is not available to confirm it",
-                        step.tool
-                    ),
-                );
-                let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                record(hub, task, i, step_base(task, i), out, true, None).await;
-                return Uncertain::Failed;
-            };
-            let params = task
-                .with(|d| d.steps[i].outcome.clone())
-                .and_then(|o| o.get("params").cloned())
-                .unwrap_or_else(|| step.params.clone());
-            let ask = super::confirm::Ask {
-                task_id: &task.id,
-                batch_id: Some(&task.batch_id),
-                step_index: i,
-                info: &info,
-                params: &params,
-                owner: task.owner(),
-            };
-            enter_need_user(hub, task, i, &reason, &params);
-            let verdict = tokio::select! {
-                v = super::confirm::request(hub, &ask, &reason) => v,
-                _ = cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
-            };
-            leave_need_user(hub, task, i);
-            match verdict {
-                Ok(()) => Uncertain::Rerun,
-                Err(e) => {
-                    let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-                    record(hub, task, i, step_base(task, i), out, true, None).await;
-                    Uncertain::Failed
-                }
-            }
-        }
-    }
-}
-
-/// The task waits for a person's decision on step `i`.
-fn enter_need_user(hub: &Hub, task: &Arc<Task>, i: usize, reason: &str, params: &Value) {
-    hub.engine()
-        .persist_need_user(task, i, reason, &super::approvals::params_hash(params));
-    task.with(|d| d.waiting_step = Some(i));
-    if task.transition(TaskEvent::AskUser).is_some() {
-        hub.engine().persist_state(task);
-        emit_state(task, Some(i));
-    }
-}
-
-/// The decision came (or the wait ended): back to running.
-fn leave_need_user(hub: &Hub, task: &Arc<Task>, i: usize) {
-    hub.engine().approvals.forget(&task.id);
-    task.with(|d| d.waiting_step = None);
-    if task.transition(TaskEvent::UserAnswered).is_some() {
-        hub.engine().persist_state(task);
-        emit_state(task, Some(i));
-    }
-}
-
-fn step_base(task: &Task, i: usize) -> Value {
-    let step = &task.plan.steps[i].step;
-    json!({
-        "type": "batch_step_result",
-        "batchId": task.batch_id,
-        "taskId": task.id,
-        "stepIndex": i,
-        "stepId": step.id,
-        "tool": step.tool,
-    })
 }

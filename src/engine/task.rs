@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::validate::Plan;
 use crate::errors::HubError;
-use crate::server::Outbox;
+use crate::protocol::Outbox;
 
 #[derive(Debug, Clone)]
 pub struct StepData {

@@ -4,71 +4,21 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use rmcp::model::CallToolResponse;
 use rmcp::service::ServiceError;
-use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{Hub, BUILTIN_SERVER};
+use super::local::{LocalCall, Mounted, OfflineTools};
+use super::outcome::{Attempt, CallOutcome, CallRequest};
+use super::Hub;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
 use crate::mcp::supervisor::ServerState;
 use crate::mcp::upstream;
-use crate::retry::{self, RetryOverride, RetryRecord};
-
-/// One tool call as a client (or a batch step) asks for it.
-#[derive(Debug, Clone)]
-pub struct CallRequest {
-    pub tool: String,
-    pub params: Value,
-    /// Per-attempt timeout; `None` = the server's, else `taskEngine.defaultTimeout`.
-    pub timeout: Option<Duration>,
-    pub session: String,
-    pub retry: RetryOverride,
-    pub cancel: CancellationToken,
-    /// Told before each retry (the task engine shows `retrying`).
-    pub on_retry: Option<RetryHook>,
-}
-
-/// A callback run before each retry of a call.
-#[derive(Clone)]
-pub struct RetryHook(pub std::sync::Arc<dyn Fn(&RetryRecord) + Send + Sync>);
-
-impl std::fmt::Debug for RetryHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("RetryHook")
-    }
-}
-
-/// Everything a `tool_result` / `batch_step_result` reports about a call.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallOutcome {
-    pub tool: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub qualified_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    pub success: bool,
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub result: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub raw: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<HubError>,
-    pub attempts: u32,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub retries: Vec<RetryRecord>,
-    pub duration_ms: u64,
-}
-
-/// The result of one attempt.
-#[derive(Debug, Clone)]
-pub struct Attempt {
-    pub result: Result<Value, HubError>,
-    pub raw: Option<Value>,
-}
+use crate::retry::RetryOverride;
 
 impl Hub {
     /// Resolve, gate, call with retries, and record in history.
@@ -103,7 +53,7 @@ impl Hub {
                 .record(&req.session, &req.params, &out, &self.config().security);
             return out;
         }
-        let mut out = retry::run_with(self, &info, &req, post).await;
+        let mut out = self.run_with(&info, &req, post).await;
         out.duration_ms = started.elapsed().as_millis() as u64;
         self.history
             .record(&req.session, &req.params, &out, &self.config().security);
@@ -169,6 +119,16 @@ impl Hub {
         }
     }
 
+    /// The in-process tools answering for `server`: mounted providers, or a
+    /// recording-backed server's recording.
+    fn local_for(&self, server: &str) -> Option<Mounted> {
+        if let Some(m) = self.mounted(server) {
+            return Some(m);
+        }
+        let offline = self.server(server)?.offline.clone()?.ok()?;
+        Some(Mounted::of(Arc::new(OfflineTools(offline))))
+    }
+
     /// The timeout of one attempt when the caller gave none.
     pub fn default_timeout(&self, server: &str) -> Duration {
         let cfg = self.config();
@@ -189,23 +149,27 @@ impl Hub {
         session: &str,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
-        if info.server == BUILTIN_SERVER {
-            let work = crate::builtin::call(self, &info.name, params, cancel, session);
-            let result = tokio::select! {
-                r = tokio::time::timeout(timeout, work) => match r {
-                    Ok(r) => r,
-                    Err(_) => Err(timeout_error(timeout)),
+        if let Some(local) = self.local_for(&info.server) {
+            let call = LocalCall {
+                params,
+                cancel,
+                session,
+            };
+            let result = match local.call(&info.name, call) {
+                None => Err(HubError::new(
+                    ErrorType::ToolNotFound,
+                    format!("server {} has no tool \"{}\"", info.server, info.name),
+                )),
+                Some(work) => tokio::select! {
+                    r = tokio::time::timeout(timeout, work) => match r {
+                        Ok(r) => r,
+                        Err(_) => Err(timeout_error(timeout)),
+                    },
+                    _ = cancel.cancelled() => Err(cancelled_error()),
                 },
-                _ = cancel.cancelled() => Err(cancelled_error()),
             };
             return Attempt {
                 result: result.map_err(tag),
-                raw: None,
-            };
-        }
-        if let Some(Some(Ok(offline))) = self.server(&info.server).map(|h| h.offline.clone()) {
-            return Attempt {
-                result: offline.call(&info.name, params).map_err(tag),
                 raw: None,
             };
         }
@@ -278,28 +242,6 @@ impl Hub {
                 raw: None,
             },
         }
-    }
-}
-
-impl CallOutcome {
-    pub fn failed(tool: &str, error: HubError, elapsed: Duration) -> CallOutcome {
-        CallOutcome {
-            tool: tool.to_string(),
-            qualified_name: None,
-            server: error.server.clone(),
-            success: false,
-            result: Value::Null,
-            raw: None,
-            error: Some(error),
-            attempts: 0,
-            retries: Vec::new(),
-            duration_ms: elapsed.as_millis() as u64,
-        }
-    }
-
-    /// The outcome as a JSON object (camelCase), for replies and steps.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 

@@ -16,15 +16,18 @@ use crate::mcp::supervisor::ServerState;
 const WEDGED_AFTER: u32 = 2;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-struct Check {
-    name: String,
-    ok: bool,
-    message: String,
-    fix: Option<String>,
+/// One health check: whether it passes, what it saw, and what to do.
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub message: String,
+    pub fix: Option<String>,
 }
 
 /// Build the `health_status` object (without `type`/`replyTo`).
-pub async fn report(hub: &Hub) -> Value {
+/// `extra`: checks of the services above this layer (the task engine's),
+/// placed after the state dir's.
+pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     let cfg = hub.config();
     let mut checks = Vec::new();
     let mut servers = Vec::new();
@@ -89,38 +92,7 @@ pub async fn report(hub: &Hub) -> Value {
         },
     });
     checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
-    let tasks = hub.engine().list();
-    let ids_in = |st: crate::engine::state::TaskState| -> Vec<String> {
-        tasks
-            .iter()
-            .filter(|t| t.state() == st)
-            .map(|t| t.id.clone())
-            .collect()
-    };
-    let recoverable = ids_in(crate::engine::state::TaskState::Recoverable);
-    let need_user = ids_in(crate::engine::state::TaskState::NeedUser);
-    let problems = hub.engine().store.problems();
-    checks.push(Check {
-        name: "tasks".into(),
-        ok: problems.is_empty(),
-        message: if problems.is_empty() {
-            format!(
-                "{} tasks known; {} recoverable, {} waiting for a confirmation",
-                tasks.len(),
-                recoverable.len(),
-                need_user.len()
-            )
-        } else {
-            format!("task journals with problems: {}", problems.join("; "))
-        },
-        fix: if !problems.is_empty() {
-            Some("inspect or move away the named journal files under <stateDir>/tasks; other tasks are unaffected".into())
-        } else {
-            recoverable.first().map(|id| {
-                format!("resume with {{\"type\":\"resume_task\",\"taskId\":\"{id}\"}} (task_status shows what is left)")
-            })
-        },
-    });
+    checks.extend(extra);
     let changed_tools = hub.changed_tools();
     if !changed_tools.is_empty() {
         let pinned = cfg.security.pin_tools;
@@ -159,7 +131,6 @@ pub async fn report(hub: &Hub) -> Value {
         "toolCount": tools.tools().len(),
         "toolsHash": tools.hash(),
         "servers": servers,
-        "tasks": {"recoverable": recoverable, "needUser": need_user},
         "changedTools": changed_tools,
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,

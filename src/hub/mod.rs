@@ -1,5 +1,8 @@
-//! The hub: one cheap-to-clone handle over the live config, the supervised
-//! servers, the aggregated tool list and the client event bus.
+//! The call layer (the hub core): one cheap-to-clone handle over the live
+//! config, the supervised servers, the aggregated tool list, the call path,
+//! the client event bus, health, history and tool pins. It knows nothing of
+//! the task engine, recordings or the edges above it: in-process tools are
+//! mounted behind [`local::LocalTools`] by the application.
 //!
 //! Ownership: each server belongs to its supervisor task; the tool snapshot
 //! is an immutable `Arc` swapped by the event task alone; the call path only
@@ -8,11 +11,15 @@
 mod call;
 mod events;
 pub mod health;
+pub mod local;
+pub mod observe;
+pub mod outcome;
 mod pins;
 mod reload;
+mod retrying;
 pub use reload::spawn_watcher as reload_watcher;
 
-pub use call::{CallOutcome, CallRequest, RetryHook};
+pub use outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -23,7 +30,6 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::builtin::Builtin;
 use crate::config::Config;
 use crate::history::History;
 use crate::mcp::registry::{RawTool, ToolSnapshot};
@@ -51,9 +57,8 @@ pub struct Inner {
     bus: broadcast::Sender<Arc<Value>>,
     sup_tx: mpsc::UnboundedSender<Envelope>,
     pub history: History,
-    pub builtin: Builtin,
-    engine: crate::engine::Engine,
-    recorder: crate::recording::Recorder,
+    /// In-process tool providers per server name (the `hub` server's).
+    local: RwLock<Arc<BTreeMap<String, local::Mounted>>>,
     pub shutdown: CancellationToken,
     /// The last refused config reload, shown by `health_status`.
     config_error: Mutex<Option<String>>,
@@ -71,13 +76,12 @@ impl std::ops::Deref for Hub {
 }
 
 impl Hub {
-    /// Build the hub and start every configured server concurrently.
-    pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<Hub> {
+    /// Build the call layer; no server runs until [`Hub::start_servers`],
+    /// so in-process tools can be mounted first.
+    pub fn new(config: Config, shutdown: CancellationToken) -> std::io::Result<Hub> {
         let (bus, _) = broadcast::channel(EVENT_BUS);
         let (sup_tx, sup_rx) = mpsc::unbounded_channel();
         let history = History::open(&config.task_engine.state_dir)?;
-        let builtin = Builtin::new(&config.builtin)?;
-        let engine = crate::engine::Engine::new(&config);
         let pins_file = config.task_engine.state_dir.join("tool_pins.json");
         let hub = Hub(Arc::new(Inner {
             config: RwLock::new(Arc::new(config)),
@@ -92,9 +96,7 @@ impl Hub {
             bus,
             sup_tx,
             history,
-            builtin,
-            engine,
-            recorder: crate::recording::Recorder::default(),
+            local: RwLock::new(Arc::new(BTreeMap::new())),
             shutdown,
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
@@ -102,14 +104,39 @@ impl Hub {
             pins: pins::Pins::load(&pins_file),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
-        let specs: Vec<_> = hub.config().mcp_servers.values().cloned().collect();
-        for spec in specs {
-            hub.spawn_server(spec);
-        }
-        hub.rebuild_tools("hub started");
-        hub.engine().recover();
-        crate::engine::durable::spawn_retention(hub.clone());
         Ok(hub)
+    }
+
+    /// Publish the tool list and start every configured server concurrently.
+    pub fn start_servers(&self) {
+        let specs: Vec<_> = self.config().mcp_servers.values().cloned().collect();
+        for spec in specs {
+            self.spawn_server(spec);
+        }
+        // After the handles exist: a starting server's tools resolve to
+        // "starting" (calls wait for it), a disabled one's to "disabled".
+        self.rebuild_tools("hub started");
+    }
+
+    /// Mount in-process tools under `server` (after the ones already there).
+    /// The tool list is rebuilt by the next `start_servers` or reload.
+    pub fn mount(&self, server: &str, tools: Arc<dyn local::LocalTools>) {
+        let mut slot = match self.0.local.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut next = (**slot).clone();
+        next.entry(server.to_string()).or_default().push(tools);
+        *slot = Arc::new(next);
+    }
+
+    /// The in-process providers of `server`, if it has any.
+    pub fn mounted(&self, server: &str) -> Option<local::Mounted> {
+        let map = match self.0.local.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        map.get(server).cloned()
     }
 
     pub fn config(&self) -> Arc<Config> {
@@ -124,14 +151,6 @@ impl Hub {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
         }
-    }
-
-    pub fn recorder(&self) -> &crate::recording::Recorder {
-        &self.0.recorder
-    }
-
-    pub fn engine(&self) -> &crate::engine::Engine {
-        &self.0.engine
     }
 
     pub fn tools(&self) -> Arc<ToolSnapshot> {
@@ -235,7 +254,18 @@ impl Hub {
             Err(_) => Vec::new(),
         };
         let mut all = Vec::with_capacity(per_server.len() + 1);
-        all.push((BUILTIN_SERVER.to_string(), self.builtin.raw_tools()));
+        let mounted = match self.0.local.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        let builtin = mounted.get(BUILTIN_SERVER).map(|m| m.tools());
+        all.push((BUILTIN_SERVER.to_string(), builtin.unwrap_or_default()));
+        all.extend(
+            mounted
+                .iter()
+                .filter(|(name, _)| name.as_str() != BUILTIN_SERVER)
+                .map(|(name, m)| (name.clone(), m.tools())),
+        );
         all.extend(per_server);
         let mut unavailable = BTreeMap::new();
         for h in self.server_handles() {

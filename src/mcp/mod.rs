@@ -2,6 +2,7 @@
 //! (one task per server: start, watch, restart), `registry` (the aggregate).
 
 pub mod children;
+pub mod offline;
 pub mod registry;
 pub mod supervisor;
 pub mod upstream;

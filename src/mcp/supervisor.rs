@@ -100,7 +100,7 @@ pub struct ServerHandle {
     stop: CancellationToken,
     done: CancellationToken,
     /// A recording-backed virtual server (no process), or why it failed to load.
-    pub offline: Option<Result<Arc<crate::recording::offline::Offline>, String>>,
+    pub offline: Option<Result<Arc<crate::mcp::offline::Offline>, String>>,
 }
 
 impl ServerHandle {
@@ -114,7 +114,7 @@ impl ServerHandle {
     ) -> ServerHandle {
         let offline = match &spec.transport {
             crate::config::Transport::Recording { source } => {
-                Some(crate::recording::offline::Offline::load(source, recordings).map(Arc::new))
+                Some(crate::mcp::offline::Offline::load(source, recordings).map(Arc::new))
             }
             _ => None,
         };
@@ -387,10 +387,7 @@ impl Supervisor {
 
     /// A recording-backed server has no process: it is up as soon as its
     /// recording loads, and stays up until stopped.
-    async fn run_offline(
-        &mut self,
-        offline: Result<Arc<crate::recording::offline::Offline>, String>,
-    ) {
+    async fn run_offline(&mut self, offline: Result<Arc<crate::mcp::offline::Offline>, String>) {
         match offline {
             Ok(o) => {
                 self.publish_tools(

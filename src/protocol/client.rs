@@ -5,7 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::recording::RecordingMsg;
+use super::recording::RecordingMsg;
 
 #[derive(Debug)]
 pub enum ClientMsg {
@@ -21,7 +21,7 @@ pub enum ClientMsg {
     HealthCheck,
     ReloadTools(ReloadToolsReq),
     History(HistoryReq),
-    Recording(crate::recording::RecordingMsg),
+    Recording(RecordingMsg),
 }
 
 #[derive(Debug, Clone, Deserialize)]

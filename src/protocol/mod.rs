@@ -7,12 +7,15 @@
 //! [`HubError`] that says what was wrong and what was expected.
 
 mod client;
+mod outbox;
+pub mod recording;
 mod server;
 
 pub use client::{
     BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ReloadToolsReq,
     ResumeTaskReq, TaskRef, ToolCallReq,
 };
+pub use outbox::Outbox;
 pub use server::{error_msg, hello, reply, tool_result_msg, with_reply_to};
 
 use crate::errors::{ErrorType, HubError};

@@ -3,103 +3,26 @@
 //! replay it live, dry or offline (`replay`, `diff`, `schema`), and export
 //! it (`export`).
 
-pub mod diff;
 pub mod export;
-pub mod format;
-pub mod offline;
 pub mod recorder;
 pub mod replay;
 pub mod schema;
-pub mod store;
 
-pub use format::Source;
-pub use recorder::{Capture, Recorder};
+pub use crate::store::recordings::format::Source;
+pub use recorder::Recorder;
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::Hub;
+use crate::protocol::recording::{ExportFormat, ExportReq, RecordingMsg, UpdateReq};
+use crate::protocol::Outbox;
 use crate::protocol::{self, MsgId};
-use crate::server::Outbox;
+use crate::store::recordings::{self as store, format};
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StartReq {
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StopReq {
-    #[serde(default = "yes")]
-    pub save: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordingRef {
-    pub recording_id: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExportFormat {
-    Json,
-    Markdown,
-    Html,
-    Batch,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExportReq {
-    pub recording_id: String,
-    pub format: ExportFormat,
-}
-
-/// `update_recording`: rename, describe, and delete / insert / modify steps.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UpdateReq {
-    pub recording_id: String,
-    #[serde(default)]
-    pub name: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Indices of steps to delete (applied first).
-    #[serde(default)]
-    pub delete_steps: Vec<usize>,
-    /// `{"index": i, "changes": {"params"?, "tool"?, "saveAs"?, "when"?, "expect"?}}` (applied second).
-    #[serde(default)]
-    pub modify_steps: Vec<Value>,
-    /// `{"index": i, "step": {"tool", "params", "saveAs"?, "when"?, "expect"?}}` inserted before index i (applied last).
-    #[serde(default)]
-    pub insert_steps: Vec<Value>,
-}
-
-/// The recording messages a connection can send.
-#[derive(Debug)]
-pub enum RecordingMsg {
-    Start(StartReq),
-    Stop(StopReq),
-    List,
-    Get(RecordingRef),
-    Delete(RecordingRef),
-    Export(ExportReq),
-    Replay(replay::ReplayReq),
-    Update(UpdateReq),
-}
-
-pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: RecordingMsg) {
-    let cfg = hub.config();
+/// Handle a recording message from a connection.
+pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg: RecordingMsg) {
+    let cfg = engine.hub().config();
     let storage = cfg.recording.storage_path.clone();
     let reply = |ty: &str, r: Result<Value, HubError>| match r {
         Ok(v) => out.send(protocol::reply(ty, &id, v)),
@@ -109,14 +32,13 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: RecordingMsg) {
         RecordingMsg::Start(r) => {
             reply(
                 "recording_started",
-                hub.recorder()
-                    .start(hub, &out.session, r.name, r.description),
+                recorder.start(&out.session, r.name, r.description),
             );
         }
         RecordingMsg::Stop(r) => {
             reply(
                 "recording_stopped",
-                hub.recorder().stop(&out.session, r.save, "stopped"),
+                recorder.stop(&out.session, r.save, "stopped"),
             );
         }
         RecordingMsg::List => {
@@ -147,7 +69,7 @@ pub fn handle(hub: &Hub, out: Outbox, id: MsgId, msg: RecordingMsg) {
             reply("recording_updated", update(&storage, r));
         }
         RecordingMsg::Replay(r) => {
-            tokio::spawn(replay::run(hub.clone(), out.clone(), id.clone(), r));
+            tokio::spawn(replay::run(engine.clone(), out.clone(), id.clone(), r));
         }
     }
 }
@@ -171,17 +93,6 @@ fn export_one(storage: &std::path::Path, r: &ExportReq) -> Result<Value, HubErro
     };
     let format = serde_json::to_value(r.format).ok();
     Ok(json!({"format": format, "content": content}))
-}
-
-impl serde::Serialize for ExportFormat {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(match self {
-            ExportFormat::Json => "json",
-            ExportFormat::Markdown => "markdown",
-            ExportFormat::Html => "html",
-            ExportFormat::Batch => "batch",
-        })
-    }
 }
 
 fn field<T: serde::de::DeserializeOwned>(v: &Value, key: &str) -> Result<Option<T>, HubError> {

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use dashmap::DashMap;
 use serde_json::{json, Value};
 
-use super::format::{End, Header, Line, Source, Step, SCHEMA_VERSION};
-use super::store;
 use crate::errors::{ErrorType, HubError};
+use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::{CallOutcome, Hub};
+use crate::store::recordings as store;
+use crate::store::recordings::format::{End, Header, Line, Step, SCHEMA_VERSION};
 
 /// Results bigger than this go to a file beside the JSONL.
 const INLINE_LIMIT: usize = 64 * 1024;
@@ -32,24 +33,30 @@ pub struct Active {
     pub stopped: Option<String>,
 }
 
-/// What the runner or the dispatcher knows about a finished call.
-pub struct Capture<'a> {
-    pub source: Source,
-    pub params: &'a Value,
-    pub params_template: Option<&'a Value>,
-    pub save_as: Option<&'a str>,
-    pub when: Option<&'a Value>,
-    pub expect: Option<&'a Value>,
-    pub outcome: &'a CallOutcome,
-    pub started_at: std::time::SystemTime,
-}
-
-#[derive(Default)]
+/// The recording service: one active recording per recording connection.
 pub struct Recorder {
+    hub: Hub,
     active: DashMap<String, Arc<Mutex<Active>>>,
 }
 
+impl CallObserver for Recorder {
+    fn finished<'a>(
+        &'a self,
+        session: &'a str,
+        capture: Capture<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send + 'a>> {
+        Box::pin(self.capture(session, capture))
+    }
+}
+
 impl Recorder {
+    pub fn new(hub: Hub) -> Recorder {
+        Recorder {
+            hub,
+            active: DashMap::new(),
+        }
+    }
+
     pub fn is_recording(&self, session: &str) -> bool {
         self.active.contains_key(session)
     }
@@ -57,11 +64,11 @@ impl Recorder {
     /// Start recording for `session`; the header is written and synced.
     pub fn start(
         &self,
-        hub: &Hub,
         session: &str,
         name: Option<String>,
         description: Option<String>,
     ) -> Result<Value, HubError> {
+        let hub = &self.hub;
         let cfg = hub.config();
         if !cfg.recording.enabled {
             return Err(HubError::new(
@@ -162,7 +169,8 @@ impl Recorder {
 
     /// Append one call if `session` is recording. Returns a `recording_stopped`
     /// event when the size limit was hit (the caller sends it).
-    pub async fn capture(&self, hub: &Hub, session: &str, c: Capture<'_>) -> Option<Value> {
+    pub async fn capture(&self, session: &str, c: Capture<'_>) -> Option<Value> {
+        let hub = &self.hub;
         // The recording controls themselves are not part of the flow.
         if c.outcome
             .qualified_name

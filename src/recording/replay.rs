@@ -9,36 +9,15 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::diff::{self, Ignore};
-use super::format::{Recording, Step};
-use super::{schema, store};
+use super::schema;
+use crate::diff::{self, Ignore};
+use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::Hub;
+use crate::protocol::recording::{Mode, ReplayReq};
+use crate::protocol::Outbox;
 use crate::protocol::{self, BatchOptions, BatchReq, BatchStep, MsgId};
-use crate::server::Outbox;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Live,
-    Dry,
-    Offline,
-}
-
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplayReq {
-    pub recording_id: String,
-    #[serde(default)]
-    pub continue_on_error: bool,
-    #[serde(default)]
-    pub variables: Option<Map<String, Value>>,
-    /// 0 = as fast as possible (default), 1 = original pacing, n = n× faster.
-    #[serde(default)]
-    pub speed: Option<f64>,
-    #[serde(default)]
-    pub mode: Option<Mode>,
-}
+use crate::store::recordings as store;
+use crate::store::recordings::format::{Recording, Step};
 
 /// The recorded outcome of a step, as replay messages show it.
 fn outcome_of(s: &Step) -> Value {
@@ -54,8 +33,8 @@ pub fn batch_of(rec: &Recording) -> (Vec<BatchStep>, Vec<String>) {
 }
 
 /// `replay_recording` from a connection: stream, then `replay_complete`.
-pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
-    match execute(&hub, Some(&out), &req).await {
+pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq) {
+    match execute(&engine, Some(&out), &req).await {
         Ok(done) => {
             out.send(protocol::with_reply_to(done, &id));
         }
@@ -67,7 +46,12 @@ pub async fn run(hub: Hub, out: Outbox, id: MsgId, req: ReplayReq) {
 
 /// Run a replay; step results go to `out` when there is one. Returns the
 /// `replay_complete` message (also kept as `last-replay.json` for exports).
-pub async fn execute(hub: &Hub, out: Option<&Outbox>, req: &ReplayReq) -> Result<Value, HubError> {
+pub async fn execute(
+    engine: &Engine,
+    out: Option<&Outbox>,
+    req: &ReplayReq,
+) -> Result<Value, HubError> {
+    let hub = engine.hub();
     let cfg = hub.config();
     let storage = cfg.recording.storage_path.clone();
     let mut rec = store::load(&storage, &req.recording_id)?;
@@ -79,9 +63,9 @@ pub async fn execute(hub: &Hub, out: Option<&Outbox>, req: &ReplayReq) -> Result
     let vars = req.variables.clone().unwrap_or_default();
     let sink = Sink(out.cloned());
     let mut msg = match mode {
-        Mode::Dry => dry(hub, &sink, &rec, &replay_id, &vars),
+        Mode::Dry => dry(engine, &sink, &rec, &replay_id, &vars),
         Mode::Offline => offline(&sink, &rec, &replay_id),
-        Mode::Live => live(hub, &sink, &rec, &replay_id, req, &ignore).await?,
+        Mode::Live => live(engine, &sink, &rec, &replay_id, req, &ignore).await?,
     };
     msg["type"] = json!("replay_complete");
     msg["recordingId"] = json!(rec.header.recording_id);
@@ -108,7 +92,7 @@ impl Sink {
 /// Waits before each step for `speed` (1 = original pacing, n = n× faster):
 /// the recorded pause between the end of a step and the start of the next,
 /// so the replay's own call durations are not counted twice.
-pub fn pacing(steps: &[super::format::Step], speed: f64) -> Vec<Duration> {
+pub fn pacing(steps: &[crate::store::recordings::format::Step], speed: f64) -> Vec<Duration> {
     let mut prev_end = 0u64;
     steps
         .iter()
@@ -131,14 +115,15 @@ fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
 }
 
 fn dry(
-    hub: &Hub,
+    engine: &Engine,
     out: &Sink,
     rec: &Recording,
     replay_id: &str,
     vars: &Map<String, Value>,
 ) -> Value {
+    let hub = engine.hub();
     let tools = hub.tools();
-    let templates = hub.engine().templates();
+    let templates = engine.templates();
     let mut ctx = Map::new();
     ctx.insert("vars".into(), Value::Object(vars.clone()));
     let (steps, _) = batch_of(rec);
@@ -193,7 +178,7 @@ fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
 }
 
 async fn live(
-    hub: &Hub,
+    engine: &Engine,
     out: &Sink,
     rec: &Recording,
     replay_id: &str,
@@ -226,7 +211,7 @@ async fn live(
             variables: Some(vars),
         },
     };
-    let task = crate::engine::create_task(hub, json!(replay_id), &batch, out.0.clone())?;
+    let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
         task.set_delays(pacing(&rec.steps, speed));
     }
@@ -269,8 +254,12 @@ async fn live(
             }));
         }));
     }
-    let handle =
-        crate::engine::start(hub, task.clone(), 0, crate::engine::state::TaskEvent::Start)?;
+    let handle = crate::engine::start(
+        engine,
+        task.clone(),
+        0,
+        crate::engine::state::TaskEvent::Start,
+    )?;
     // An abandoned built-in call stops the replay's task too.
     let _stop = crate::engine::StopOnDrop(Some(task.clone()));
     let _ = handle.await;
@@ -285,10 +274,10 @@ async fn live(
 mod tests {
     use super::*;
 
-    fn step(t: u64, d: u64) -> super::super::format::Step {
-        super::super::format::Step {
+    fn step(t: u64, d: u64) -> crate::store::recordings::format::Step {
+        crate::store::recordings::format::Step {
             seq: 0,
-            source: super::super::format::Source {
+            source: crate::store::recordings::format::Source {
                 kind: "tool_call".into(),
                 batch_id: None,
                 task_id: None,

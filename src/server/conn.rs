@@ -13,38 +13,9 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::hub::Hub;
-use crate::protocol;
-
-/// A cheap handle to a connection's bounded send queue.
-#[derive(Clone)]
-pub struct Outbox {
-    pub session: String,
-    tx: mpsc::Sender<Message>,
-    evict: CancellationToken,
-}
-
-impl Outbox {
-    /// Queue a message; a full queue evicts the client (never blocks).
-    pub fn send(&self, msg: Value) -> bool {
-        if self.evict.is_cancelled() {
-            return false;
-        }
-        match self.tx.try_send(Message::Text(msg.to_string().into())) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
-                tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue); disconnecting it");
-                self.evict.cancel();
-                false
-            }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-        }
-    }
-
-    pub fn is_closed(&self) -> bool {
-        self.evict.is_cancelled() || self.tx.is_closed()
-    }
-}
+use crate::protocol::{self, Outbox};
 
 /// Releases the connection slot however the connection ends.
 struct Slot(Hub);
@@ -56,24 +27,20 @@ impl Drop for Slot {
 }
 
 /// Serve one socket; every log line carries `conn{session}`.
-pub async fn run(socket: WebSocket, hub: Hub) {
+pub async fn run(socket: WebSocket, app: App) {
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
-    tracing::Instrument::instrument(serve(socket, hub, session), span).await;
+    tracing::Instrument::instrument(serve(socket, app, session), span).await;
 }
 
-async fn serve(socket: WebSocket, hub: Hub, session: String) {
+async fn serve(socket: WebSocket, app: App, session: String) {
+    let hub = app.hub.clone();
     let slot = Slot(hub.clone());
     tracing::info!("client connected");
     let cfg = hub.config();
     let (sink, mut stream) = socket.split();
-    let (tx, rx) = mpsc::channel(cfg.server.send_queue.max(8));
     let evict = CancellationToken::new();
-    let outbox = Outbox {
-        session: session.clone(),
-        tx,
-        evict: evict.clone(),
-    };
+    let (outbox, rx) = Outbox::new(session.clone(), cfg.server.send_queue.max(8), evict.clone());
     let writer = tokio::spawn(write_loop(
         sink,
         rx,
@@ -108,7 +75,7 @@ async fn serve(socket: WebSocket, hub: Hub, session: String) {
             Ok(Some(Ok(m))) => m,
         };
         match frame {
-            Message::Text(text) => super::dispatch::handle(&hub, &outbox, text.as_str(), max_bytes),
+            Message::Text(text) => super::dispatch::handle(&app, &outbox, text.as_str(), max_bytes),
             Message::Binary(_) => {
                 let e = crate::errors::HubError::new(
                     crate::errors::ErrorType::InvalidMessage,
@@ -122,7 +89,7 @@ async fn serve(socket: WebSocket, hub: Hub, session: String) {
     }
     evict.cancel();
     events.abort();
-    hub.recorder().connection_closed(&session);
+    app.connection_closed(&session);
     let _ = writer.await;
     // Free the slot first: whoever reads "client disconnected" (a person,
     // a test) may connect again at once.
@@ -132,7 +99,7 @@ async fn serve(socket: WebSocket, hub: Hub, session: String) {
 
 async fn write_loop(
     mut sink: futures::stream::SplitSink<WebSocket, Message>,
-    mut rx: mpsc::Receiver<Message>,
+    mut rx: mpsc::Receiver<String>,
     evict: CancellationToken,
     ping_every: std::time::Duration,
 ) {
@@ -141,7 +108,7 @@ async fn write_loop(
     loop {
         let out = tokio::select! {
             m = rx.recv() => match m {
-                Some(m) => m,
+                Some(m) => Message::Text(m.into()),
                 None => break,
             },
             _ = ping.tick() => Message::Ping(Vec::new().into()),

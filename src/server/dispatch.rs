@@ -6,13 +6,17 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::conn::Outbox;
+use crate::app::App;
+use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::{CallOutcome, CallRequest, Hub};
-use crate::protocol::{self, ClientMsg, MsgId};
+use crate::hub::observe::{CallObserver, Capture};
+use crate::hub::{CallOutcome, CallRequest};
+use crate::protocol::{self, ClientMsg, MsgId, Outbox};
 use crate::retry::RetryOverride;
+use crate::store::recordings::format::Source;
 
-pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
+pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
+    let hub = &app.hub;
     let env = match protocol::decode_limited(text, max_bytes, hub.config().server.max_json_depth) {
         Ok(env) => env,
         Err(e) => {
@@ -48,13 +52,13 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                 cancel: hub.shutdown.child_token(),
                 on_retry: None,
             };
-            let (hub, out) = (hub.clone(), out.clone());
-            tokio::spawn(single_call(hub, out, id, call));
+            let (app, out) = (app.clone(), out.clone());
+            tokio::spawn(single_call(app, out, id, call));
         }
         ClientMsg::HealthCheck => {
-            let (hub, out) = (hub.clone(), out.clone());
+            let (app, out) = (app.clone(), out.clone());
             tokio::spawn(async move {
-                let report = crate::hub::health::report(&hub).await;
+                let report = app.health().await;
                 out.send(protocol::reply("health_status", &id, report));
             });
         }
@@ -78,8 +82,10 @@ pub fn handle(hub: &Hub, out: &Outbox, text: &str, max_bytes: usize) {
                 json!({ "entries": entries }),
             ));
         }
-        ClientMsg::Recording(m) => crate::recording::handle(hub, out.clone(), id, m),
-        other => crate::engine::handle(hub, out.clone(), id, other),
+        ClientMsg::Recording(m) => {
+            crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m)
+        }
+        other => crate::engine::handle(&app.engine, out.clone(), id, other),
     }
 }
 
@@ -92,11 +98,12 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 
 /// One `tool_call`: resolve (waiting for a restarting server), the safety
 /// gate, the call with retries, then the recording (if any) and the reply.
-async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
+async fn single_call(app: App, out: Outbox, id: MsgId, call: CallRequest) {
+    let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
     let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
     let mut call = call;
-    let outcome = match gate_single(&hub, &out, &call).await {
+    let outcome = match gate_single(&app.engine, &out, &call).await {
         // A tool that cannot be resolved or is refused never runs unchecked.
         Err(e) => {
             let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
@@ -113,8 +120,8 @@ async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
             o
         }
     };
-    let capture = crate::recording::Capture {
-        source: crate::recording::Source {
+    let capture = Capture {
+        source: Source {
             kind: "tool_call".into(),
             batch_id: None,
             task_id: None,
@@ -128,14 +135,19 @@ async fn single_call(hub: Hub, out: Outbox, id: MsgId, call: CallRequest) {
         outcome: &outcome,
         started_at,
     };
-    if let Some(ev) = hub.recorder().capture(&hub, &session, capture).await {
+    if let Some(ev) = app.recorder.finished(&session, capture).await {
         out.send(ev);
     }
     out.send(protocol::tool_result_msg(&id, outcome.to_json()));
 }
 
-async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<String, HubError> {
-    let info = hub
+async fn gate_single(
+    engine: &Engine,
+    out: &Outbox,
+    call: &CallRequest,
+) -> Result<String, HubError> {
+    let info = engine
+        .hub()
         .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
         .await?;
     let task_id = format!("call-{}", uuid::Uuid::new_v4());
@@ -147,6 +159,6 @@ async fn gate_single(hub: &Hub, out: &Outbox, call: &CallRequest) -> Result<Stri
         params: &call.params,
         owner: Some(out.clone()),
     };
-    crate::engine::confirm::gate(hub, ask, |_| {}).await?;
+    crate::engine::confirm::gate(engine, ask, |_| {}).await?;
     Ok(info.qualified_name)
 }

@@ -1,7 +1,6 @@
 //! HTTP side: the axum router with `/ws` (gated upgrade) and `/health`.
 
 mod conn;
-pub use conn::Outbox;
 mod dispatch;
 pub mod gate;
 
@@ -16,12 +15,12 @@ use axum::{Json, Router};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::Hub;
+use crate::app::App;
 use gate::Gate;
 
 #[derive(Clone)]
 pub struct AppState {
-    pub hub: Hub,
+    pub app: App,
     pub gate: Gate,
 }
 
@@ -40,7 +39,7 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let handshake = state.hub.config().server.handshake_timeout;
+    let handshake = state.app.hub.config().server.handshake_timeout;
     let app = router(state);
     loop {
         let stream = tokio::select! {
@@ -98,12 +97,12 @@ async fn ws_upgrade(
     if let Err(r) = state.gate.check(&headers) {
         return refuse(r);
     }
-    let cfg = state.hub.config();
+    let cfg = state.app.hub.config();
     let max = cfg.server.max_connections;
     // Reserve a slot before upgrading; conn::run releases it.
-    let prev = state.hub.connections.fetch_add(1, Ordering::SeqCst);
+    let prev = state.app.hub.connections.fetch_add(1, Ordering::SeqCst);
     if prev >= max {
-        state.hub.connections.fetch_sub(1, Ordering::SeqCst);
+        state.app.hub.connections.fetch_sub(1, Ordering::SeqCst);
         tracing::warn!(
             limit = max,
             "connection refused: server.maxConnections reached"
@@ -125,7 +124,8 @@ async fn ws_upgrade(
         .max_message_bytes
         .saturating_mul(2)
         .max(64 * 1024);
-    let hub = state.hub.clone();
+    let app = state.app.clone();
+    let hub = app.hub.clone();
     ws.protocols([gate::SUBPROTOCOL])
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
@@ -136,14 +136,14 @@ async fn ws_upgrade(
                 tracing::warn!(error = %e, "websocket upgrade failed");
             }
         })
-        .on_upgrade(move |socket| conn::run(socket, hub))
+        .on_upgrade(move |socket| conn::run(socket, app))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Err(r) = state.gate.check(&headers) {
         return refuse(r);
     }
-    let report = crate::hub::health::report(&state.hub).await;
+    let report = state.app.health().await;
     let code = if report.get("status").and_then(|s| s.as_str()) == Some("down") {
         StatusCode::SERVICE_UNAVAILABLE
     } else {

@@ -1,9 +1,12 @@
-//! Durable state on disk: append-only JSONL journals, one per task.
+//! Durable state on disk: append-only JSONL journals, one per task
+//! (`journal`), and the recordings' file format and folder store
+//! (`recordings`).
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
 
 pub mod journal;
+pub mod recordings;
 
 /// Longest id accepted: a leading character plus up to 127 more.
 const MAX_ID_LEN: usize = 128;

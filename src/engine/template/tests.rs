@@ -1,5 +1,7 @@
 use serde_json::{json, Value};
 
+use crate::errors::ErrorType;
+
 use super::*;
 
 fn ctx() -> Value {

@@ -33,9 +33,13 @@ pub(super) fn is_helper(name: &str) -> bool {
     BLOCK_HELPERS.contains(&name) || VALUE_HELPERS.contains(&name) || name == TEXT_HELPER
 }
 
+/// Every helper a template may use: the block helpers, then the value helpers.
+pub(super) fn helper_names() -> Vec<&'static str> {
+    BLOCK_HELPERS.iter().chain(VALUE_HELPERS).copied().collect()
+}
+
 fn allowed_list() -> String {
-    let all: Vec<&str> = BLOCK_HELPERS.iter().chain(VALUE_HELPERS).copied().collect();
-    all.join(", ")
+    helper_names().join(", ")
 }
 
 /// Check what `t` uses and collect the root-level variables it reads. The

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{clip, diff_fields, short_json, success_summary, Replay};
-use crate::recording::format::{Recording, Step};
+use crate::store::recordings::format::{Recording, Step};
 
 /// Longest pretty-printed params or result shown per step; recordings may hold
 /// megabytes of tool output.

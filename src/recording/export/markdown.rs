@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::{clip, diff_fields, short_json, success_summary, Replay};
-use crate::recording::format::{Recording, Step};
+use crate::store::recordings::format::{Recording, Step};
 
 /// Longest params text shown in the step table.
 const PARAMS_CHARS: usize = 80;

@@ -5,7 +5,7 @@ use super::markdown::{code, text};
 use super::*;
 use crate::b64::encode as base64;
 use crate::errors::{ErrorType, HubError};
-use crate::recording::format::{End, Header, Source, SCHEMA_VERSION};
+use crate::store::recordings::format::{End, Header, Source, SCHEMA_VERSION};
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-fake-png-body";
 

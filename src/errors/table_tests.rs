@@ -1,7 +1,9 @@
 //! Real-world error messages, as the tools print them, and the class each
-//! must get. Included from `errors.rs` as `table_tests`.
+//! must get. Declared in `errors/mod.rs` as `table_tests`.
 
-use super::*;
+use super::classify::{classify, suggestion_for, SCAN_LIMIT};
+use super::kind::ErrorType;
+use super::wire::HubError;
 
 const CASES: &[(&str, ErrorType)] = &[
     // Node fs / child_process

@@ -1,174 +1,16 @@
-//! The one place that turns failures into the wire error object.
-//!
-//! Every failure in the hub (a tool call, a batch step, a bad frame, a refused
-//! request) becomes a [`HubError`]. `errorType`, `suggestion` and `recoverable`
-//! come from [`ErrorType`]; `classify` is the only code that reads error text.
+//! The classifier: the ordered rule table that maps error text to an
+//! [`ErrorType`], and the concrete suggestion for each class.
 
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
-use serde::{Deserialize, Serialize};
 
-/// The wire `errorType`. `recoverable` is true exactly for the classes the
-/// retry manager may retry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum ErrorType {
-    Timeout,
-    NotFound,
-    Permission,
-    BrowserMissing,
-    PageClosed,
-    ElementNotFound,
-    Network,
-    ToolNotFound,
-    AmbiguousTool,
-    InvalidParams,
-    ServerUnavailable,
-    TemplateError,
-    SafetyBlocked,
-    Cancelled,
-    InvalidMessage,
-    Unauthorized,
-    LimitExceeded,
-    AssertionFailed,
-    Unknown,
-}
-
-impl ErrorType {
-    pub const ALL: [ErrorType; 19] = [
-        ErrorType::Timeout,
-        ErrorType::NotFound,
-        ErrorType::Permission,
-        ErrorType::BrowserMissing,
-        ErrorType::PageClosed,
-        ErrorType::ElementNotFound,
-        ErrorType::Network,
-        ErrorType::ToolNotFound,
-        ErrorType::AmbiguousTool,
-        ErrorType::InvalidParams,
-        ErrorType::ServerUnavailable,
-        ErrorType::TemplateError,
-        ErrorType::SafetyBlocked,
-        ErrorType::Cancelled,
-        ErrorType::InvalidMessage,
-        ErrorType::Unauthorized,
-        ErrorType::LimitExceeded,
-        ErrorType::AssertionFailed,
-        ErrorType::Unknown,
-    ];
-
-    /// The wire name, e.g. `"SERVER_UNAVAILABLE"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorType::Timeout => "TIMEOUT",
-            ErrorType::NotFound => "NOT_FOUND",
-            ErrorType::Permission => "PERMISSION",
-            ErrorType::BrowserMissing => "BROWSER_MISSING",
-            ErrorType::PageClosed => "PAGE_CLOSED",
-            ErrorType::ElementNotFound => "ELEMENT_NOT_FOUND",
-            ErrorType::Network => "NETWORK",
-            ErrorType::ToolNotFound => "TOOL_NOT_FOUND",
-            ErrorType::AmbiguousTool => "AMBIGUOUS_TOOL",
-            ErrorType::InvalidParams => "INVALID_PARAMS",
-            ErrorType::ServerUnavailable => "SERVER_UNAVAILABLE",
-            ErrorType::TemplateError => "TEMPLATE_ERROR",
-            ErrorType::SafetyBlocked => "SAFETY_BLOCKED",
-            ErrorType::Cancelled => "CANCELLED",
-            ErrorType::InvalidMessage => "INVALID_MESSAGE",
-            ErrorType::Unauthorized => "UNAUTHORIZED",
-            ErrorType::LimitExceeded => "LIMIT_EXCEEDED",
-            ErrorType::AssertionFailed => "ASSERTION_FAILED",
-            ErrorType::Unknown => "UNKNOWN",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ErrorType> {
-        ErrorType::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-
-    /// True exactly for the classes the retry manager may retry.
-    pub fn recoverable(self) -> bool {
-        matches!(
-            self,
-            ErrorType::Timeout
-                | ErrorType::PageClosed
-                | ErrorType::ElementNotFound
-                | ErrorType::Network
-                | ErrorType::ServerUnavailable
-                | ErrorType::AssertionFailed
-        )
-    }
-}
-
-impl std::fmt::Display for ErrorType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The wire error object: `{"errorType","message","suggestion","recoverable","server"?,"tool"?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HubError {
-    pub error_type: ErrorType,
-    pub message: String,
-    pub suggestion: String,
-    pub recoverable: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
-}
-
-impl HubError {
-    /// An error of a known class; the suggestion is the class's default.
-    pub fn new(error_type: ErrorType, message: impl Into<String>) -> Self {
-        let message = message.into();
-        HubError {
-            error_type,
-            suggestion: suggestion_for(error_type, &message),
-            recoverable: error_type.recoverable(),
-            message,
-            server: None,
-            tool: None,
-        }
-    }
-
-    /// Classify free text (a tool's error output, an rmcp error) into a class.
-    pub fn classified(message: impl Into<String>) -> Self {
-        let message = message.into();
-        HubError::new(classify(&message), message)
-    }
-
-    pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
-        self.suggestion = suggestion.into();
-        self
-    }
-
-    pub fn with_server(mut self, server: impl Into<String>) -> Self {
-        self.server = Some(server.into());
-        self
-    }
-
-    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
-        self.tool = Some(tool.into());
-        self
-    }
-}
-
-impl std::fmt::Display for HubError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.error_type, self.message)
-    }
-}
-
-impl std::error::Error for HubError {}
+use super::kind::ErrorType;
 
 /// How much of a message `classify` reads. The cues sit in the first lines
 /// (Playwright's call log included); a tool that dumps megabytes of output
 /// with `isError` must not make classification slow.
-const SCAN_LIMIT: usize = 32 * 1024;
+pub(super) const SCAN_LIMIT: usize = 32 * 1024;
 
 /// The ordered rule table: the first rule that matches wins, so specific rules
 /// come before generic ones. Every pattern is compiled case-insensitively.
@@ -473,10 +315,6 @@ fn limit_exceeded(message: &str) -> String {
 }
 
 #[cfg(test)]
-#[path = "errors_table_tests.rs"]
-mod table_tests;
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -484,33 +322,5 @@ mod tests {
     fn every_rule_and_extractor_compiles() {
         assert!(CLASSIFIER.is_some(), "the rule table must compile");
         assert!(EXTRACTORS.iter().all(|re| re.is_some()));
-    }
-
-    #[test]
-    fn every_class_has_a_suggestion() {
-        for t in ErrorType::ALL {
-            assert!(!suggestion_for(t, "").trim().is_empty(), "{t}");
-            assert!(!suggestion_for(t, "x").trim().is_empty(), "{t}");
-            assert_eq!(HubError::new(t, "boom").recoverable, t.recoverable());
-        }
-    }
-
-    #[test]
-    fn recoverable_is_exactly_the_retryable_set() {
-        let recoverable: Vec<_> = ErrorType::ALL
-            .into_iter()
-            .filter(|t| t.recoverable())
-            .collect();
-        assert_eq!(
-            recoverable,
-            [
-                ErrorType::Timeout,
-                ErrorType::PageClosed,
-                ErrorType::ElementNotFound,
-                ErrorType::Network,
-                ErrorType::ServerUnavailable,
-                ErrorType::AssertionFailed,
-            ]
-        );
     }
 }

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::format::{Header, Line, Recording, SCHEMA_VERSION};
+pub mod format;
+
+use self::format::{Header, Line, Recording, SCHEMA_VERSION};
 use crate::errors::{ErrorType, HubError};
 
 pub const FILE: &str = "recording.jsonl";

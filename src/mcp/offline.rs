@@ -9,10 +9,9 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use super::format::Recording;
-use super::store;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::RawTool;
+use crate::store::recordings::{self as store, format::Recording};
 
 pub struct Offline {
     pub recording_id: String,
@@ -130,7 +129,7 @@ impl Offline {
             .iter()
             .map(|&i| (i, &self.rec.steps[i].params))
             .collect();
-        let hint = match super::diff::nearest(params, &candidates) {
+        let hint = match crate::diff::nearest(params, &candidates) {
             Some((i, fields)) => format!(
                 "; the nearest recorded call is step {i}, which differs in {}",
                 fields.join(", ")

@@ -1,0 +1,279 @@
+//! The hub's own controls as tools of the `hub` server (`hub__health_check`,
+//! `hub__tool_batch`, `hub__task_*`, `hub__record_*`, …), so an agent that
+//! can only emit tool calls can use them. They drive the engine and the
+//! recorder, so they live here, in the composition root, and are mounted
+//! into the call layer behind [`LocalTools`].
+//!
+//! None of them can approve a `need_user` step: an agent must not approve
+//! its own dangerous call.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use super::App;
+use crate::engine::StopOnDrop;
+use crate::errors::{ErrorType, HubError};
+use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
+use crate::mcp::registry::RawTool;
+use crate::store::recordings as store;
+
+/// Every control tool; dispatch is on this enum, not on strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    HealthCheck,
+    ListTools,
+    History,
+    Batch,
+    TaskStatus,
+    ListTasks,
+    ResumeTask,
+    RecordStart,
+    RecordStop,
+    RecordList,
+    RecordGet,
+    RecordDelete,
+    RecordReplay,
+}
+
+impl Tool {
+    const ALL: [Tool; 13] = [
+        Tool::HealthCheck,
+        Tool::ListTools,
+        Tool::History,
+        Tool::Batch,
+        Tool::TaskStatus,
+        Tool::ListTasks,
+        Tool::ResumeTask,
+        Tool::RecordStart,
+        Tool::RecordStop,
+        Tool::RecordList,
+        Tool::RecordGet,
+        Tool::RecordDelete,
+        Tool::RecordReplay,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Tool::HealthCheck => "health_check",
+            Tool::ListTools => "list_tools",
+            Tool::History => "history",
+            Tool::Batch => "tool_batch",
+            Tool::TaskStatus => "task_status",
+            Tool::ListTasks => "list_tasks",
+            Tool::ResumeTask => "resume_task",
+            Tool::RecordStart => "record_start",
+            Tool::RecordStop => "record_stop",
+            Tool::RecordList => "record_list",
+            Tool::RecordGet => "record_get",
+            Tool::RecordDelete => "record_delete",
+            Tool::RecordReplay => "record_replay",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Tool::HealthCheck => "The hub's health: every server's state, tool count, restarts, last error and stderr tail, plus checks with fixes.",
+            Tool::ListTools => "Every tool the hub offers (name, server, qualifiedName, description, inputSchema) and the list's hash.",
+            Tool::History => "The latest tool calls made through the hub (secrets redacted).",
+            Tool::Batch => "Run several tool calls in order as one task, with variables (saveAs + {{name.result}}), conditions (when), expectations (expect) and retries; returns each step's outcome. Same fields as the tool_batch message.",
+            Tool::TaskStatus => "A task's state, each step's outcome, whether it can be resumed (and why not), and which step is uncertain.",
+            Tool::ListTasks => "Every known task (running, finished, recoverable) with its state.",
+            Tool::ResumeTask => "Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.",
+            Tool::RecordStart => "Start recording every tool call of this connection (name, description optional).",
+            Tool::RecordStop => "Stop this connection's recording; save defaults to true (false deletes it).",
+            Tool::RecordList => "List saved recordings (newest first).",
+            Tool::RecordGet => "A recording with every step.",
+            Tool::RecordDelete => "Delete a recording.",
+            Tool::RecordReplay => "Replay a recording: mode live (default), dry or offline; variables re-render its templates; returns the replay summary with differences.",
+        }
+    }
+
+    fn read_only(self) -> bool {
+        matches!(
+            self,
+            Tool::HealthCheck
+                | Tool::ListTools
+                | Tool::History
+                | Tool::TaskStatus
+                | Tool::ListTasks
+                | Tool::RecordList
+                | Tool::RecordGet
+        )
+    }
+
+    fn input_schema(self) -> Value {
+        let empty = json!({"type": "object", "properties": {}});
+        let task_id = json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}}});
+        let recording_id = json!({"type": "object", "required": ["recordingId"], "properties": {"recordingId": {"type": "string"}}});
+        match self {
+            Tool::HealthCheck | Tool::ListTools | Tool::ListTasks | Tool::RecordList => empty,
+            Tool::History => {
+                json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}})
+            }
+            Tool::Batch => json!({
+                "type": "object",
+                "required": ["steps"],
+                "properties": {
+                    "steps": {"type": "array", "items": {"type": "object", "required": ["tool"], "properties": {
+                        "id": {"type": "string"}, "tool": {"type": "string"}, "params": {"type": "object"},
+                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {}
+                    }}},
+                    "options": {"type": "object", "properties": {
+                        "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"}
+                    }}
+                }
+            }),
+            Tool::TaskStatus => task_id,
+            Tool::ResumeTask => {
+                json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}})
+            }
+            Tool::RecordStart => {
+                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}})
+            }
+            Tool::RecordStop => {
+                json!({"type": "object", "properties": {"save": {"type": "boolean"}}})
+            }
+            Tool::RecordGet | Tool::RecordDelete => recording_id,
+            Tool::RecordReplay => {
+                json!({"type": "object", "required": ["recordingId"], "properties": {
+                "recordingId": {"type": "string"}, "mode": {"enum": ["live", "dry", "offline"]},
+                "variables": {"type": "object"}, "continueOnError": {"type": "boolean"}, "speed": {"type": "number"}}})
+            }
+        }
+    }
+}
+
+/// The control tools over the application's services.
+pub struct Controls(App);
+
+impl Controls {
+    pub fn new(app: App) -> Arc<Controls> {
+        Arc::new(Controls(app))
+    }
+
+    async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
+        let app = &self.0;
+        let (hub, engine, recorder) = (&app.hub, &app.engine, &app.recorder);
+        let params = call.params;
+        match tool {
+            Tool::HealthCheck => Ok(app.health().await),
+            Tool::ListTools => {
+                let t = hub.tools();
+                Ok(json!({"tools": t.tools(), "hash": t.hash()}))
+            }
+            Tool::History => {
+                let limit = params
+                    .get("limit")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(50)
+                    .min(1000) as usize;
+                Ok(json!({"entries": hub.history.latest(limit)}))
+            }
+            Tool::Batch => crate::engine::run_inline(engine, params, call.cancel).await,
+            Tool::TaskStatus | Tool::ResumeTask => {
+                let id = required_str(params, "taskId")?;
+                if tool == Tool::ResumeTask {
+                    let from = params
+                        .get("fromStep")
+                        .and_then(Value::as_u64)
+                        .map(|n| n as usize);
+                    let vars = params.get("variables").and_then(Value::as_object).cloned();
+                    let handle = crate::engine::resume(engine, id, from, vars, None)?;
+                    // An abandoned call (timeout, cancel) stops the task too.
+                    let _stop = StopOnDrop(engine.get(id));
+                    let _ = handle.await;
+                }
+                let t = engine.get(id).ok_or_else(|| {
+                    HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
+                })?;
+                Ok(t.to_json(true))
+            }
+            Tool::ListTasks => Ok(crate::engine::list_json(engine)),
+            Tool::RecordStart => {
+                let str_of = |k: &str| params.get(k).and_then(Value::as_str).map(String::from);
+                recorder.start(call.session, str_of("name"), str_of("description"))
+            }
+            Tool::RecordStop => {
+                let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
+                recorder.stop(call.session, save, "stopped")
+            }
+            Tool::RecordList => {
+                let (recs, problems) = store::list(&hub.config().recording.storage_path);
+                Ok(json!({"recordings": recs, "problems": problems}))
+            }
+            Tool::RecordGet | Tool::RecordDelete => {
+                let id = required_str(params, "recordingId")?;
+                let storage = hub.config().recording.storage_path.clone();
+                if tool == Tool::RecordGet {
+                    let rec = store::load(&storage, id)?;
+                    Ok(crate::recording::export::json(&rec))
+                } else {
+                    store::delete(&storage, id)?;
+                    Ok(json!({"recordingId": id, "deleted": true}))
+                }
+            }
+            Tool::RecordReplay => {
+                let req: crate::protocol::recording::ReplayReq =
+                    serde_json::from_value(params.clone()).map_err(|e| {
+                        HubError::new(
+                            ErrorType::InvalidParams,
+                            format!("record_replay params: {e}"),
+                        )
+                    })?;
+                crate::recording::replay::execute(engine, None, &req).await
+            }
+        }
+    }
+}
+
+fn required_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, HubError> {
+    params.get(key).and_then(Value::as_str).ok_or_else(|| {
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!("missing field \"{key}\" (a string)"),
+        )
+    })
+}
+
+impl LocalTools for Controls {
+    fn tools(&self) -> Vec<RawTool> {
+        Tool::ALL
+            .into_iter()
+            .map(|t| RawTool {
+                name: t.name().into(),
+                description: Some(t.description().into()),
+                input_schema: t.input_schema(),
+                annotations: Some(if t.read_only() {
+                    json!({"readOnlyHint": true})
+                } else {
+                    json!({"destructiveHint": true})
+                }),
+            })
+            .collect()
+    }
+
+    fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>> {
+        let tool = Tool::from_name(tool)?;
+        Some(Box::pin(self.run(tool, call)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for t in Tool::ALL {
+            assert_eq!(Tool::from_name(t.name()), Some(t));
+            assert!(seen.insert(t.name()), "{} twice", t.name());
+            assert_eq!(t.input_schema()["type"], "object");
+        }
+    }
+}

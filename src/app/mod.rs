@@ -1,0 +1,73 @@
+//! The application: the composition root and the only module that knows
+//! every service. It builds the call layer (`hub`), the recorder and the task
+//! engine, mounts the in-process tools (the workspace tools and the hub's
+//! control tools, which drive the engine and the recorder), recovers task
+//! journals, and starts the background services (servers, config watcher,
+//! health prober, task retention). The server edges receive an [`App`] and
+//! reach each service by name; no service holds another's handle unless it
+//! is built on it.
+
+pub mod controls;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::builtin::Builtin;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::hub::{Hub, BUILTIN_SERVER};
+use crate::recording::Recorder;
+
+/// The services of one running hub.
+#[derive(Clone)]
+pub struct App {
+    /// The call layer: servers, tools, the call path, events, health.
+    pub hub: Hub,
+    /// Batches as durable tasks.
+    pub engine: Engine,
+    /// Recordings of connections' calls.
+    pub recorder: Arc<Recorder>,
+}
+
+impl App {
+    /// Build every service and start the servers and background work.
+    pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<App> {
+        let builtin = Builtin::new(&config.builtin)?;
+        let hub = Hub::new(config, shutdown)?;
+        let recorder = Arc::new(Recorder::new(hub.clone()));
+        let engine = Engine::new(hub.clone(), recorder.clone());
+        let app = App {
+            hub: hub.clone(),
+            engine: engine.clone(),
+            recorder,
+        };
+        if let Some(b) = builtin {
+            hub.mount(BUILTIN_SERVER, Arc::new(b));
+        }
+        hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
+        hub.start_servers();
+        engine.recover();
+        crate::engine::durable::spawn_retention(engine);
+        crate::hub::reload_watcher(hub.clone());
+        crate::hub::health::spawn_prober(hub);
+        Ok(app)
+    }
+
+    /// The `health_status` object: the call layer's report with the task
+    /// engine's part (recoverable tasks, confirmations, journal problems).
+    pub async fn health(&self) -> Value {
+        let tasks = self.engine.health();
+        let mut report = crate::hub::health::report(&self.hub, tasks.checks).await;
+        if let Some(obj) = report.as_object_mut() {
+            obj.insert("tasks".into(), tasks.summary);
+        }
+        report
+    }
+
+    /// A connection ended: its recording (if any) is finished.
+    pub fn connection_closed(&self, session: &str) {
+        self.recorder.connection_closed(session);
+    }
+}

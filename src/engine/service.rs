@@ -1,0 +1,72 @@
+//! The engine service handle.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+use super::approvals::Approvals;
+use super::store::Store;
+use super::task::Task;
+use super::template::Templates;
+use crate::hub::observe::CallObserver;
+use crate::hub::Hub;
+
+/// The task engine: live and finished tasks of this hub run. A cheap handle;
+/// it reaches the call layer through its [`Hub`] and tells the observer
+/// (the recorder) of each finished step.
+#[derive(Clone)]
+pub struct Engine(Arc<Inner>);
+
+pub struct Inner {
+    hub: Hub,
+    observer: Arc<dyn CallObserver>,
+    pub(crate) tasks: DashMap<String, Arc<Task>>,
+    pub(crate) templates: Templates,
+    pub approvals: Approvals,
+    pub store: Store,
+}
+
+impl std::ops::Deref for Engine {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl Engine {
+    pub fn new(hub: Hub, observer: Arc<dyn CallObserver>) -> Engine {
+        let store = Store::new(&hub.config());
+        Engine(Arc::new(Inner {
+            hub,
+            observer,
+            tasks: DashMap::new(),
+            templates: Templates::new(),
+            approvals: Approvals::default(),
+            store,
+        }))
+    }
+
+    /// The call layer this engine runs steps through.
+    pub fn hub(&self) -> &Hub {
+        &self.0.hub
+    }
+
+    /// Who is told of each finished step (the recorder).
+    pub fn observer(&self) -> &dyn CallObserver {
+        self.0.observer.as_ref()
+    }
+
+    pub fn templates(&self) -> &Templates {
+        &self.templates
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Task>> {
+        self.tasks.get(id).map(|t| t.clone())
+    }
+
+    pub fn list(&self) -> Vec<Arc<Task>> {
+        let mut v: Vec<_> = self.tasks.iter().map(|t| t.clone()).collect();
+        v.sort_by_key(|t| t.with(|d| d.created_ms));
+        v
+    }
+}

@@ -1,0 +1,150 @@
+//! The end of a step: its variable, its durable result, its streamed
+//! message, the owner's recording, and the `need_user` wait around a
+//! confirmation.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::service::Engine;
+use super::state::{StepState, TaskEvent};
+use super::task::Task;
+use crate::hub::observe::Capture;
+use crate::hub::CallOutcome;
+
+/// Save the step's variable, make its result durable, then send it.
+pub(super) async fn record(
+    engine: &Engine,
+    task: &Arc<Task>,
+    i: usize,
+    base: Value,
+    out: CallOutcome,
+    resumed: bool,
+    rendered: Option<&Value>,
+) -> bool {
+    let step = &task.plan.steps[i].step;
+    let success = out.success;
+    // The owner connection's recording, if it is recording.
+    if let Some(owner) = task.owner() {
+        let capture = Capture {
+            source: crate::store::recordings::format::Source {
+                kind: "batch_step".into(),
+                batch_id: Some(task.batch_id.clone()),
+                task_id: Some(task.id.clone()),
+                step_id: step.id.clone(),
+            },
+            params: rendered.unwrap_or(&step.params),
+            params_template: Some(&step.params),
+            save_as: step.save_as.as_deref(),
+            when: step.when.as_ref(),
+            expect: step.expect.as_ref(),
+            outcome: &out,
+            started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
+        };
+        if let Some(ev) = engine.observer().finished(&owner.session, capture).await {
+            owner.send(ev);
+        }
+    }
+    if let Some(name) = &step.save_as {
+        let var = json!({
+            "result": out.result,
+            "success": success,
+            "error": out.error,
+        });
+        task.with(|d| d.ctx.insert(name.clone(), var));
+    }
+    let mut msg = base;
+    if let (Some(obj), Value::Object(o)) = (msg.as_object_mut(), out.to_json()) {
+        for (k, v) in o {
+            if k != "tool" {
+                obj.insert(k, v);
+            }
+        }
+    }
+    task.with(|d| d.last_success = Some(success));
+    let state = if success {
+        StepState::Success
+    } else {
+        StepState::Failed
+    };
+    finish_step(engine, task, i, state, msg, resumed);
+    success
+}
+
+pub(super) fn finish_step(
+    engine: &Engine,
+    task: &Arc<Task>,
+    i: usize,
+    state: StepState,
+    mut msg: Value,
+    resumed: bool,
+) {
+    let hub = engine.hub();
+    if resumed {
+        msg["resumed"] = json!(true);
+    }
+    task.with(|d| {
+        d.steps[i].state = state;
+        let mut body = msg.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("type");
+            o.remove("batchId");
+            o.remove("taskId");
+            // The full MCP result went out with the step; the task keeps
+            // (and journals) the value only, so task_status stays small.
+            o.remove("raw");
+        }
+        d.steps[i].outcome = Some(body);
+        d.updated_ms = crate::util::now_ms();
+    });
+    // Durable before it is sent.
+    engine.persist_step_finished(task, i, &hub.config().security);
+    if let Some(observe) = task.observer() {
+        observe(i, &msg);
+    }
+    task.emit(msg);
+}
+
+pub fn emit_state(task: &Task, step: Option<usize>) {
+    let state = task.state();
+    task.emit(json!({"type": "task_state", "taskId": task.id, "batchId": task.batch_id, "state": state, "step": step}));
+}
+
+/// The task waits for a person's decision on step `i`.
+pub(super) fn enter_need_user(
+    engine: &Engine,
+    task: &Arc<Task>,
+    i: usize,
+    reason: &str,
+    params: &Value,
+) {
+    engine.persist_need_user(task, i, reason, &super::approvals::params_hash(params));
+    task.with(|d| d.waiting_step = Some(i));
+    if task.transition(TaskEvent::AskUser).is_some() {
+        engine.persist_state(task);
+        emit_state(task, Some(i));
+    }
+}
+
+/// The decision came (or the wait ended): back to running.
+pub(super) fn leave_need_user(engine: &Engine, task: &Arc<Task>, i: usize) {
+    engine.approvals.forget(&task.id);
+    task.with(|d| d.waiting_step = None);
+    if task.transition(TaskEvent::UserAnswered).is_some() {
+        engine.persist_state(task);
+        emit_state(task, Some(i));
+    }
+}
+
+pub(super) fn step_base(task: &Task, i: usize) -> Value {
+    let step = &task.plan.steps[i].step;
+    json!({
+        "type": "batch_step_result",
+        "batchId": task.batch_id,
+        "taskId": task.id,
+        "stepIndex": i,
+        "stepId": step.id,
+        "tool": step.tool,
+    })
+}

@@ -1,0 +1,34 @@
+//! Observing finished calls: the one hook through which a service above the
+//! call layer (the recorder) sees each call of a connection, without the
+//! call path or the engine knowing who listens.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use super::outcome::CallOutcome;
+use crate::store::recordings::format::Source;
+
+/// What the runner or the dispatcher knows about a finished call.
+pub struct Capture<'a> {
+    pub source: Source,
+    pub params: &'a Value,
+    pub params_template: Option<&'a Value>,
+    pub save_as: Option<&'a str>,
+    pub when: Option<&'a Value>,
+    pub expect: Option<&'a Value>,
+    pub outcome: &'a CallOutcome,
+    pub started_at: std::time::SystemTime,
+}
+
+/// Told of every finished `tool_call` and batch step of a connection.
+pub trait CallObserver: Send + Sync {
+    /// `capture` finished for `session`; the returned event (if any) goes to
+    /// that session's client before the call's own reply.
+    fn finished<'a>(
+        &'a self,
+        session: &'a str,
+        capture: Capture<'a>,
+    ) -> Pin<Box<dyn Future<Output = Option<Value>> + Send + 'a>>;
+}

@@ -1,0 +1,238 @@
+//! The retry loop of the call path: run attempts, ask `retry::decide`
+//! what to do after a failure, and carry out its action (wait, extend the
+//! timeout, rebuild the server's context, refresh a snapshot).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::outcome::{CallOutcome, CallRequest};
+use super::Hub;
+use crate::config::RetryAction;
+use crate::errors::{ErrorType, HubError};
+use crate::mcp::registry::ToolInfo;
+use crate::retry::{action_name, decide, RetryOverride, RetryRecord, MAX_EXTENDED_TIMEOUT};
+
+/// How long `rebuild_context` waits for a restarted server to come back.
+const REBUILD_WAIT: Duration = Duration::from_secs(30);
+
+/// Run a call with retries; `post` turns a raw attempt result into the
+/// step's verdict (e.g. an `expect` check that yields ASSERTION_FAILED).
+impl Hub {
+    pub(crate) async fn run_with<F>(
+        &self,
+        info: &ToolInfo,
+        req: &CallRequest,
+        post: F,
+    ) -> CallOutcome
+    where
+        F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
+    {
+        let hub = self;
+        let cfg = hub.config();
+        let mut timeout = req
+            .timeout
+            .unwrap_or_else(|| hub.default_timeout(&info.server));
+        let mut retries = Vec::new();
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let a = hub
+                .attempt(info, &req.params, timeout, &req.cancel, &req.session)
+                .await;
+            let verdict = post(a.result);
+            let error = match verdict {
+                Ok(value) => {
+                    return outcome(info, req, true, value, a.raw, None, attempts, retries);
+                }
+                Err(e) => e,
+            };
+            let strategy = match &req.retry {
+                RetryOverride::Disabled => None,
+                RetryOverride::Custom(s) => Some(s.clone()),
+                RetryOverride::Default => cfg.retry.strategies.get(&error.error_type).cloned(),
+            };
+            let destructive = info
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get("destructiveHint"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let blocked = destructive
+                && error.error_type == ErrorType::Timeout
+                && !cfg.retry.retry_destructive_on_timeout;
+            let decision = decide(
+                strategy.as_ref(),
+                error.error_type,
+                attempts - 1,
+                blocked,
+                rand::random::<f64>(),
+            );
+            let Some((delay, action)) = decision else {
+                let mut error = error;
+                if blocked {
+                    error.message.push_str(
+                    " (not retried: the tool is marked destructive and the first call may already have taken effect)",
+                );
+                }
+                return outcome(
+                    info,
+                    req,
+                    false,
+                    Value::Null,
+                    a.raw,
+                    Some(error),
+                    attempts,
+                    retries,
+                );
+            };
+            tracing::warn!(tool = %info.qualified_name, attempt = attempts, error_type = %error.error_type,
+            delay_ms = delay.as_millis() as u64, action = action_name(action), error = %error.message, "retrying");
+            let record = RetryRecord {
+                attempt: attempts,
+                error_type: error.error_type,
+                delay_ms: delay.as_millis() as u64,
+                action: action_name(action),
+            };
+            if let Some(hook) = &req.on_retry {
+                (hook.0)(&record);
+            }
+            retries.push(record);
+            match action {
+                RetryAction::None => {}
+                RetryAction::ExtendTimeout => timeout = (timeout * 2).min(MAX_EXTENDED_TIMEOUT),
+                RetryAction::RebuildContext => rebuild_context(hub, info, &req.cancel).await,
+                RetryAction::RefreshSnapshot => refresh_snapshot(hub, info, &req.cancel).await,
+            }
+            let settle = async {
+                tokio::time::sleep(delay).await;
+                // A server that is restarting (crash, reload): wait until it is
+                // back (or has settled otherwise) instead of failing again.
+                if error.error_type == ErrorType::ServerUnavailable {
+                    hub.wait_server_settled(&info.server, timeout.max(REBUILD_WAIT), &req.cancel)
+                        .await;
+                }
+            };
+            tokio::select! {
+                _ = settle => {}
+                _ = req.cancel.cancelled() => {
+                    let e = HubError::new(ErrorType::Cancelled, "the call was cancelled while waiting to retry")
+                        .with_server(&info.server).with_tool(&info.name);
+                    return outcome(info, req, false, Value::Null, None, Some(e), attempts, retries);
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn outcome(
+    info: &ToolInfo,
+    req: &CallRequest,
+    success: bool,
+    result: Value,
+    raw: Option<Value>,
+    error: Option<HubError>,
+    attempts: u32,
+    retries: Vec<RetryRecord>,
+) -> CallOutcome {
+    CallOutcome {
+        tool: req.tool.clone(),
+        qualified_name: Some(info.qualified_name.clone()),
+        server: Some(info.server.clone()),
+        success,
+        result,
+        raw,
+        error,
+        attempts,
+        retries,
+        duration_ms: 0,
+    }
+}
+
+/// Call a configured helper tool of the same server (recovery or snapshot).
+async fn helper_call(
+    hub: &Hub,
+    info: &ToolInfo,
+    tool: &str,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> bool {
+    let snapshot = hub.tools();
+    let Some(helper) = snapshot
+        .by_server(&info.server)
+        .into_iter()
+        .find(|t| t.name == tool)
+        .cloned()
+    else {
+        tracing::warn!(server = %info.server, tool, "configured helper tool is not offered by the server");
+        return false;
+    };
+    let a = hub
+        .attempt(
+            &helper,
+            &Value::Object(Default::default()),
+            Duration::from_secs(30),
+            cancel,
+            "hub",
+        )
+        .await;
+    if let Err(e) = &a.result {
+        tracing::warn!(server = %info.server, tool, error = %e, "helper tool failed");
+    }
+    a.result.is_ok()
+}
+
+/// `rebuild_context`: the server's recovery tool if configured, else a restart.
+async fn rebuild_context(hub: &Hub, info: &ToolInfo, cancel: &tokio_util::sync::CancellationToken) {
+    let cfg = hub.config();
+    let recovery = cfg
+        .mcp_servers
+        .get(&info.server)
+        .and_then(|s| s.recovery_tool.clone());
+    if let Some(tool) = recovery {
+        helper_call(hub, info, &tool, cancel).await;
+        return;
+    }
+    if info.server == super::BUILTIN_SERVER {
+        return;
+    }
+    let Some(handle) = hub.server(&info.server) else {
+        return;
+    };
+    let mut events = hub.subscribe();
+    handle.restart("retry action rebuild_context");
+    let name = info.server.clone();
+    let back = async {
+        loop {
+            match events.recv().await {
+                Ok(ev) => {
+                    if ev.get("type").and_then(Value::as_str) == Some("server_status")
+                        && ev.get("name").and_then(Value::as_str) == Some(name.as_str())
+                        && ev.get("state").and_then(Value::as_str) == Some("running")
+                    {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(REBUILD_WAIT, back).await;
+}
+
+/// `refresh_snapshot`: call the server's snapshot tool if configured.
+async fn refresh_snapshot(
+    hub: &Hub,
+    info: &ToolInfo,
+    cancel: &tokio_util::sync::CancellationToken,
+) {
+    let cfg = hub.config();
+    if let Some(tool) = cfg
+        .mcp_servers
+        .get(&info.server)
+        .and_then(|s| s.snapshot_tool.clone())
+    {
+        helper_call(hub, info, &tool, cancel).await;
+    }
+}

@@ -1,0 +1,115 @@
+//! The bodies of the recording messages (`start_recording`, …,
+//! `replay_recording`, `update_recording`): wire types, parsed here with the
+//! other client messages and handled by the recording service.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StartReq {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopReq {
+    #[serde(default = "yes")]
+    pub save: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordingRef {
+    pub recording_id: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Json,
+    Markdown,
+    Html,
+    Batch,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportReq {
+    pub recording_id: String,
+    pub format: ExportFormat,
+}
+
+/// `update_recording`: rename, describe, and delete / insert / modify steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateReq {
+    pub recording_id: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Indices of steps to delete (applied first).
+    #[serde(default)]
+    pub delete_steps: Vec<usize>,
+    /// `{"index": i, "changes": {"params"?, "tool"?, "saveAs"?, "when"?, "expect"?}}` (applied second).
+    #[serde(default)]
+    pub modify_steps: Vec<Value>,
+    /// `{"index": i, "step": {"tool", "params", "saveAs"?, "when"?, "expect"?}}` inserted before index i (applied last).
+    #[serde(default)]
+    pub insert_steps: Vec<Value>,
+}
+
+/// The recording messages a connection can send.
+#[derive(Debug)]
+pub enum RecordingMsg {
+    Start(StartReq),
+    Stop(StopReq),
+    List,
+    Get(RecordingRef),
+    Delete(RecordingRef),
+    Export(ExportReq),
+    Replay(ReplayReq),
+    Update(UpdateReq),
+}
+
+impl serde::Serialize for ExportFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match self {
+            ExportFormat::Json => "json",
+            ExportFormat::Markdown => "markdown",
+            ExportFormat::Html => "html",
+            ExportFormat::Batch => "batch",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Live,
+    Dry,
+    Offline,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReq {
+    pub recording_id: String,
+    #[serde(default)]
+    pub continue_on_error: bool,
+    #[serde(default)]
+    pub variables: Option<Map<String, Value>>,
+    /// 0 = as fast as possible (default), 1 = original pacing, n = n× faster.
+    #[serde(default)]
+    pub speed: Option<f64>,
+    #[serde(default)]
+    pub mode: Option<Mode>,
+}
