@@ -35,6 +35,17 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A unique id for a single `tool_call`'s safety-gate task, `call-<run>-<n>`:
+/// a random prefix drawn once per hub run and a counter, so the call path
+/// asks the kernel for no randomness.
+pub fn call_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let run = RUN.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
+    format!("call-{run}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -59,8 +70,18 @@ pub fn truncate(s: &str, max: usize) -> String {
 /// reader. (A crash mid-write can still tear the last line; readers handle
 /// that case.)
 pub fn append_whole(file: &mut std::fs::File, line: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
     let before = file.metadata()?.len();
+    append_whole_from(file, before, line)
+}
+
+/// [`append_whole`] for a writer that keeps count of the file's length
+/// (`before`), so no `stat` is needed per append.
+pub fn append_whole_from(
+    file: &mut std::fs::File,
+    before: u64,
+    line: &[u8],
+) -> std::io::Result<()> {
+    use std::io::Write;
     let written = file.write_all(line);
     if written.is_err() {
         if let Err(e) = file.set_len(before) {

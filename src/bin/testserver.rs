@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! toolhub-testserver [--name NAME] [--log FILE] [--state-dir DIR] [--extra-tool NAME]...
+//! toolhub-testserver --fast-echo   (a minimal echo server for the relay benchmark)
 //! ```
 //!
 //! - `--log FILE`: one JSON line `{"tool","arguments","pid","ts","server"}` per
@@ -17,6 +18,8 @@
 //! Bad arguments and unknown tools are JSON-RPC `-32602` errors, so the hub
 //! sees them as invalid params rather than as a tool's own failure.
 
+#[path = "testserver/fast.rs"]
+mod fast;
 #[path = "testserver/state.rs"]
 mod state;
 #[path = "testserver/tools.rs"]
@@ -76,6 +79,15 @@ fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--fast-echo") {
+        return match fast::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("toolhub-testserver --fast-echo: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = match parse_cli(std::env::args().skip(1)) {
         Ok(cli) => cli,
         Err(e) => {

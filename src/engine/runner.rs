@@ -276,7 +276,7 @@ async fn run_step(
     };
     let expect = planned.expect.clone();
     let mut out = hub
-        .call_with(req, move |r| match &expect {
+        .call_with(&req, move |r| match &expect {
             None => r,
             Some(x) => apply_expect(x, r),
         })

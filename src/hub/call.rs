@@ -20,15 +20,24 @@ use crate::mcp::supervisor::ServerState;
 use crate::mcp::upstream;
 use crate::retry::RetryOverride;
 
+/// Where one attempt goes.
+enum Route {
+    /// In-process tools (mounted, or a recording-backed server).
+    Local(Mounted),
+    Peer(rmcp::Peer<rmcp::RoleClient>),
+    /// Starting, restarting, stopped or unknown.
+    Down,
+}
+
 impl Hub {
     /// Resolve, gate, call with retries, and record in history.
-    pub async fn call(&self, req: CallRequest) -> CallOutcome {
+    pub async fn call(&self, req: &CallRequest) -> CallOutcome {
         self.call_with(req, |r| r).await
     }
 
     /// Like [`Hub::call`], with `post` judging each attempt's result (a
     /// batch step's `expect` turns a miss into ASSERTION_FAILED, retried).
-    pub async fn call_with<F>(&self, req: CallRequest, post: F) -> CallOutcome
+    pub async fn call_with<F>(&self, req: &CallRequest, post: F) -> CallOutcome
     where
         F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
     {
@@ -53,7 +62,7 @@ impl Hub {
                 .record(&req.session, &req.params, &out, &self.config().security);
             return out;
         }
-        let mut out = self.run_with(&info, &req, post).await;
+        let mut out = self.run_with(&info, req, post).await;
         out.duration_ms = started.elapsed().as_millis() as u64;
         self.history
             .record(&req.session, &req.params, &out, &self.config().security);
@@ -68,7 +77,7 @@ impl Hub {
         timeout: Option<Duration>,
         retry: &RetryOverride,
         cancel: &CancellationToken,
-    ) -> Result<ToolInfo, HubError> {
+    ) -> Result<Arc<ToolInfo>, HubError> {
         let mut resolved = self.tools().resolve(tool).cloned();
         if let Err(e) = &resolved {
             if let (ErrorType::ServerUnavailable, Some(server)) = (e.error_type, e.server.clone()) {
@@ -121,12 +130,21 @@ impl Hub {
 
     /// The in-process tools answering for `server`: mounted providers, or a
     /// recording-backed server's recording.
-    fn local_for(&self, server: &str) -> Option<Mounted> {
+    fn route(&self, server: &str) -> Route {
         if let Some(m) = self.mounted(server) {
-            return Some(m);
+            return Route::Local(m);
         }
-        let offline = self.server(server)?.offline.clone()?.ok()?;
-        Some(Mounted::of(Arc::new(OfflineTools(offline))))
+        // One map lookup, no handle clone: this is on every call.
+        let Some(h) = self.servers.get(server) else {
+            return Route::Down;
+        };
+        if let Some(Ok(offline)) = &h.offline {
+            return Route::Local(Mounted::of(Arc::new(OfflineTools(offline.clone()))));
+        }
+        match h.peer() {
+            Some(p) => Route::Peer(p),
+            None => Route::Down,
+        }
     }
 
     /// The timeout of one attempt when the caller gave none.
@@ -149,31 +167,35 @@ impl Hub {
         session: &str,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
-        if let Some(local) = self.local_for(&info.server) {
-            let call = LocalCall {
-                params,
-                cancel,
-                session,
-            };
-            let result = match local.call(&info.name, call) {
-                None => Err(HubError::new(
-                    ErrorType::ToolNotFound,
-                    format!("server {} has no tool \"{}\"", info.server, info.name),
-                )),
-                Some(work) => tokio::select! {
-                    r = tokio::time::timeout(timeout, work) => match r {
-                        Ok(r) => r,
-                        Err(_) => Err(timeout_error(timeout)),
+        let peer = match self.route(&info.server) {
+            Route::Peer(p) => Some(p),
+            Route::Down => None,
+            Route::Local(local) => {
+                let call = LocalCall {
+                    params,
+                    cancel,
+                    session,
+                };
+                let result = match local.call(&info.name, call) {
+                    None => Err(HubError::new(
+                        ErrorType::ToolNotFound,
+                        format!("server {} has no tool \"{}\"", info.server, info.name),
+                    )),
+                    Some(work) => tokio::select! {
+                        r = tokio::time::timeout(timeout, work) => match r {
+                            Ok(r) => r,
+                            Err(_) => Err(timeout_error(timeout)),
+                        },
+                        _ = cancel.cancelled() => Err(cancelled_error()),
                     },
-                    _ = cancel.cancelled() => Err(cancelled_error()),
-                },
-            };
-            return Attempt {
-                result: result.map_err(tag),
-                raw: None,
-            };
-        }
-        let Some(peer) = self.server(&info.server).and_then(|h| h.peer()) else {
+                };
+                return Attempt {
+                    result: result.map_err(tag),
+                    raw: None,
+                };
+            }
+        };
+        let Some(peer) = peer else {
             return Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::ServerUnavailable,

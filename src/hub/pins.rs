@@ -81,10 +81,10 @@ impl Pins {
         for t in snapshot.tools() {
             match approved.get(&t.qualified_name) {
                 None => {
-                    approved.insert(t.qualified_name.clone(), t.clone());
+                    approved.insert(t.qualified_name.clone(), ToolInfo::clone(t));
                     pinned_new = true;
                 }
-                Some(pin) if pin != t => {
+                Some(pin) if pin != t.as_ref() => {
                     if self.changed.insert(t.qualified_name.clone()) {
                         newly.push(t.qualified_name.clone());
                     }
@@ -105,7 +105,7 @@ impl Pins {
     pub fn approve(&self, snapshot: &ToolSnapshot) -> Vec<String> {
         if let Ok(mut approved) = self.approved.lock() {
             for t in snapshot.tools() {
-                approved.insert(t.qualified_name.clone(), t.clone());
+                approved.insert(t.qualified_name.clone(), ToolInfo::clone(t));
             }
             self.save(&approved);
         }

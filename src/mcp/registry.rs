@@ -9,6 +9,7 @@
 mod names;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -63,7 +64,7 @@ impl ToolDiff {
 #[derive(Debug, Clone)]
 pub struct ToolSnapshot {
     /// Sorted by qualified name, which makes lookups a binary search.
-    tools: Vec<ToolInfo>,
+    tools: Vec<Arc<ToolInfo>>,
     /// Bare tool name -> indexes into `tools`, in qualified-name order.
     by_bare: BTreeMap<String, Vec<usize>>,
     /// server -> original tool name -> index: the exact map back.
@@ -94,16 +95,18 @@ impl ToolSnapshot {
         let pairs: Vec<(&str, &str)> = raw.keys().map(|(s, t)| (s.as_str(), t.as_str())).collect();
         let qualified = names::assign_qualified_names(&pairs);
 
-        let mut tools: Vec<ToolInfo> = raw
+        let mut tools: Vec<Arc<ToolInfo>> = raw
             .into_iter()
             .zip(qualified)
-            .map(|(((server, name), tool), qualified_name)| ToolInfo {
-                name,
-                server,
-                qualified_name,
-                description: tool.description.unwrap_or_default(),
-                input_schema: tool.input_schema,
-                annotations: tool.annotations,
+            .map(|(((server, name), tool), qualified_name)| {
+                Arc::new(ToolInfo {
+                    name,
+                    server,
+                    qualified_name,
+                    description: tool.description.unwrap_or_default(),
+                    input_schema: tool.input_schema,
+                    annotations: tool.annotations,
+                })
             })
             .collect();
         tools.sort_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
@@ -142,7 +145,7 @@ impl ToolSnapshot {
     }
 
     /// Every tool, sorted by qualified name.
-    pub fn tools(&self) -> &[ToolInfo] {
+    pub fn tools(&self) -> &[Arc<ToolInfo>] {
         &self.tools
     }
 
@@ -169,7 +172,7 @@ impl ToolSnapshot {
     }
 
     /// The tool with exactly this qualified name.
-    pub fn get(&self, qualified_name: &str) -> Option<&ToolInfo> {
+    pub fn get(&self, qualified_name: &str) -> Option<&Arc<ToolInfo>> {
         self.tools
             .binary_search_by(|t| t.qualified_name.as_str().cmp(qualified_name))
             .ok()
@@ -179,13 +182,13 @@ impl ToolSnapshot {
     /// The tool a server lists under `tool` (its own name): the exact map
     /// back from a sanitised qualified name is `ToolInfo::{server, name}`,
     /// and this is the map forward.
-    pub fn lookup(&self, server: &str, tool: &str) -> Option<&ToolInfo> {
+    pub fn lookup(&self, server: &str, tool: &str) -> Option<&Arc<ToolInfo>> {
         let i = *self.by_pair.get(server)?.get(tool)?;
         self.tools.get(i)
     }
 
     /// A server's tools, sorted by qualified name.
-    pub fn by_server(&self, server: &str) -> Vec<&ToolInfo> {
+    pub fn by_server(&self, server: &str) -> Vec<&Arc<ToolInfo>> {
         self.tools.iter().filter(|t| t.server == server).collect()
     }
 
@@ -193,16 +196,16 @@ impl ToolSnapshot {
     /// name. A bare name offered by one external server and the built-in
     /// server goes to the external one (the built-in stays reachable as
     /// `hub__…`); offered by two or more external servers it is ambiguous.
-    pub fn resolve(&self, name: &str) -> Result<&ToolInfo, HubError> {
+    pub fn resolve(&self, name: &str) -> Result<&Arc<ToolInfo>, HubError> {
         if let Some(tool) = self.get(name) {
             return Ok(tool);
         }
-        let candidates: Vec<&ToolInfo> = self
+        let candidates: Vec<&Arc<ToolInfo>> = self
             .by_bare
             .get(name)
             .map(|ix| ix.iter().filter_map(|&i| self.tools.get(i)).collect())
             .unwrap_or_default();
-        let external: Vec<&ToolInfo> = candidates
+        let external: Vec<&Arc<ToolInfo>> = candidates
             .iter()
             .copied()
             .filter(|t| t.server != self.builtin_server)
@@ -309,7 +312,7 @@ impl ToolSnapshot {
     }
 }
 
-fn ambiguous(name: &str, candidates: &[&ToolInfo]) -> HubError {
+fn ambiguous(name: &str, candidates: &[&Arc<ToolInfo>]) -> HubError {
     let choices: Vec<&str> = candidates
         .iter()
         .map(|t| t.qualified_name.as_str())

@@ -16,7 +16,7 @@ pub use client::{
     ResumeTaskReq, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
-pub use server::{error_msg, hello, reply, tool_result_msg, with_reply_to};
+pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 
 use crate::errors::{ErrorType, HubError};
 use serde_json::Value;

@@ -29,10 +29,15 @@ impl Outbox {
 
     /// Queue a message; a full queue evicts the client (never blocks).
     pub fn send(&self, msg: Value) -> bool {
+        self.send_text(msg.to_string())
+    }
+
+    /// Queue an already serialised message (one JSON object).
+    pub fn send_text(&self, text: String) -> bool {
         if self.evict.is_cancelled() {
             return false;
         }
-        match self.tx.try_send(msg.to_string()) {
+        match self.tx.try_send(text) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue); disconnecting it");

@@ -48,3 +48,23 @@ pub fn hello(session_id: &str, servers: Value, tool_count: usize) -> Value {
 pub fn tool_result_msg(id: &MsgId, outcome: Value) -> Value {
     reply("tool_result", id, outcome)
 }
+
+/// A `tool_result` frame serialised straight from the outcome's fields,
+/// with no intermediate JSON tree (the call path's reply).
+pub fn tool_result_text<T: serde::Serialize>(id: &MsgId, outcome: &T) -> Option<String> {
+    #[derive(serde::Serialize)]
+    struct Frame<'a, T> {
+        #[serde(rename = "type")]
+        ty: &'static str,
+        #[serde(rename = "replyTo", skip_serializing_if = "Option::is_none")]
+        reply_to: Option<&'a Value>,
+        #[serde(flatten)]
+        outcome: &'a T,
+    }
+    serde_json::to_string(&Frame {
+        ty: "tool_result",
+        reply_to: id.as_ref(),
+        outcome,
+    })
+    .ok()
+}

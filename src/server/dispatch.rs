@@ -98,28 +98,31 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 
 /// One `tool_call`: resolve (waiting for a restarting server), the safety
 /// gate, the call with retries, then the recording (if any) and the reply.
-async fn single_call(app: App, out: Outbox, id: MsgId, call: CallRequest) {
+async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
     let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
-    let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
-    let mut call = call;
     let outcome = match gate_single(&app.engine, &out, &call).await {
         // A tool that cannot be resolved or is refused never runs unchecked.
         Err(e) => {
-            let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
-            hub.history
-                .record(&session, &params, &outcome, &hub.config().security);
+            let outcome = CallOutcome::failed(&call.tool, e, Duration::ZERO);
+            hub.history.record(
+                &call.session,
+                &call.params,
+                &outcome,
+                &hub.config().security,
+            );
             outcome
         }
         Ok(qualified) => {
             // Call exactly the tool that passed the gate, even if a reload
             // changed what the bare name means while a person was deciding.
-            call.tool = qualified;
-            let mut o = hub.call(call).await;
-            o.tool = tool.clone();
+            let asked = std::mem::replace(&mut call.tool, qualified);
+            let mut o = hub.call(&call).await;
+            o.tool = asked;
             o
         }
     };
+    let (session, params) = (&call.session, &call.params);
     let capture = Capture {
         source: Source {
             kind: "tool_call".into(),
@@ -127,7 +130,7 @@ async fn single_call(app: App, out: Outbox, id: MsgId, call: CallRequest) {
             task_id: None,
             step_id: None,
         },
-        params: &params,
+        params,
         params_template: None,
         save_as: None,
         when: None,
@@ -135,10 +138,13 @@ async fn single_call(app: App, out: Outbox, id: MsgId, call: CallRequest) {
         outcome: &outcome,
         started_at,
     };
-    if let Some(ev) = app.recorder.finished(&session, capture).await {
+    if let Some(ev) = app.recorder.finished(session, capture).await {
         out.send(ev);
     }
-    out.send(protocol::tool_result_msg(&id, outcome.to_json()));
+    match protocol::tool_result_text(&id, &outcome) {
+        Some(text) => out.send_text(text),
+        None => out.send(protocol::tool_result_msg(&id, outcome.to_json())),
+    };
 }
 
 async fn gate_single(
@@ -150,7 +156,7 @@ async fn gate_single(
         .hub()
         .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
         .await?;
-    let task_id = format!("call-{}", uuid::Uuid::new_v4());
+    let task_id = crate::util::call_id();
     let ask = crate::engine::confirm::Ask {
         task_id: &task_id,
         batch_id: None,
@@ -160,5 +166,5 @@ async fn gate_single(
         owner: Some(out.clone()),
     };
     crate::engine::confirm::gate(engine, ask, |_| {}).await?;
-    Ok(info.qualified_name)
+    Ok(info.qualified_name.clone())
 }

@@ -3,6 +3,7 @@
 mod conn;
 mod dispatch;
 pub mod gate;
+mod trim;
 
 use std::sync::atomic::Ordering;
 
@@ -17,6 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use gate::Gate;
+
+/// Read and write buffer of one WebSocket connection.
+const WS_BUFFER: usize = 8 * 1024;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -54,6 +58,12 @@ pub async fn serve(
             },
             _ = shutdown.cancelled() => return Ok(()),
         };
+        // Replies are small frames sent back to back (task_state, then the
+        // step result): Nagle's algorithm would hold the second one until the
+        // client's delayed ACK of the first, 40 ms later.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
         let svc = hyper_util::service::TowerToHyperService::new(app.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {
@@ -127,6 +137,10 @@ async fn ws_upgrade(
     let app = state.app.clone();
     let hub = app.hub.clone();
     ws.protocols([gate::SUBPROTOCOL])
+        // Our frames are small: an 8 KiB read buffer (it grows for a large
+        // frame) instead of tungstenite's eager 128 KiB per connection.
+        .read_buffer_size(WS_BUFFER)
+        .write_buffer_size(WS_BUFFER)
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade({

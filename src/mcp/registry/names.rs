@@ -117,7 +117,7 @@ fn hex_prefix(bytes: &[u8], n: usize) -> String {
 }
 
 /// sha256 (first 16 hex chars) of the canonical JSON of the tool list.
-pub(super) fn list_hash(tools: &[ToolInfo]) -> String {
+pub(super) fn list_hash(tools: &[std::sync::Arc<ToolInfo>]) -> String {
     // Serialising a struct of strings and Values cannot fail; Null would
     // still give a stable (if useless) hash rather than a panic.
     let value = serde_json::to_value(tools).unwrap_or_default();

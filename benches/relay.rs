@@ -1,0 +1,586 @@
+//! The relay benchmark: a direct stdio call to an MCP server against the same
+//! call through the hub's WebSocket, measured in one run and printed as one
+//! table with ratios against direct.
+//!
+//! ```sh
+//! cargo bench --bench relay            # the full run (about a minute)
+//! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
+//! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
+//! ```
+//!
+//! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
+//! server, so the hub's own cost is what the table shows). Direct = raw
+//! JSON-RPC lines over the server's stdio; hub = `tool_call` over a
+//! tokio-tungstenite client to the real `toolhub` binary. Hub CPU comes from
+//! `/proc/<pid>/stat` (the hub process only), RSS from `/proc/<pid>/status`.
+//! This machine is shared and noisy: read the ratios, not the absolute times.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+
+/// Something that answers one echo call.
+trait Caller: Send + Sync + 'static {
+    fn echo(&self, n: u64) -> impl std::future::Future<Output = Value> + Send;
+}
+
+// ---------------------------------------------------------------- direct
+
+/// Raw JSON-RPC over the test server's stdio.
+struct Direct {
+    _child: Child,
+    tx: mpsc::UnboundedSender<String>,
+    pending: Pending,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl Direct {
+    async fn start() -> Direct {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"))
+            .arg("--fast-echo")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the test server");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                if stdin.write_all(line.as_bytes()).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let pending: Pending = Arc::default();
+        let p = pending.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if let Some(id) = v.get("id").and_then(Value::as_u64) {
+                    if let Some(tx) = p.lock().expect("pending").remove(&id) {
+                        let _ = tx.send(v);
+                    }
+                }
+            }
+        });
+        let d = Direct {
+            _child: child,
+            tx,
+            pending,
+            next: std::sync::atomic::AtomicU64::new(1),
+        };
+        let init = d
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "relay-bench", "version": "0"}}),
+            )
+            .await;
+        assert!(init.get("result").is_some(), "initialize: {init}");
+        let _ = d.tx.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string() + "\n",
+        );
+        d
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Value {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending").insert(id, tx);
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.tx.send(msg.to_string() + "\n").expect("send");
+        rx.await.expect("direct reply")
+    }
+}
+
+impl Caller for Direct {
+    async fn echo(&self, n: u64) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": format!("hello {n}")}}),
+        )
+        .await
+    }
+}
+
+// ---------------------------------------------------------------- hub
+
+/// A running hub process and its address and token.
+struct Hub {
+    child: Child,
+    dir: tempfile::TempDir,
+    addr: String,
+    token: String,
+    /// `client disconnected` lines the hub has logged so far.
+    disconnects: Arc<tokio::sync::watch::Sender<usize>>,
+    /// Heap trims the hub has logged so far.
+    trims: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+impl Hub {
+    async fn start(durability: &str, max_connections: usize) -> Hub {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = json!({
+            "server": {"listen": "127.0.0.1:0", "maxConnections": max_connections},
+            "mcpServers": {"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}},
+            "builtin": {"enabled": false},
+            "taskEngine": {"stateDir": "./state", "durability": durability},
+            "recording": {"storagePath": "./recordings"},
+        });
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, config.to_string()).expect("config");
+        // TOOLHUB_BIN: another build of the hub to measure (e.g. a baseline).
+        let bin =
+            std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
+        let mut child = Command::new(bin)
+            .arg("--config")
+            .arg(&path)
+            .env("RUST_LOG", "warn,toolhub=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start toolhub");
+        let stderr = child.stderr.take().expect("stderr");
+        let (addr_tx, addr_rx) = oneshot::channel();
+        let disconnects = Arc::new(tokio::sync::watch::channel(0usize).0);
+        let seen = disconnects.clone();
+        let trims = Arc::new(tokio::sync::watch::channel(0usize).0);
+        let trimmed = trims.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut addr_tx = Some(addr_tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if line.contains("client disconnected") {
+                    seen.send_modify(|n| *n += 1);
+                }
+                if line.contains("returned free heap memory") {
+                    trimmed.send_modify(|n| *n += 1);
+                }
+                if let Some(rest) = line.split("listening on ws://").nth(1) {
+                    if let Some(tx) = addr_tx.take() {
+                        let _ = tx.send(rest.trim_end_matches("/ws").to_string());
+                    }
+                }
+            }
+        });
+        let addr = tokio::time::timeout(Duration::from_secs(60), addr_rx)
+            .await
+            .expect("hub did not listen in time")
+            .expect("hub exited");
+        let token = std::fs::read_to_string(dir.path().join("state/token"))
+            .expect("token")
+            .trim()
+            .to_string();
+        Hub {
+            child,
+            dir,
+            addr,
+            token,
+            disconnects,
+            trims,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id().expect("pid")
+    }
+
+    async fn connect(&self) -> WsClient {
+        let mut req = format!("ws://{}/ws", self.addr)
+            .into_client_request()
+            .expect("request");
+        req.headers_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.token).parse().expect("header"),
+        );
+        let (ws, _) = tokio_tungstenite::connect_async(req)
+            .await
+            .expect("connect");
+        WsClient::new(ws)
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        let _ = &self.dir;
+    }
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket client matching replies by `replyTo` (and batches by
+/// `batchId`), with every other message going to `events`.
+struct WsClient {
+    tx: mpsc::UnboundedSender<Message>,
+    pending: Pending,
+    events: tokio::sync::Mutex<mpsc::UnboundedReceiver<Value>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl WsClient {
+    fn new(ws: Ws) -> WsClient {
+        let (mut sink, mut stream) = ws.split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Message>();
+        tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                if sink.send(m).await.is_err() {
+                    return;
+                }
+            }
+            // The client was dropped: close, so the reader ends too.
+            let _ = sink.send(Message::Close(None)).await;
+        });
+        let pending: Pending = Arc::default();
+        let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+        let p = pending.clone();
+        tokio::spawn(async move {
+            while let Some(Ok(m)) = stream.next().await {
+                let Message::Text(t) = m else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else {
+                    continue;
+                };
+                let key = v.get("replyTo").and_then(Value::as_u64).or_else(|| {
+                    (v["type"] == "batch_complete")
+                        .then(|| v["batchId"].as_u64())
+                        .flatten()
+                });
+                let waiter = key.and_then(|k| p.lock().expect("pending").remove(&k));
+                match waiter {
+                    Some(w) => {
+                        let _ = w.send(v);
+                    }
+                    None => {
+                        let _ = ev_tx.send(v);
+                    }
+                }
+            }
+        });
+        WsClient {
+            tx,
+            pending,
+            events: tokio::sync::Mutex::new(ev_rx),
+            next: std::sync::atomic::AtomicU64::new(1),
+        }
+    }
+
+    /// Send `msg` with a fresh numeric id; resolve with the reply (or, for
+    /// a batch, with its `batch_complete`).
+    async fn request(&self, mut msg: Value) -> Value {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        msg["id"] = json!(id);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending").insert(id, tx);
+        self.tx
+            .send(Message::Text(msg.to_string().into()))
+            .expect("send");
+        tokio::time::timeout(Duration::from_secs(120), rx)
+            .await
+            .expect("no reply within 120 s")
+            .expect("reply")
+    }
+
+    /// Wait until server `t` is running.
+    async fn wait_running(&self) {
+        let h = self.request(json!({"type": "health_check"})).await;
+        let up = h["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["name"] == "t" && s["state"] == "running");
+        if up {
+            return;
+        }
+        let mut ev = self.events.lock().await;
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(v) = ev.recv().await {
+                if v["type"] == "server_status" && v["name"] == "t" && v["state"] == "running" {
+                    return;
+                }
+            }
+        })
+        .await
+        .expect("server t never ran");
+    }
+}
+
+impl Caller for WsClient {
+    async fn echo(&self, n: u64) -> Value {
+        let r = self
+            .request(json!({"type": "tool_call", "tool": "t__echo",
+                            "params": {"message": format!("hello {n}")}}))
+            .await;
+        debug_assert_eq!(r["success"], true, "{r}");
+        r
+    }
+}
+
+// ---------------------------------------------------------------- measures
+
+/// `(utime + stime)` of a process, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // After the `)`: state is field 0, utime field 11, stime field 12.
+    // SAFETY: sysconf is a plain query.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// A `VmRSS`/`VmHWM` line of `/proc/<pid>/status`, in KiB.
+fn status_kib(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+struct Latency {
+    p50: Duration,
+    p90: Duration,
+    p99: Duration,
+}
+
+async fn sequential<C: Caller>(c: &C, n: u64) -> Latency {
+    for i in 0..n / 10 {
+        c.echo(i).await; // warm-up
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let t = Instant::now();
+        c.echo(i).await;
+        v.push(t.elapsed());
+    }
+    v.sort();
+    let at = |p: f64| v[((v.len() as f64 - 1.0) * p) as usize];
+    Latency {
+        p50: at(0.50),
+        p90: at(0.90),
+        p99: at(0.99),
+    }
+}
+
+/// Calls per second with `inflight` concurrent callers, `total` calls.
+async fn throughput<C: Caller>(c: &Arc<C>, inflight: u64, total: u64) -> f64 {
+    let started = Instant::now();
+    let per = total / inflight;
+    let mut workers = Vec::new();
+    for w in 0..inflight {
+        let c = c.clone();
+        workers.push(tokio::spawn(async move {
+            for i in 0..per {
+                c.echo(w * per + i).await;
+            }
+        }));
+    }
+    for w in workers {
+        w.await.expect("worker");
+    }
+    (per * inflight) as f64 / started.elapsed().as_secs_f64()
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
+/// ms per step of a batch of `steps` echo calls (best of `reps`).
+async fn batch_ms_per_step(c: &WsClient, steps: usize, reps: usize) -> f64 {
+    let step = json!({"tool": "t__echo", "params": {"message": "x"}});
+    let msg = json!({"type": "tool_batch", "steps": vec![step; steps]});
+    let mut best = f64::MAX;
+    for _ in 0..reps {
+        let t = Instant::now();
+        let done = c.request(msg.clone()).await;
+        assert_eq!(done["success"], true, "{done}");
+        best = best.min(t.elapsed().as_secs_f64() * 1e3 / steps as f64);
+    }
+    // The streamed step results and states went to `events`: drop them.
+    let mut ev = c.events.lock().await;
+    while ev.try_recv().is_ok() {}
+    best
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n: u64 = if quick { 2_000 } else { 10_000 };
+    raise_fd_limit();
+
+    // Direct.
+    let direct = Arc::new(Direct::start().await);
+    let d_seq = sequential(direct.as_ref(), n).await;
+    let mut d_tp = Vec::new();
+    for k in [1, 16, 64] {
+        d_tp.push(throughput(&direct, k, n * 2).await);
+    }
+
+    // Through the hub (durability step, the default).
+    let hub = Hub::start("step", 2048).await;
+    let pid = hub.pid();
+    let client = Arc::new(hub.connect().await);
+    client.wait_running().await;
+    let idle_kib = status_kib(pid, "VmRSS");
+    let cpu0 = cpu_seconds(pid);
+    let h_seq = sequential(client.as_ref(), n).await;
+    let seq_cpu_us = (cpu_seconds(pid) - cpu0) * 1e6 / (n + n / 10) as f64;
+    let mut h_tp = Vec::new();
+    let mut cpu16 = 0.0;
+    for k in [1, 16, 64] {
+        let c0 = cpu_seconds(pid);
+        h_tp.push(throughput(&client, k, n * 2).await);
+        if k == 16 {
+            cpu16 = (cpu_seconds(pid) - c0) * 1e6 / (n * 2) as f64;
+        }
+    }
+    let load_kib = status_kib(pid, "VmHWM");
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("\n## Relay: echo through the hub vs direct stdio ({n} sequential calls)\n");
+    println!("| path | p50 | p90 | p99 | added p50 | calls/s 1 | calls/s 16 | calls/s 64 | ÷ direct (16) | hub CPU/call seq / 16 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| direct stdio | {} | {} | {} | – | {:.0} | {:.0} | {:.0} | 1.00 | – |",
+        us(d_seq.p50),
+        us(d_seq.p90),
+        us(d_seq.p99),
+        d_tp[0],
+        d_tp[1],
+        d_tp[2]
+    );
+    println!(
+        "| toolhub WebSocket | {} | {} | {} | +{:.0} µs | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} µs / {:.0} µs |",
+        us(h_seq.p50), us(h_seq.p90), us(h_seq.p99),
+        (ms(h_seq.p50) - ms(d_seq.p50)) * 1e3,
+        h_tp[0], h_tp[1], h_tp[2], h_tp[1] / d_tp[1], seq_cpu_us, cpu16
+    );
+    println!(
+        "\nhub RSS: {:.1} MiB idle with one server, peak {:.1} MiB under load",
+        idle_kib as f64 / 1024.0,
+        load_kib as f64 / 1024.0
+    );
+
+    // Batches.
+    let sizes: &[usize] = if quick {
+        &[1, 10, 100]
+    } else {
+        &[1, 10, 100, 1000]
+    };
+    let mut rows = Vec::new();
+    for durability in ["step", "batch"] {
+        let h = if durability == "step" {
+            None
+        } else {
+            Some(Hub::start("batch", 64).await)
+        };
+        let c = match &h {
+            None => client.clone(),
+            Some(h) => {
+                let c = Arc::new(h.connect().await);
+                c.wait_running().await;
+                c
+            }
+        };
+        let mut row = Vec::new();
+        for &s in sizes {
+            let reps = if s >= 100 { 2 } else { 20 };
+            row.push(batch_ms_per_step(&c, s, reps).await);
+        }
+        rows.push((durability, row));
+    }
+    println!("\n## tool_batch of echo steps: ms per step (best run)\n");
+    print!("| durability |");
+    for s in sizes {
+        print!(" {s} step{} |", if *s == 1 { "" } else { "s" });
+    }
+    println!(" {} ÷ 10 |", sizes[sizes.len() - 1]);
+    println!("|---|{}---:|", "---:|".repeat(sizes.len()));
+    for (d, row) in &rows {
+        print!("| {d} |");
+        for v in row {
+            print!(" {v:.3} |");
+        }
+        println!(" {:.2} |", row[row.len() - 1] / row[1]);
+    }
+
+    // Idle connections.
+    let conns = if quick { 200 } else { 1000 };
+    let before = status_kib(pid, "VmRSS");
+    let mut open = Vec::with_capacity(conns);
+    for _ in 0..conns {
+        open.push(hub.connect().await);
+    }
+    // Every connection has had its hello: ping each once.
+    for c in &open {
+        c.request(json!({"type": "ping"})).await;
+    }
+    let with = status_kib(pid, "VmRSS");
+    // Wait (event-driven, on the hub's own log) until it saw every close.
+    let mut gone = hub.disconnects.subscribe();
+    let mut trims = hub.trims.subscribe();
+    let target = *gone.borrow() + conns;
+    let trims_before = *trims.borrow();
+    drop(open);
+    let _ = tokio::time::timeout(Duration::from_secs(60), gone.wait_for(|n| *n >= target)).await;
+    // And until it gave the memory back (once the closes settle).
+    let _ = tokio::time::timeout(
+        Duration::from_secs(10),
+        trims.wait_for(|n| *n > trims_before),
+    )
+    .await;
+    let after = status_kib(pid, "VmRSS");
+    println!(
+        "\n## {conns} idle WebSocket connections\n\nRSS {:.1} MiB → {:.1} MiB with them ({:.1} KiB per connection) → {:.1} MiB after they closed",
+        before as f64 / 1024.0,
+        with as f64 / 1024.0,
+        (with.saturating_sub(before)) as f64 / conns as f64,
+        after as f64 / 1024.0
+    );
+}
+
+fn raise_fd_limit() {
+    // SAFETY: plain getrlimit/setrlimit on this process (children inherit).
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
+            r.rlim_cur = r.rlim_max.min(65_536);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}

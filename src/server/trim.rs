@@ -1,0 +1,44 @@
+//! Giving memory back after a burst of connections closes.
+//!
+//! glibc keeps freed heap memory for reuse; after a thousand connections
+//! close, the hub would keep their buffers' worth of RSS for good. Once the
+//! closes have been quiet for half a second, `malloc_trim(0)` returns the
+//! free pages to the system (a few milliseconds, off any request path).
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// How long closes must be quiet before trimming.
+const QUIET: Duration = Duration::from_millis(500);
+
+static WAKE: OnceLock<Arc<Notify>> = OnceLock::new();
+
+/// A connection ended: trim once the closes settle.
+pub fn connection_closed() {
+    let wake = WAKE.get_or_init(|| {
+        let n = Arc::new(Notify::new());
+        tokio::spawn(trimmer(n.clone()));
+        n
+    });
+    wake.notify_one();
+}
+
+async fn trimmer(wake: Arc<Notify>) {
+    loop {
+        wake.notified().await;
+        // Debounce: a burst of closes is one trim.
+        while tokio::time::timeout(QUIET, wake.notified()).await.is_ok() {}
+        let started = std::time::Instant::now();
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only walks the allocator's own free lists.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        tracing::debug!(
+            took_us = started.elapsed().as_micros() as u64,
+            "returned free heap memory to the system"
+        );
+    }
+}
