@@ -150,6 +150,7 @@ impl Hub {
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
         if let Some(local) = self.local_for(&info.server) {
+            let mounted = self.mounted(&info.server).is_some();
             let call = LocalCall {
                 params,
                 cancel,
@@ -168,9 +169,16 @@ impl Hub {
                     _ = cancel.cancelled() => Err(cancelled_error()),
                 },
             };
+            // Mounted providers may answer in the ToolResult shape; a
+            // recording-backed server's values are replayed as they were.
+            let (result, raw) = if mounted {
+                super::local::tool_result(result)
+            } else {
+                (result, None)
+            };
             return Attempt {
                 result: result.map_err(tag),
-                raw: None,
+                raw,
             };
         }
         let Some(peer) = self.server(&info.server).and_then(|h| h.peer()) else {
