@@ -78,8 +78,8 @@ impl LocalTools for OfflineTools {
 /// "message", "retriable", "suggestion"?}}` is a failed call of class `code`
 /// (`recoverable` follows the class, as everywhere). The failure keeps the
 /// ToolResult as `raw`, shaped as the MCP `CallToolResult` the tool would
-/// answer over MCP (`isError: true`, the ToolResult as `structuredContent`
-/// and as JSON text), so a client sees the same object either way.
+/// answer over MCP (`isError: true`, the ToolResult as `structuredContent`,
+/// the message as its text), so a client sees the same object either way.
 pub fn tool_result(result: Result<Value, HubError>) -> (Result<Value, HubError>, Option<Value>) {
     let value = match result {
         Ok(v) => v,
@@ -96,7 +96,7 @@ pub fn tool_result(result: Result<Value, HubError>) -> (Result<Value, HubError>,
         e = e.with_suggestion(text("suggestion"));
     }
     let raw = serde_json::json!({
-        "content": [{"type": "text", "text": value.to_string()}],
+        "content": [{"type": "text", "text": e.message}],
         "structuredContent": value,
         "isError": true,
     });
@@ -121,6 +121,7 @@ mod tests {
         let raw = raw.expect("raw");
         assert_eq!(raw["isError"], true);
         assert_eq!(raw["structuredContent"], miss);
+        assert_eq!(raw["content"][0]["text"], "text \"x\" is not on the page");
 
         let (r, _) = tool_result(Ok(
             json!({"ok": false, "error": {"code": "NOPE", "message": "m"}}),
