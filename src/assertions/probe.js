@@ -116,7 +116,8 @@
       for (const el of root.querySelectorAll('*')) {
         if (SKIP.has(el.tagName)) continue;
         if (!Array.from(el.childNodes).some((c) => c.nodeType === 3 && c.data.trim())) continue;
-        const t = norm(textOf(el));
+        const raw = textOf(el);
+        const t = raw.length > 4000 ? '' : norm(raw);
         if (!t || seen.has(t) || !plan.needles.some((n) => t.toLowerCase().includes(n))) continue;
         seen.add(t);
         if (visibility(el)[0]) continue;
@@ -183,9 +184,11 @@
       if (SKIP.has(el.tagName)) continue;
       const role = attr(el, 'role').split(' ')[0] || implicitRole(el);
       const name = role ? nameOf(el, role) : '';
-      const full = norm(textOf(el));
+      // (A long text is never a candidate's text: skip normalising it.)
+      const raw = textOf(el);
+      const full = raw.length > 4000 ? '' : norm(raw);
       // Its text counts when short and not only a wrapper's copy of a child's.
-      const text = full.length <= 150 && !Array.from(el.children).some((c) => norm(textOf(c)) === full) ? full : '';
+      const text = full && full.length <= 150 && !Array.from(el.children).some((c) => norm(textOf(c)) === full) ? full : '';
       const c = {
         role, name, text, ariaLabel: attr(el, 'aria-label'), placeholder: attr(el, 'placeholder'),
         title: attr(el, 'title'), alt: attr(el, 'alt'),

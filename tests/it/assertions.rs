@@ -35,6 +35,8 @@ const ELEMENT_PAGE: &str = r##"<!doctype html><html><head><title>Elements</title
 <button style="opacity:0">Publish</button>
 <button style="width:0;height:0;padding:0;border:0;overflow:hidden">Share</button>
 <button style="position:absolute;left:-9999px">Print</button>
+<div style="opacity:0"><button>Options</button></div>
+<div style="overflow:hidden;height:20px"><div style="height:20px"></div><button>Zoom</button></div>
 <input placeholder="Email address">
 <div id="late"></div>
 <div style="height:3000px"></div>
@@ -274,7 +276,9 @@ async fn elements_visible_hidden_by_each_rule_absent_and_scrollable() {
         ("Archive", "visibility:hidden"),
         ("Publish", "opacity:0"),
         ("Share", "zero size"),
-        ("Print", "off-screen"),
+        ("Print", "off-screen, out of the page's scroll range"),
+        ("Options", "opacity:0 on <div>"),
+        ("Zoom", "clipped by overflow:hidden on <div>"),
     ] {
         let r = check(
             &mut c,
