@@ -9,7 +9,8 @@
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
-//!   `safety`, `builtin` (the workspace tools)
+//!   `safety`, `builtin` (the workspace tools), `assertions` (the browser
+//!   assertion tools)
 //! - engine: `engine` (tool_batch → durable tasks, approvals)
 //! - recording: `recording` (recorder, replay, exports)
 //! - app: `app` (the composition root; the `hub__…` control tools)
@@ -18,6 +19,7 @@
 //! See ARCHITECTURE.md for the map and the invariants.
 
 pub mod app;
+pub mod assertions;
 pub mod b64;
 pub mod builtin;
 pub mod config;

@@ -21,7 +21,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("mcp", &["mcp"]),
-    ("calls", &["hub", "history", "retry", "safety", "builtin"]),
+    (
+        "calls",
+        &["hub", "history", "retry", "safety", "builtin", "assertions"],
+    ),
     ("engine", &["engine"]),
     ("recording", &["recording"]),
     ("app", &["app"]),

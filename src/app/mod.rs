@@ -1,7 +1,8 @@
 //! The application: the composition root and the only module that knows
 //! every service. It builds the call layer (`hub`), the recorder and the task
-//! engine, mounts the in-process tools (the workspace tools and the hub's
-//! control tools, which drive the engine and the recorder), recovers task
+//! engine, mounts the in-process tools (the workspace tools, the hub's
+//! control tools, which drive the engine and the recorder, and the browser
+//! assertion tools), recovers task
 //! journals, and starts the background services (servers, config watcher,
 //! health prober, task retention). The server edges receive an [`App`] and
 //! reach each service by name; no service holds another's handle unless it
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::assertions::Assertions;
 use crate::builtin::Builtin;
 use crate::config::Config;
 use crate::engine::Engine;
@@ -47,6 +49,7 @@ impl App {
             hub.mount(BUILTIN_SERVER, Arc::new(b));
         }
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
+        hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
         hub.start_servers();
         engine.recover();
         crate::engine::durable::spawn_retention(engine);

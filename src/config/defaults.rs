@@ -37,6 +37,8 @@ pub const RECORDING_MAX_BYTES: u64 = 100 * 1024 * 1024;
 
 pub const CONFIRM_TIMEOUT_MS: u64 = 300_000;
 
+pub const ASSERT_POLL_INTERVAL_MS: u64 = 250;
+
 /// Backoff and jitter of every default strategy (the spec's example values).
 pub const BACKOFF: f64 = 2.0;
 pub const JITTER: f64 = 0.2;

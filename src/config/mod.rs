@@ -7,6 +7,7 @@
 //! pointer back to the line:column of its key. A failed load changes nothing:
 //! the caller keeps its old `Config`. `reload` watches the file.
 
+mod assertions;
 mod ctx;
 mod defaults;
 mod json_error;
@@ -29,6 +30,7 @@ use serde::Deserialize;
 
 use crate::errors::ErrorType;
 
+pub use assertions::{AssertionsConfig, BrowserChoice};
 pub use defaults::{default_redact_keys, default_safety_rules, default_strategies};
 pub use reload::{diff_servers, spawn_watcher, ServerDiff};
 
@@ -48,6 +50,7 @@ pub struct Config {
     pub retry: RetryConfig,
     pub safety: SafetyConfig,
     pub security: SecurityConfig,
+    pub assertions: AssertionsConfig,
 }
 
 #[derive(Debug, Clone, PartialEq)]

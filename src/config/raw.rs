@@ -29,6 +29,7 @@ pub struct RawConfig {
     pub retry: Option<RawRetry>,
     pub safety: Option<RawSafety>,
     pub security: Option<RawSecurity>,
+    pub assertions: Option<RawAssertions>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -212,6 +213,13 @@ pub struct RawSecurity {
     pub redact_keys: Option<Vec<String>>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawAssertions {
+    pub browser_server: Option<String>,
+    pub poll_interval: Option<u64>,
+}
+
 /// The (renamed) field names serde expects for struct `T`, read by asking `T`
 /// to deserialize itself from a deserializer that only records them.
 pub fn fields_of<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
@@ -255,7 +263,7 @@ pub struct UnknownKey {
 pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
     let mut out = Vec::new();
     check(&mut out, root, "", fields_of::<RawConfig>());
-    let sections: [(&str, &'static [&'static str]); 9] = [
+    let sections: [(&str, &'static [&'static str]); 10] = [
         ("server", fields_of::<RawServerSection>()),
         ("builtin", fields_of::<RawBuiltin>()),
         ("taskEngine", fields_of::<RawTaskEngine>()),
@@ -265,6 +273,7 @@ pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
         ("retry", fields_of::<RawRetry>()),
         ("safety", fields_of::<RawSafety>()),
         ("security", fields_of::<RawSecurity>()),
+        ("assertions", fields_of::<RawAssertions>()),
     ];
     for (name, known) in sections {
         if let Some(section) = root.get(name) {

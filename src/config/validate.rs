@@ -94,7 +94,6 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         path: abs_path,
         base_dir,
         server,
-        mcp_servers,
         builtin: super::sections::builtin(&ctx, raw.builtin.unwrap_or_default())?,
         task_engine: super::sections::task_engine(&ctx, raw.task_engine.unwrap_or_default())?,
         health_check: super::sections::health_check(&ctx, raw.health_check.unwrap_or_default())?,
@@ -103,6 +102,12 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         retry: super::sections::retry(&ctx, raw.retry.unwrap_or_default())?,
         safety: super::sections::safety(&ctx, raw.safety.unwrap_or_default())?,
         security: super::sections::security(&ctx, raw.security.unwrap_or_default())?,
+        assertions: super::assertions::section(
+            &mut ctx,
+            raw.assertions.unwrap_or_default(),
+            &mcp_servers,
+        )?,
+        mcp_servers,
     };
     if config.server.idle_timeout <= config.server.ping_interval {
         ctx.warn(

@@ -22,8 +22,11 @@ use crate::retry::RetryOverride;
 
 /// Where one attempt goes.
 enum Route {
-    /// In-process tools (mounted, or a recording-backed server).
-    Local(Mounted),
+    /// In-process tools: mounted providers, or a recording-backed server.
+    Local {
+        tools: Mounted,
+        mounted: bool,
+    },
     Peer(rmcp::Peer<rmcp::RoleClient>),
     /// Starting, restarting, stopped or unknown.
     Down,
@@ -131,15 +134,21 @@ impl Hub {
     /// The in-process tools answering for `server`: mounted providers, or a
     /// recording-backed server's recording.
     fn route(&self, server: &str) -> Route {
-        if let Some(m) = self.mounted(server) {
-            return Route::Local(m);
+        if let Some(tools) = self.mounted(server) {
+            return Route::Local {
+                tools,
+                mounted: true,
+            };
         }
         // One map lookup, no handle clone: this is on every call.
         let Some(h) = self.servers.get(server) else {
             return Route::Down;
         };
         if let Some(Ok(offline)) = &h.offline {
-            return Route::Local(Mounted::of(Arc::new(OfflineTools(offline.clone()))));
+            return Route::Local {
+                tools: Mounted::of(Arc::new(OfflineTools(offline.clone()))),
+                mounted: false,
+            };
         }
         match h.peer() {
             Some(p) => Route::Peer(p),
@@ -170,13 +179,13 @@ impl Hub {
         let peer = match self.route(&info.server) {
             Route::Peer(p) => Some(p),
             Route::Down => None,
-            Route::Local(local) => {
+            Route::Local { tools, mounted } => {
                 let call = LocalCall {
                     params,
                     cancel,
                     session,
                 };
-                let result = match local.call(&info.name, call) {
+                let result = match tools.call(&info.name, call) {
                     None => Err(HubError::new(
                         ErrorType::ToolNotFound,
                         format!("server {} has no tool \"{}\"", info.server, info.name),
@@ -189,9 +198,16 @@ impl Hub {
                         _ = cancel.cancelled() => Err(cancelled_error()),
                     },
                 };
+                // Mounted providers may answer in the ToolResult shape; a
+                // recording-backed server's values are replayed as they were.
+                let (result, raw) = if mounted {
+                    super::local::tool_result(result)
+                } else {
+                    (result, None)
+                };
                 return Attempt {
                     result: result.map_err(tag),
-                    raw: None,
+                    raw,
                 };
             }
         };

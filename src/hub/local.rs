@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::errors::HubError;
+use crate::errors::{ErrorType, HubError};
 use crate::mcp::offline::Offline;
 use crate::mcp::registry::RawTool;
 
@@ -70,5 +70,78 @@ impl LocalTools for OfflineTools {
 
     fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>> {
         Some(Box::pin(async move { self.0.call(tool, call.params) }))
+    }
+}
+
+/// The ToolResult contract an in-process tool may answer in: `{"ok": true,
+/// …evidence}` is a success like any value; `{"ok": false, "error": {"code",
+/// "message", "retriable", "suggestion"?}}` is a failed call of class `code`
+/// (`recoverable` follows the class, as everywhere). The failure keeps the
+/// ToolResult as `raw`, shaped as the MCP `CallToolResult` the tool would
+/// answer over MCP (`isError: true`, the ToolResult as `structuredContent`,
+/// the message as its text), so a client sees the same object either way.
+pub fn tool_result(result: Result<Value, HubError>) -> (Result<Value, HubError>, Option<Value>) {
+    let value = match result {
+        Ok(v) => v,
+        Err(e) => return (Err(e), None),
+    };
+    let failed = value.get("ok").and_then(Value::as_bool) == Some(false);
+    let Some(error) = value.get("error").filter(|e| failed && e.is_object()) else {
+        return (Ok(value), None);
+    };
+    let text = |k: &str| error.get(k).and_then(Value::as_str).unwrap_or("");
+    let class = ErrorType::parse(text("code")).unwrap_or(ErrorType::Unknown);
+    let mut e = HubError::new(class, text("message"));
+    if !text("suggestion").is_empty() {
+        e = e.with_suggestion(text("suggestion"));
+    }
+    let raw = serde_json::json!({
+        "content": [{"type": "text", "text": e.message}],
+        "structuredContent": value,
+        "isError": true,
+    });
+    (Err(e), Some(raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_failed_tool_result_is_a_failure_of_its_class_and_keeps_the_result_as_raw() {
+        let miss = json!({"ok": false, "error": {"code": "ASSERTION_FAILED",
+            "message": "text \"x\" is not on the page", "retriable": true, "suggestion": "wait"}});
+        let (r, raw) = tool_result(Ok(miss.clone()));
+        let e = r.expect_err("a failure");
+        assert_eq!(e.error_type, ErrorType::AssertionFailed);
+        assert!(e.recoverable);
+        assert_eq!(e.suggestion, "wait");
+        assert_eq!(e.message, "text \"x\" is not on the page");
+        let raw = raw.expect("raw");
+        assert_eq!(raw["isError"], true);
+        assert_eq!(raw["structuredContent"], miss);
+        assert_eq!(raw["content"][0]["text"], "text \"x\" is not on the page");
+
+        let (r, _) = tool_result(Ok(
+            json!({"ok": false, "error": {"code": "NOPE", "message": "m"}}),
+        ));
+        let e = r.expect_err("a failure");
+        assert_eq!(e.error_type, ErrorType::Unknown);
+        assert!(!e.suggestion.is_empty());
+    }
+
+    #[test]
+    fn other_values_pass_unchanged() {
+        for v in [
+            json!({"ok": true, "role": "button"}),
+            json!({"ok": false}),
+            json!({"ok": "false", "error": {"code": "TIMEOUT"}}),
+            json!("text"),
+        ] {
+            let (r, raw) = tool_result(Ok(v.clone()));
+            assert_eq!(r.ok(), Some(v));
+            assert!(raw.is_none());
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod assertions;
 mod batch;
 mod durable;
 mod faults;

@@ -32,7 +32,7 @@ async fn serve_page() -> String {
     format!("http://{addr}/")
 }
 
-fn playwright_entry(out: &std::path::Path, exe: &str) -> Value {
+pub fn playwright_entry(out: &std::path::Path, exe: &str) -> Value {
     json!({
         "command": npm_bin("playwright-mcp"),
         "args": ["--headless", "--isolated", "--no-sandbox", "--executable-path", exe,
