@@ -436,8 +436,15 @@ async fn batch_ms_per_step(c: &WsClient, steps: usize, reps: usize) -> f64 {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let n: u64 = if quick { 2_000 } else { 10_000 };
+    // `cargo bench` passes --bench; `cargo test --all-targets` runs this
+    // binary without it: then a smoke run proves the benchmark still works.
+    let bench = std::env::args().any(|a| a == "--bench");
+    let quick = !bench || std::env::args().any(|a| a == "--quick");
+    let n: u64 = match (bench, quick) {
+        (false, _) => 200,
+        (true, true) => 2_000,
+        (true, false) => 10_000,
+    };
     raise_fd_limit();
 
     // Direct.
@@ -494,10 +501,10 @@ async fn main() {
     );
 
     // Batches.
-    let sizes: &[usize] = if quick {
-        &[1, 10, 100]
-    } else {
-        &[1, 10, 100, 1000]
+    let sizes: &[usize] = match (bench, quick) {
+        (false, _) => &[1, 10],
+        (true, true) => &[1, 10, 100],
+        (true, false) => &[1, 10, 100, 1000],
     };
     let mut rows = Vec::new();
     for durability in ["step", "batch"] {
@@ -516,7 +523,7 @@ async fn main() {
         };
         let mut row = Vec::new();
         for &s in sizes {
-            let reps = if s >= 100 { 2 } else { 20 };
+            let reps = if s >= 100 || !bench { 2 } else { 20 };
             row.push(batch_ms_per_step(&c, s, reps).await);
         }
         rows.push((durability, row));
@@ -537,7 +544,11 @@ async fn main() {
     }
 
     // Idle connections.
-    let conns = if quick { 200 } else { 1000 };
+    let conns = match (bench, quick) {
+        (false, _) => 20,
+        (true, true) => 200,
+        (true, false) => 1000,
+    };
     let before = status_kib(pid, "VmRSS");
     let mut open = Vec::with_capacity(conns);
     for _ in 0..conns {
