@@ -9,8 +9,17 @@ if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modul
 fi
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null \
-      || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }
+    # Quiet when it works; the whole apt output when it does not, so a
+    # person sees why chromium did not install.
+    log=$(mktemp)
+    if ! { DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >"$log" 2>&1 \
+      || { apt-get update >>"$log" 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >>"$log" 2>&1; }; }; then
+      cat "$log" >&2
+      echo "installing chromium with apt-get failed (output above)" >&2
+      rm -f "$log"
+      exit 1
+    fi
+    rm -f "$log"
   else
     echo "chromium is missing: install it (sudo apt-get install chromium) and run again" >&2
     exit 1

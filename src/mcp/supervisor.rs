@@ -329,7 +329,7 @@ impl Supervisor {
             None => loop {
                 tokio::select! {
                     quit = &mut waiting => {
-                        break Exit::Crashed(format!("server exited or closed its transport ({quit:?})"));
+                        break Exit::Crashed(describe_quit(&quit));
                     }
                     _ = &mut leader_exit => {
                         break Exit::Crashed(format!(
@@ -490,6 +490,21 @@ impl Supervisor {
 }
 
 /// Up to 25% random jitter so restarting servers do not move in lockstep.
+/// Why a server's connection ended, in words (never a debug dump).
+fn describe_quit(quit: &Result<rmcp::service::QuitReason, tokio::task::JoinError>) -> String {
+    use rmcp::service::QuitReason;
+    match quit {
+        Ok(QuitReason::Closed) => {
+            "the server closed its connection (its process exited or closed stdout)".into()
+        }
+        Ok(QuitReason::Cancelled) => "the hub closed the server's connection".into(),
+        Ok(QuitReason::JoinError(e)) | Err(e) => {
+            format!("the task serving the server's connection failed: {e}")
+        }
+        Ok(_) => "the server's connection ended".into(),
+    }
+}
+
 fn jittered(d: Duration) -> Duration {
     let ms = d.as_millis() as u64;
     let extra = rand::random_range(0..=ms / 4);

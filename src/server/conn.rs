@@ -4,7 +4,7 @@
 //! ([`Outbox`]). A client that stops reading fills it; it is then evicted
 //! instead of making the hub buffer without limit or stall a producer.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
@@ -41,10 +41,14 @@ async fn serve(socket: WebSocket, app: App, session: String) {
     let (sink, mut stream) = socket.split();
     let evict = CancellationToken::new();
     let (outbox, rx) = Outbox::new(session.clone(), cfg.server.send_queue.max(8), evict.clone());
+    // The close frame the writer sends when the connection ends: 1008
+    // (policy) unless the reader says why it ended; 0 = send none.
+    let close = Arc::new(AtomicU16::new(CLOSE_EVICTED));
     let writer = tokio::spawn(write_loop(
         sink,
         rx,
         evict.clone(),
+        close.clone(),
         cfg.server.ping_interval,
     ));
     let tools = hub.tools();
@@ -60,16 +64,24 @@ async fn serve(socket: WebSocket, app: App, session: String) {
         let next = tokio::select! {
             n = tokio::time::timeout(idle, stream.next()) => n,
             _ = evict.cancelled() => break,
-            _ = hub.shutdown.cancelled() => break,
+            _ = hub.shutdown.cancelled() => {
+                close.store(CLOSE_SHUTDOWN, Ordering::SeqCst);
+                break;
+            }
         };
         let frame = match next {
             Err(_) => {
                 tracing::info!(session = %session, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
+                close.store(CLOSE_IDLE, Ordering::SeqCst);
                 break;
             }
-            Ok(None) => break,
+            Ok(None) => {
+                close.store(0, Ordering::SeqCst);
+                break;
+            }
             Ok(Some(Err(e))) => {
                 tracing::info!(session = %session, error = %e, "socket error");
+                close.store(0, Ordering::SeqCst);
                 break;
             }
             Ok(Some(Ok(m))) => m,
@@ -83,7 +95,11 @@ async fn serve(socket: WebSocket, app: App, session: String) {
                 );
                 outbox.send(protocol::error_msg(&None, &e));
             }
-            Message::Close(_) => break,
+            Message::Close(_) => {
+                // The client closed; the library answers its close frame.
+                close.store(0, Ordering::SeqCst);
+                break;
+            }
             Message::Ping(_) | Message::Pong(_) => {}
         }
     }
@@ -102,6 +118,7 @@ async fn write_loop(
     mut sink: futures::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<String>,
     evict: CancellationToken,
+    close: Arc<AtomicU16>,
     ping_every: std::time::Duration,
 ) {
     let mut ping = tokio::time::interval(ping_every.max(std::time::Duration::from_millis(50)));
@@ -115,8 +132,11 @@ async fn write_loop(
             _ = ping.tick() => Message::Ping(Vec::new().into()),
             _ = evict.cancelled() => {
                 // Best effort: a client that does not read may never see it.
-                let close = Message::Close(Some(CloseFrame { code: 1008, reason: "closing".into() }));
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), sink.send(close)).await;
+                let code = close.load(Ordering::SeqCst);
+                if code != 0 {
+                    let frame = Message::Close(Some(CloseFrame { code, reason: close_reason(code).into() }));
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), sink.send(frame)).await;
+                }
                 break;
             }
         };
@@ -129,6 +149,19 @@ async fn write_loop(
         }
     }
     evict.cancel();
+}
+
+/// Close codes, one meaning each (docs/protocol.md, "Connections").
+const CLOSE_EVICTED: u16 = 1008;
+const CLOSE_SHUTDOWN: u16 = 1001;
+const CLOSE_IDLE: u16 = 1000;
+
+fn close_reason(code: u16) -> &'static str {
+    match code {
+        CLOSE_SHUTDOWN => "the hub is shutting down",
+        CLOSE_IDLE => "idle for longer than server.idleTimeout",
+        _ => "send queue full (server.sendQueue): the client stopped reading",
+    }
 }
 
 /// Hub-wide events (tools_updated, server_status, …) to this client.

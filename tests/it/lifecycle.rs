@@ -70,3 +70,39 @@ async fn sigint_shuts_down_gracefully() {
     hub.wait_log("SIGINT received").await;
     hub.wait_log("stopped").await;
 }
+
+/// The close frame a client sees when its connection ends.
+async fn close_code(c: &mut crate::support::Client) -> Option<u16> {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    tokio::time::timeout(crate::support::WAIT, async {
+        loop {
+            match c.ws.next().await {
+                Some(Ok(Message::Close(f))) => return f.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => continue,
+                _ => return None,
+            }
+        }
+    })
+    .await
+    .expect("no close frame in time")
+}
+
+#[tokio::test]
+async fn shutdown_closes_sockets_with_going_away_and_idle_with_normal() {
+    let hub = TestHub::start(json!({"server": {"idleTimeout": 300}})).await;
+    let mut idle = hub.connect().await;
+    // Idle: no frame for server.idleTimeout → 1000 (normal closure).
+    assert_eq!(close_code(&mut idle).await, Some(1000));
+    let mut c = hub.connect().await;
+    assert_eq!(c.request(json!({"type": "ping"})).await["type"], "pong");
+    // SAFETY: a plain signal to the hub this test started.
+    unsafe {
+        libc::kill(hub.pid(), libc::SIGTERM);
+    }
+    // Shutdown → 1001 (going away), never 1008 (policy: evicted).
+    let code = close_code(&mut c).await;
+    assert_eq!(code, Some(1001));
+    let status = hub.terminate().await;
+    assert!(status.success(), "{status:?}");
+}

@@ -98,6 +98,41 @@ async fn crash_mid_call_fails_fast_and_the_server_restarts() {
     );
 }
 
+/// Rust debug output a person should never have to read.
+fn debug_shaped(s: &str) -> bool {
+    ["Ok(", "Err(", "Some(", "None", " { "]
+        .iter()
+        .any(|p| s.contains(p))
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_described_in_words() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__crash", "params": {}, "retry": false}))
+        .await;
+    let msg = r["error"]["message"].as_str().unwrap_or("").to_string();
+    assert!(!msg.is_empty() && !debug_shaped(&msg), "{r}");
+    let down = c
+        .recv_where("t down with a last error", |v| {
+            v["type"] == "server_status" && v["name"] == "t" && v["lastError"].is_string()
+        })
+        .await;
+    let last = down["lastError"].as_str().unwrap_or("");
+    assert!(!debug_shaped(last), "lastError: {last}");
+    assert!(
+        last.contains("exited") || last.contains("closed its connection"),
+        "lastError: {last}"
+    );
+    let h = c.request(json!({"type": "health_check"})).await;
+    for check in h["checks"].as_array().into_iter().flatten() {
+        let m = check["message"].as_str().unwrap_or("");
+        assert!(!debug_shaped(m), "health check message: {m}");
+    }
+}
+
 #[tokio::test]
 async fn timeout_cancels_the_call_at_the_server() {
     let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
