@@ -67,6 +67,8 @@ pub fn default_strategies() -> BTreeMap<ErrorType, Strategy> {
         (E::Network, 3, 2000, A::None),
         (E::ServerUnavailable, 2, 1000, A::None),
         (E::AssertionFailed, 1, 500, A::None),
+        (E::RateLimited, 2, 2000, A::None),
+        (E::UpstreamError, 1, 500, A::None),
     ];
     table
         .into_iter()

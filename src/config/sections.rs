@@ -306,7 +306,7 @@ mod tests {
             s[&ErrorType::PageClosed],
             default_strategies()[&ErrorType::PageClosed]
         );
-        assert_eq!(s.len(), 6);
+        assert_eq!(s.len(), 8);
         assert!(c.retry.retry_destructive_on_timeout);
     }
 

@@ -179,7 +179,7 @@ mod tests {
         assert_eq!(c.recording.max_bytes, 104_857_600);
         assert!(c.replay.ignore_paths.is_empty() && c.replay.ignore_regexes.is_empty());
         assert_eq!(c.retry.strategies, super::super::default_strategies());
-        assert_eq!(c.retry.strategies.len(), 6);
+        assert_eq!(c.retry.strategies.len(), 8);
         assert!(!c.retry.retry_destructive_on_timeout);
         assert_eq!(c.safety.rules, super::super::default_safety_rules());
         assert_eq!(c.safety.confirm_timeout, Duration::from_secs(300));

@@ -56,7 +56,9 @@ const RULES: &[(ErrorType, &str)] = &[
     (ErrorType::Permission, r"outside (?:of )?(?:the )?allowed director|\baccess (?:is )?denied\b|permission denied|\beacces\b|\beperm\b|operation not permitted|permissionerror|read-only file system|\berofs\b|\bnot permitted\b|insufficient permissions?|\bforbidden\b"),
     (ErrorType::Timeout, r"timeout|\btime[ds]?[ _-]out\b|timedout|deadline exceeded"),
     (ErrorType::Cancelled, r"\bcancell?(?:ed|ing|ation)\b|\babort(?:ed|error)\b|operation was aborted|keyboardinterrupt|cancellederror|\binterrupted\b"),
-    (ErrorType::LimitExceeded, r"payload too large|request entity too large|\bexceeds? (?:the )?(?:maximum|max|limit|allowed)\b|\btoo (?:large|big|long)\b|too many (?:requests|steps|tasks|connections|calls|open files)|\b(?:rate|size|quota|length|memory) limit|\blimit (?:exceeded|reached)\b|quota exceeded|maxbuffer|no space left on device|\benospc\b|\bemfile\b|\befbig\b|out of memory"),
+    (ErrorType::RateLimited, r"too many requests|\brate[ -]?limit(?:ed|ing)?\b|\bthrottl(?:ed|ing)\b|\bretry[ -]after\b|\b(?:http|status|code|error|response|returned)\b[^\n\d]{0,16}\b429\b"),
+    (ErrorType::LimitExceeded, r"payload too large|request entity too large|\bexceeds? (?:the )?(?:maximum|max|limit|allowed)\b|\btoo (?:large|big|long)\b|too many (?:steps|tasks|connections|calls|open files)|\b(?:size|quota|length|memory) limit|\blimit (?:exceeded|reached)\b|quota exceeded|maxbuffer|no space left on device|\benospc\b|\bemfile\b|\befbig\b|out of memory"),
+    (ErrorType::UpstreamError, r"-32603\b|\binternal (?:server )?error\b"),
     (ErrorType::InvalidMessage, r"\binvalid (?:message|frame|json-rpc)\b|\bmalformed (?:message|frame|json)\b|\bunknown message type\b"),
     (ErrorType::NotFound, r"\benoent\b|no such file|\bdoes ?n[o']t exist\b|\bnot found\b|filenotfounderror|modulenotfounderror|no module named|cannot find (?:module|package|the path|the file|path|file)\b|could not find (?:file|path|module|directory|a part of the path)\b|\benotdir\b|\bnot a directory\b|\bunable to find\b|\bno such (?:directory|command|table|key|process|user)\b"),
     // Bare status codes: last, and only after an HTTP-ish word.
@@ -194,6 +196,8 @@ pub fn suggestion_for(t: ErrorType, message: &str) -> String {
         ErrorType::InvalidMessage => r#"send one JSON object per WebSocket frame with a known `type` and the fields PROTOCOL.md lists for it, e.g. {"type":"list_tools"}"#.to_string(),
         ErrorType::Unauthorized => "the credentials were rejected: check the token you connect to the hub with, or the API key the server reads from its env in config.json, and that it has not expired".to_string(),
         ErrorType::LimitExceeded => limit_exceeded(message),
+        ErrorType::RateLimited => rate_limited(message),
+        ErrorType::UpstreamError => "the server failed internally while handling the call: the hub retries it once by itself; if it fails again, read the server's stderr (health_check stderrTail) and report it to the server's maintainers".to_string(),
         ErrorType::AssertionFailed => "the step's result did not match its `expect`: compare expected and actual in the message, then fix the step or the expectation".to_string(),
         ErrorType::Unknown => "the error matched no known class: read the message; health_check shows the server's state and lastError (its stderr); retry only if the call is safe to repeat".to_string(),
     }
@@ -301,10 +305,37 @@ fn invalid_params(message: &str) -> String {
     format!("the params do not match the tool's inputSchema{field}: compare them with the inputSchema from list_tools (required fields, types, allowed values)")
 }
 
+fn rate_limited(message: &str) -> String {
+    let wait = retry_after(message)
+        .map(|d| format!(" (it asked for {} s)", d.as_secs()))
+        .unwrap_or_default();
+    format!("the remote service is rate limiting: the hub waits{wait} and retries by itself (retry.strategies.RATE_LIMITED); lower the call rate if it keeps happening")
+}
+
+/// A `Retry-After` the message carries: `retry-after: 30`, `retry after 30
+/// seconds`, `retry in 2s`. Capped at 10 minutes.
+pub fn retry_after(message: &str) -> Option<std::time::Duration> {
+    let lower = message.to_ascii_lowercase();
+    let at = lower
+        .find("retry-after")
+        .or_else(|| lower.find("retry after"))
+        .or_else(|| lower.find("retry in"))?;
+    let digits: String = lower[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let secs: u64 = digits.parse().ok()?;
+    let unit_ms = lower[at..].contains("ms") && !lower[at..].contains("seconds");
+    let d = if unit_ms {
+        std::time::Duration::from_millis(secs)
+    } else {
+        std::time::Duration::from_secs(secs)
+    };
+    Some(d.min(std::time::Duration::from_secs(600)))
+}
+
 fn limit_exceeded(message: &str) -> String {
-    if contains(message, "rate limit") || contains(message, "too many requests") {
-        return "the remote service is rate-limiting: wait before calling again, and lower the call rate".to_string();
-    }
     if contains(message, "no space left") || contains(message, "enospc") {
         return "the disk is full: free space, then retry".to_string();
     }
@@ -317,6 +348,28 @@ fn limit_exceeded(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_reads_the_common_spellings() {
+        use std::time::Duration;
+        assert_eq!(
+            retry_after("429 Too Many Requests; Retry-After: 7"),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(
+            retry_after("Rate limit exceeded. Please retry after 60 seconds."),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            retry_after("slow down, retry in 250ms"),
+            Some(Duration::from_millis(250))
+        );
+        assert_eq!(
+            retry_after("retry-after: 99999"),
+            Some(Duration::from_secs(600))
+        );
+        assert_eq!(retry_after("429 Too Many Requests"), None);
+    }
 
     #[test]
     fn every_rule_and_extractor_compiles() {

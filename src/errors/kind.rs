@@ -26,11 +26,15 @@ pub enum ErrorType {
     Unauthorized,
     LimitExceeded,
     AssertionFailed,
+    /// An upstream service is rate limiting (HTTP 429, "too many requests").
+    RateLimited,
+    /// An upstream server failed internally (JSON-RPC -32603).
+    UpstreamError,
     Unknown,
 }
 
 impl ErrorType {
-    pub const ALL: [ErrorType; 19] = [
+    pub const ALL: [ErrorType; 21] = [
         ErrorType::Timeout,
         ErrorType::NotFound,
         ErrorType::Permission,
@@ -49,6 +53,8 @@ impl ErrorType {
         ErrorType::Unauthorized,
         ErrorType::LimitExceeded,
         ErrorType::AssertionFailed,
+        ErrorType::RateLimited,
+        ErrorType::UpstreamError,
         ErrorType::Unknown,
     ];
 
@@ -73,6 +79,8 @@ impl ErrorType {
             ErrorType::Unauthorized => "UNAUTHORIZED",
             ErrorType::LimitExceeded => "LIMIT_EXCEEDED",
             ErrorType::AssertionFailed => "ASSERTION_FAILED",
+            ErrorType::RateLimited => "RATE_LIMITED",
+            ErrorType::UpstreamError => "UPSTREAM_ERROR",
             ErrorType::Unknown => "UNKNOWN",
         }
     }
@@ -91,6 +99,8 @@ impl ErrorType {
                 | ErrorType::Network
                 | ErrorType::ServerUnavailable
                 | ErrorType::AssertionFailed
+                | ErrorType::RateLimited
+                | ErrorType::UpstreamError
         )
     }
 }
@@ -120,6 +130,8 @@ mod tests {
                 ErrorType::Network,
                 ErrorType::ServerUnavailable,
                 ErrorType::AssertionFailed,
+                ErrorType::RateLimited,
+                ErrorType::UpstreamError,
             ]
         );
     }

@@ -29,7 +29,7 @@ const CASES: &[(&str, ErrorType)] = &[
     ("TimeoutError: The operation was aborted due to timeout", ErrorType::Timeout),
     ("Request failed with status code 401", ErrorType::Unauthorized),
     ("HTTP 403 Forbidden", ErrorType::Permission),
-    ("Request failed with status code 429: Too Many Requests", ErrorType::LimitExceeded),
+    ("Request failed with status code 429: Too Many Requests", ErrorType::RateLimited),
     ("413 Payload Too Large", ErrorType::LimitExceeded),
     ("Error: Request failed with status code 503", ErrorType::Network),
     ("HTTP error 404 for https://example.com/x", ErrorType::NotFound),
@@ -108,7 +108,7 @@ const CASES: &[(&str, ErrorType)] = &[
     ("Error: invalid token", ErrorType::Unauthorized),
     ("GitHub API error: Bad credentials", ErrorType::Unauthorized),
     ("request body exceeds maximum size of 1048576 bytes", ErrorType::LimitExceeded),
-    ("Rate limit exceeded. Please retry after 60 seconds.", ErrorType::LimitExceeded),
+    ("Rate limit exceeded. Please retry after 60 seconds.", ErrorType::RateLimited),
     // Hub-made wordings and handlebars
     ("Error rendering \"step\" line 1, col 3: Variable \"step9\" not found in strict mode", ErrorType::TemplateError),
     ("tool name `read_file` is ambiguous: filesystem__read_file, other__read_file", ErrorType::AmbiguousTool),
@@ -116,7 +116,7 @@ const CASES: &[(&str, ErrorType)] = &[
     ("Error: Timed out 5000ms waiting for expect(locator).toHaveText(expected)", ErrorType::AssertionFailed),
     // Nothing to go on
     ("Unexpected response type", ErrorType::Unknown),
-    ("Mcp error: -32603: Internal error", ErrorType::Unknown),
+    ("Mcp error: -32603: Internal error", ErrorType::UpstreamError),
     ("something odd happened", ErrorType::Unknown),
     ("", ErrorType::Unknown),
 ];

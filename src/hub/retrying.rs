@@ -68,7 +68,7 @@ impl Hub {
                 blocked,
                 rand::random::<f64>(),
             );
-            let Some((delay, action)) = decision else {
+            let Some((mut delay, action)) = decision else {
                 let mut error = error;
                 if blocked {
                     error.message.push_str(
@@ -86,6 +86,12 @@ impl Hub {
                     retries,
                 );
             };
+            // A rate-limited server that says when to come back is obeyed.
+            if error.error_type == ErrorType::RateLimited {
+                if let Some(after) = crate::errors::retry_after(&error.message) {
+                    delay = delay.max(after);
+                }
+            }
             tracing::warn!(tool = %info.qualified_name, attempt = attempts, error_type = %error.error_type,
             delay_ms = delay.as_millis() as u64, action = action_name(action), error = %error.message, "retrying");
             let record = RetryRecord {

@@ -133,6 +133,49 @@ async fn a_crashed_server_is_described_in_words() {
     }
 }
 
+/// Transient upstream failures recover without the client: a rate limit
+/// (waiting what the server asked for) and an internal error (once).
+#[tokio::test]
+async fn rate_limits_and_internal_errors_recover_by_themselves() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let limited = "HTTP 429 Too Many Requests; retry-after: 1";
+    let r = c
+        .call(
+            "t__flaky",
+            json!({"key": "rl", "failures": 1, "errorText": limited}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["attempts"], 2, "{r}");
+    assert_eq!(r["retries"][0]["errorType"], "RATE_LIMITED", "{r}");
+    assert!(
+        r["retries"][0]["delayMs"].as_u64().unwrap_or(0) >= 1000,
+        "Retry-After obeyed: {r}"
+    );
+    let internal = "MCP error -32603: Internal error";
+    let r = c
+        .call(
+            "t__flaky",
+            json!({"key": "ie", "failures": 1, "errorText": internal}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["retries"][0]["errorType"], "UPSTREAM_ERROR", "{r}");
+    // Retried once, not more: two internal errors in a row fail the call.
+    let r = c
+        .call(
+            "t__flaky",
+            json!({"key": "ie2", "failures": 2, "errorText": internal}),
+        )
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["attempts"], 2, "{r}");
+    assert_eq!(r["error"]["errorType"], "UPSTREAM_ERROR", "{r}");
+    assert_eq!(r["error"]["recoverable"], true, "{r}");
+}
+
 #[tokio::test]
 async fn timeout_cancels_the_call_at_the_server() {
     let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
