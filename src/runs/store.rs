@@ -271,19 +271,21 @@ pub fn tail(storage: &Path, id: &str, n: usize) -> Result<Tail, HubError> {
                 skipped += 1;
                 tracing::warn!(run = id, error = %why, "skipping a corrupt log line");
             }
-            Err(ReadError::TooNew(v)) => return Err(HubError::new(
-                ErrorType::InvalidParams,
-                format!(
-                    "run {id:?} has a log entry with schema_version {v:?}; this hub reads up to {}",
-                    model::ENTRY_SCHEMA
-                ),
-            )
-            .with_suggestion("upgrade toolhub to read this run")),
+            Err(ReadError::TooNew(v)) => return Err(too_new(id, &v)),
         }
     }
     let keep = entries.len().saturating_sub(n);
     entries.drain(..keep);
     Ok(Tail { entries, skipped })
+}
+
+fn too_new(id: &str, version: &str) -> HubError {
+    let known = model::ENTRY_SCHEMA;
+    HubError::new(
+        ErrorType::InvalidParams,
+        format!("run {id:?} has a log entry with schema_version {version:?}; this hub reads up to {known}"),
+    )
+    .with_suggestion("upgrade toolhub to read this run")
 }
 
 /// The text of the last `n` lines (plus possibly a few more), reading

@@ -178,3 +178,17 @@ fn concurrent_appends_never_interleave() {
         read_entry(line).expect("every line whole");
     }
 }
+
+#[test]
+fn a_newer_entry_is_refused_with_a_clear_message() {
+    let d = tempfile::tempdir().expect("dir");
+    create(d.path(), "t", Some("r")).expect("run");
+    let mut e = serde_json::to_value(entry("future")).expect("json");
+    e["schema_version"] = "2.0".into();
+    std::fs::write(d.path().join("r").join(LOG), format!("{e}\n")).expect("write");
+    let err = tail(d.path(), "r", 5).err().expect("refused");
+    assert!(
+        err.message.contains("2.0") && err.suggestion.contains("upgrade"),
+        "{err:?}"
+    );
+}
