@@ -19,6 +19,7 @@ pub mod tools;
 mod store_tests;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -65,6 +66,9 @@ pub struct Runs {
     sessions: DashMap<String, String>,
     /// `TOOLHUB_CURRENT_RUN`, read at start-up.
     env: Option<String>,
+    /// The environment's run was found missing and a client was told; set
+    /// again only when it exists again, so the notice is sent once.
+    env_gone: AtomicBool,
     /// One lock per run serialises appends to its log.
     locks: DashMap<String, Arc<Mutex<()>>>,
     cache: Mutex<Option<ListCache>>,
@@ -80,6 +84,7 @@ impl Runs {
             hub,
             sessions: DashMap::new(),
             env,
+            env_gone: AtomicBool::new(false),
             locks: DashMap::new(),
             cache: Mutex::new(None),
         }
@@ -116,11 +121,14 @@ impl Runs {
             return gone(&id, "set on this connection");
         }
         if let Some(id) = &self.env {
-            return if store::exists(&storage, id) {
-                Current::Set(id.clone())
-            } else {
-                gone(id, context::ENV)
-            };
+            if store::exists(&storage, id) {
+                self.env_gone.store(false, Ordering::Relaxed);
+                return Current::Set(id.clone());
+            }
+            if !self.env_gone.swap(true, Ordering::Relaxed) {
+                return gone(id, context::ENV);
+            }
+            return Current::Unset;
         }
         if let Some(c) = context::read(&self.state_dir()) {
             if store::exists(&storage, &c.run_id) {

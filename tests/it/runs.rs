@@ -308,6 +308,20 @@ async fn toolhub_current_run_names_the_run_for_every_connection() {
     .await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    // The run it names does not exist yet: the client is told once.
+    c.send(
+        json!({"type": "tool_call", "id": "early", "tool": "t__echo", "params": {"message": "m"}}),
+    )
+    .await;
+    let ev = c.recv_type("run_context_cleared").await;
+    assert!(
+        ev["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("TOOLHUB_CURRENT_RUN"),
+        "{ev}"
+    );
+    c.recv_where("early", |v| v["replyTo"] == "early").await;
     let r = c
         .request(json!({"type": "create_run", "theme": "env", "runId": "from-env"}))
         .await;
