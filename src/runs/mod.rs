@@ -69,6 +69,10 @@ pub struct Runs {
     /// The environment's run was found missing and a client was told; set
     /// again only when it exists again, so the notice is sent once.
     env_gone: AtomicBool,
+    /// The hub-wide default: `<stateDir>/current_run`, read once at
+    /// start-up and kept here (this hub is the file's only writer), so a
+    /// call reads no file to learn it.
+    default: Mutex<Option<String>>,
     /// One lock per run serialises appends to its log.
     locks: DashMap<String, Arc<Mutex<()>>>,
     cache: Mutex<Option<ListCache>>,
@@ -80,7 +84,10 @@ impl Runs {
     }
 
     pub fn with_env(hub: Hub, env: Option<String>) -> Runs {
+        let state_dir = hub.config().task_engine.state_dir.clone();
+        let default = context::read(&state_dir).map(|c| c.run_id);
         Runs {
+            default: Mutex::new(default),
             hub,
             sessions: DashMap::new(),
             env,
@@ -117,7 +124,7 @@ impl Runs {
                 return Current::Set(id);
             }
             self.sessions.remove(session);
-            context::clear_if(&self.state_dir(), &id);
+            self.clear_default(&id);
             return gone(&id, "set on this connection");
         }
         if let Some(id) = &self.env {
@@ -130,14 +137,25 @@ impl Runs {
             }
             return Current::Unset;
         }
-        if let Some(c) = context::read(&self.state_dir()) {
-            if store::exists(&storage, &c.run_id) {
-                return Current::Set(c.run_id);
+        let default = self.default.lock().ok().and_then(|d| d.clone());
+        if let Some(id) = default {
+            if store::exists(&storage, &id) {
+                return Current::Set(id);
             }
-            context::clear_if(&self.state_dir(), &c.run_id);
-            return gone(&c.run_id, "the hub-wide current_run");
+            self.clear_default(&id);
+            return gone(&id, "the hub-wide current_run");
         }
         Current::Unset
+    }
+
+    /// Forget the hub-wide default (memory and file) when it is `run_id`.
+    fn clear_default(&self, run_id: &str) {
+        if let Ok(mut d) = self.default.lock() {
+            if d.as_deref() == Some(run_id) {
+                *d = None;
+            }
+        }
+        context::clear_if(&self.state_dir(), run_id);
     }
 
     /// A connection ended: forget its own choice.
@@ -160,6 +178,9 @@ impl Runs {
                 .insert(session.to_string(), meta.run_id.clone());
         }
         context::write(&self.state_dir(), &meta);
+        if let Ok(mut d) = self.default.lock() {
+            *d = Some(meta.run_id.clone());
+        }
         self.invalidate();
         Ok(json!({"run": store::meta_json(&meta)}))
     }
@@ -275,7 +296,7 @@ impl Runs {
     pub fn delete(&self, run_id: &str) -> Result<Value, HubError> {
         store::delete(&self.storage(), run_id)?;
         self.sessions.retain(|_, r| r != run_id);
-        context::clear_if(&self.state_dir(), run_id);
+        self.clear_default(run_id);
         self.locks.remove(run_id);
         self.invalidate();
         Ok(json!({"runId": run_id, "deleted": true}))
