@@ -14,6 +14,7 @@
 //! tokio-tungstenite client to the real `toolhub` binary. Hub CPU comes from
 //! `/proc/<pid>/stat` (the hub process only), RSS from `/proc/<pid>/status`.
 //! This machine is shared and noisy: read the ratios, not the absolute times.
+//! `relay/runs.rs` adds the `list_runs` figure over 1,000 runs.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -27,6 +28,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
+
+#[path = "relay/runs.rs"]
+mod runs;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
@@ -542,6 +546,8 @@ async fn main() {
         }
         println!(" {:.2} |", row[row.len() - 1] / row[1]);
     }
+
+    runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
 
     // Idle connections.
     let conns = match (bench, quick) {

@@ -12,7 +12,8 @@
 //!   `safety`, `builtin` (the workspace tools), `assertions` (the browser
 //!   assertion tools)
 //! - engine: `engine` (tool_batch → durable tasks, approvals)
-//! - recording: `recording` (recorder, replay, exports)
+//! - recording: `recording` (recorder, replay, exports), `runs` (topic
+//!   workspaces: metadata, execution logs, screenshots; the `hub__run_*` tools)
 //! - app: `app` (the composition root; the `hub__…` control tools)
 //! - server: `server` (the gate, `/ws`, `/health`, dispatch)
 //!
@@ -34,6 +35,7 @@ pub mod process;
 pub mod protocol;
 pub mod recording;
 pub mod retry;
+pub mod runs;
 pub mod safety;
 pub mod server;
 pub mod store;

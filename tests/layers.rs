@@ -26,7 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["hub", "history", "retry", "safety", "builtin", "assertions"],
     ),
     ("engine", &["engine"]),
-    ("recording", &["recording"]),
+    ("recording", &["recording", "runs"]),
     ("app", &["app"]),
     ("server", &["server"]),
     ("root", &["lib"]),

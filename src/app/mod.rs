@@ -1,6 +1,7 @@
 //! The application: the composition root and the only module that knows
-//! every service. It builds the call layer (`hub`), the recorder and the task
-//! engine, mounts the in-process tools (the workspace tools, the hub's
+//! every service. It builds the call layer (`hub`), the recorder, the runs
+//! service and the task engine (told of finished calls through one
+//! fan-out observer, [`Observers`]), mounts the in-process tools (the workspace tools, the hub's
 //! control tools, which drive the engine and the recorder, and the browser
 //! assertion tools), recovers task
 //! journals, and starts the background services (servers, config watcher,
@@ -9,6 +10,9 @@
 //! is built on it.
 
 pub mod controls;
+mod observers;
+
+pub use observers::Observers;
 
 use std::sync::Arc;
 
@@ -19,8 +23,10 @@ use crate::assertions::Assertions;
 use crate::builtin::Builtin;
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::hub::observe::CallObserver;
 use crate::hub::{Hub, BUILTIN_SERVER};
 use crate::recording::Recorder;
+use crate::runs::Runs;
 
 /// The services of one running hub.
 #[derive(Clone)]
@@ -31,6 +37,10 @@ pub struct App {
     pub engine: Engine,
     /// Recordings of connections' calls.
     pub recorder: Arc<Recorder>,
+    /// Topic workspaces and their execution logs.
+    pub runs: Arc<Runs>,
+    /// Everyone told of a finished call: the recorder, then runs.
+    pub observer: Arc<dyn CallObserver>,
 }
 
 impl App {
@@ -39,17 +49,25 @@ impl App {
         let builtin = Builtin::new(&config.builtin)?;
         let hub = Hub::new(config, shutdown)?;
         let recorder = Arc::new(Recorder::new(hub.clone()));
-        let engine = Engine::new(hub.clone(), recorder.clone());
+        let runs = Arc::new(Runs::new(hub.clone()));
+        let observer: Arc<dyn CallObserver> = Arc::new(Observers(vec![
+            recorder.clone() as Arc<dyn CallObserver>,
+            runs.clone(),
+        ]));
+        let engine = Engine::new(hub.clone(), observer.clone());
         let app = App {
             hub: hub.clone(),
             engine: engine.clone(),
             recorder,
+            runs: runs.clone(),
+            observer,
         };
         if let Some(b) = builtin {
             hub.mount(BUILTIN_SERVER, Arc::new(b));
         }
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
+        hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
         hub.start_servers();
         engine.recover();
         crate::engine::durable::spawn_retention(engine);
@@ -69,8 +87,10 @@ impl App {
         report
     }
 
-    /// A connection ended: its recording (if any) is finished.
+    /// A connection ended: its recording (if any) is finished and its own
+    /// current run forgotten.
     pub fn connection_closed(&self, session: &str) {
         self.recorder.connection_closed(session);
+        self.runs.connection_closed(session);
     }
 }

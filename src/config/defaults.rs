@@ -33,6 +33,8 @@ pub const RETENTION_MAX_TASKS: usize = 1000;
 pub const HEALTH_INTERVAL_MS: u64 = 30_000;
 
 pub const STORAGE_PATH: &str = "./recordings";
+/// `runs.storagePath`: topic workspaces, next to config.json.
+pub const RUNS_PATH: &str = "./runs";
 pub const RECORDING_MAX_BYTES: u64 = 100 * 1024 * 1024;
 
 pub const CONFIRM_TIMEOUT_MS: u64 = 300_000;

@@ -46,6 +46,7 @@ pub struct Config {
     pub task_engine: TaskEngineConfig,
     pub health_check: HealthCheckConfig,
     pub recording: RecordingConfig,
+    pub runs: RunsConfig,
     pub replay: ReplayConfig,
     pub retry: RetryConfig,
     pub safety: SafetyConfig,
@@ -182,6 +183,12 @@ pub struct RecordingConfig {
     pub screenshot_on_step: bool,
     pub storage_path: PathBuf,
     pub max_bytes: u64,
+}
+
+/// `runs`: where topic workspaces live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunsConfig {
+    pub storage_path: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -25,6 +25,7 @@ pub struct RawConfig {
     pub task_engine: Option<RawTaskEngine>,
     pub health_check: Option<RawHealthCheck>,
     pub recording: Option<RawRecording>,
+    pub runs: Option<RawRuns>,
     pub replay: Option<RawReplay>,
     pub retry: Option<RawRetry>,
     pub safety: Option<RawSafety>,
@@ -153,6 +154,13 @@ pub struct RawRecording {
     pub max_bytes: Option<u64>,
 }
 
+/// `runs`: topic workspaces (`src/runs/`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawRuns {
+    pub storage_path: Option<String>,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawReplay {
@@ -263,12 +271,13 @@ pub struct UnknownKey {
 pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
     let mut out = Vec::new();
     check(&mut out, root, "", fields_of::<RawConfig>());
-    let sections: [(&str, &'static [&'static str]); 10] = [
+    let sections: [(&str, &'static [&'static str]); 11] = [
         ("server", fields_of::<RawServerSection>()),
         ("builtin", fields_of::<RawBuiltin>()),
         ("taskEngine", fields_of::<RawTaskEngine>()),
         ("healthCheck", fields_of::<RawHealthCheck>()),
         ("recording", fields_of::<RawRecording>()),
+        ("runs", fields_of::<RawRuns>()),
         ("replay", fields_of::<RawReplay>()),
         ("retry", fields_of::<RawRetry>()),
         ("safety", fields_of::<RawSafety>()),

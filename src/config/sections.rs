@@ -8,13 +8,13 @@ use super::ctx::Ctx;
 use super::defaults::{self as d, default_redact_keys, default_safety_rules, default_strategies};
 use super::locate::esc;
 use super::raw::{
-    suggest, RawBuiltin, RawHealthCheck, RawRecording, RawReplay, RawRetry, RawSafety, RawSecurity,
-    RawTaskEngine,
+    suggest, RawBuiltin, RawHealthCheck, RawRecording, RawReplay, RawRetry, RawRuns, RawSafety,
+    RawSecurity, RawTaskEngine,
 };
 use super::{
     BuiltinConfig, ConfigError, Durability, HealthCheckConfig, RecordingConfig, ReplayConfig,
-    Retention, RetryConfig, SafetyAction, SafetyConfig, SafetyRule, SecurityConfig, Strategy,
-    TaskEngineConfig, UncertainPolicy,
+    Retention, RetryConfig, RunsConfig, SafetyAction, SafetyConfig, SafetyRule, SecurityConfig,
+    Strategy, TaskEngineConfig, UncertainPolicy,
 };
 use crate::errors::ErrorType;
 
@@ -114,6 +114,13 @@ pub(super) fn recording(ctx: &Ctx, r: RawRecording) -> Result<RecordingConfig, C
         screenshot_on_step: r.screenshot_on_step.unwrap_or(false),
         storage_path: ctx.resolve(storage, "/recording/storagePath")?,
         max_bytes: ctx.positive(r.max_bytes, d::RECORDING_MAX_BYTES, "/recording/maxBytes")?,
+    })
+}
+
+pub(super) fn runs(ctx: &Ctx, r: RawRuns) -> Result<RunsConfig, ConfigError> {
+    let storage = r.storage_path.as_deref().unwrap_or(d::RUNS_PATH);
+    Ok(RunsConfig {
+        storage_path: ctx.resolve(storage, "/runs/storagePath")?,
     })
 }
 

@@ -98,6 +98,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         task_engine: super::sections::task_engine(&ctx, raw.task_engine.unwrap_or_default())?,
         health_check: super::sections::health_check(&ctx, raw.health_check.unwrap_or_default())?,
         recording: super::sections::recording(&ctx, raw.recording.unwrap_or_default())?,
+        runs: super::sections::runs(&ctx, raw.runs.unwrap_or_default())?,
         replay: super::sections::replay(&ctx, raw.replay.unwrap_or_default())?,
         retry: super::sections::retry(&ctx, raw.retry.unwrap_or_default())?,
         safety: super::sections::safety(&ctx, raw.safety.unwrap_or_default())?,

@@ -1,5 +1,5 @@
 //! Observing finished calls: the one hook through which a service above the
-//! call layer (the recorder) sees each call of a connection, without the
+//! call layer (the recorder, runs) sees each call of a connection, without the
 //! call path or the engine knowing who listens.
 
 use std::future::Future;
@@ -11,6 +11,7 @@ use super::outcome::CallOutcome;
 use crate::store::recordings::format::Source;
 
 /// What the runner or the dispatcher knows about a finished call.
+#[derive(Clone)]
 pub struct Capture<'a> {
     pub source: Source,
     pub params: &'a Value,

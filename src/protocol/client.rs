@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::recording::RecordingMsg;
+use super::runs::RunMsg;
 
 #[derive(Debug)]
 pub enum ClientMsg {
@@ -22,6 +23,7 @@ pub enum ClientMsg {
     ReloadTools(ReloadToolsReq),
     History(HistoryReq),
     Recording(RecordingMsg),
+    Run(RunMsg),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -186,6 +188,13 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "export_recording" => ClientMsg::Recording(RecordingMsg::Export(body(v)?)),
         "replay_recording" => ClientMsg::Recording(RecordingMsg::Replay(body(v)?)),
         "update_recording" => ClientMsg::Recording(RecordingMsg::Update(body(v)?)),
+        "create_run" => ClientMsg::Run(RunMsg::Create(body(v)?)),
+        "set_run" => ClientMsg::Run(RunMsg::Set(body(v)?)),
+        "list_runs" => ClientMsg::Run(RunMsg::List(body(v)?)),
+        "get_run" => ClientMsg::Run(RunMsg::Get(body(v)?)),
+        "log_run_entry" => ClientMsg::Run(RunMsg::Log(body(v)?)),
+        "archive_run" => ClientMsg::Run(RunMsg::Archive(body(v)?)),
+        "delete_run" => ClientMsg::Run(RunMsg::Delete(body(v)?)),
         other => return Err(format!("type \"{other}\" has no decoder")),
     })
 }

@@ -9,6 +9,7 @@
 mod client;
 mod outbox;
 pub mod recording;
+pub mod runs;
 mod server;
 
 pub use client::{
@@ -61,6 +62,13 @@ pub const CLIENT_TYPES: &[&str] = &[
     "export_recording",
     "replay_recording",
     "update_recording",
+    "create_run",
+    "set_run",
+    "list_runs",
+    "get_run",
+    "log_run_entry",
+    "archive_run",
+    "delete_run",
 ];
 
 /// Decode one text frame.

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::app::App;
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::observe::{CallObserver, Capture};
+use crate::hub::observe::Capture;
 use crate::hub::{CallOutcome, CallRequest};
 use crate::protocol::{self, ClientMsg, MsgId, Outbox};
 use crate::retry::RetryOverride;
@@ -85,6 +85,7 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
         ClientMsg::Recording(m) => {
             crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m)
         }
+        ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
         other => crate::engine::handle(&app.engine, out.clone(), id, other),
     }
 }
@@ -138,7 +139,7 @@ async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
         outcome: &outcome,
         started_at,
     };
-    if let Some(ev) = app.recorder.finished(session, capture).await {
+    if let Some(ev) = app.observer.finished(session, capture).await {
         out.send(ev);
     }
     match protocol::tool_result_text(&id, &outcome) {

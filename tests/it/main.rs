@@ -13,6 +13,7 @@ mod playwright;
 mod protocol;
 mod recording;
 mod reload;
+mod runs;
 mod safety;
 mod servers;
 mod spawn;

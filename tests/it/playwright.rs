@@ -121,3 +121,40 @@ async fn a_missing_browser_is_reported_with_the_exact_fix() {
     );
     assert_ne!(h["status"], "ok");
 }
+
+#[tokio::test]
+async fn a_browser_screenshot_under_a_run_is_kept_in_the_run() {
+    let url = serve_page().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"pw": playwright_entry(&p.join("pw-out"), "/usr/bin/chromium")}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "pw").await;
+    let r = c
+        .request(json!({"type": "create_run", "theme": "browse", "runId": "browse"}))
+        .await;
+    assert_eq!(r["type"], "run_created", "{r}");
+    c.request(json!({"type": "set_run", "runId": "browse"}))
+        .await;
+    let nav = c.call("browser_navigate", json!({"url": url})).await;
+    assert_eq!(nav["success"], true, "{nav}");
+    let shot = c.call("browser_take_screenshot", json!({})).await;
+    assert_eq!(shot["success"], true, "{shot}");
+    let png = std::fs::read(p.join("runs/browse/screenshots/001_browser-take-screenshot.png"))
+        .expect("screenshot in the run");
+    assert_eq!(&png[..4], b"\x89PNG");
+    let got = c
+        .request(json!({"type": "get_run", "runId": "browse", "tail": 5}))
+        .await;
+    let e = got["entries"].as_array().expect("entries");
+    assert_eq!(e[0]["action_type"], "navigation", "{got}");
+    assert_eq!(e[1]["action_type"], "screenshot", "{got}");
+    assert_eq!(
+        e[1]["data"]["screenshot"],
+        "screenshots/001_browser-take-screenshot.png"
+    );
+}

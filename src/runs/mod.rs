@@ -1,0 +1,455 @@
+//! Runs: persistent topic workspaces. A run is one folder per topic
+//! (`<runs.storagePath>/<run_id>/`) with its metadata, a structured
+//! execution log, screenshots, scripts and outputs (`model`, `store`).
+//!
+//! Each connection has a current run (set by `set_run`), defaulting to the
+//! hub-wide one in `<stateDir>/current_run` (`context`), which
+//! `TOOLHUB_CURRENT_RUN` overrides. While a run is current, every finished
+//! `tool_call`, batch step and replay step is logged into it ([`Runs`] is a
+//! [`CallObserver`]; `infer` builds the entry). The same operations are
+//! client messages (`handle`) and `hub__run_*` tools (`tools`).
+
+pub mod context;
+pub mod infer;
+pub mod model;
+pub mod store;
+pub mod tools;
+
+#[cfg(test)]
+mod store_tests;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use crate::errors::{ErrorType, HubError};
+use crate::hub::observe::{CallObserver, Capture};
+use crate::hub::Hub;
+use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
+use crate::protocol::{self, MsgId, Outbox};
+use model::{LogEntry, Metadata, RunStatus};
+
+/// How long a `list_runs` answer may be reused.
+const LIST_CACHE: Duration = Duration::from_secs(5);
+/// Default and largest `tail` of `get_run`.
+const DEFAULT_TAIL: usize = 20;
+const MAX_TAIL: usize = 1000;
+
+/// Which run a connection works in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Current {
+    Set(String),
+    Unset,
+    /// The run it named is gone; the context was cleared.
+    Cleared {
+        run_id: String,
+        reason: String,
+    },
+}
+
+struct ListCache {
+    at: Instant,
+    storage: PathBuf,
+    runs: Vec<Metadata>,
+    problems: Vec<String>,
+}
+
+/// The runs service.
+pub struct Runs {
+    hub: Hub,
+    /// session → the run it chose with `set_run`.
+    sessions: DashMap<String, String>,
+    /// `TOOLHUB_CURRENT_RUN`, read at start-up.
+    env: Option<String>,
+    /// The environment's run was found missing and a client was told; set
+    /// again only when it exists again, so the notice is sent once.
+    env_gone: AtomicBool,
+    /// The hub-wide default: `<stateDir>/current_run`, read once at
+    /// start-up and kept here (this hub is the file's only writer), so a
+    /// call reads no file to learn it.
+    default: Mutex<Option<String>>,
+    /// One lock per run serialises appends to its log.
+    locks: DashMap<String, Arc<Mutex<()>>>,
+    cache: Mutex<Option<ListCache>>,
+}
+
+impl Runs {
+    pub fn new(hub: Hub) -> Runs {
+        Runs::with_env(hub, context::from_env())
+    }
+
+    pub fn with_env(hub: Hub, env: Option<String>) -> Runs {
+        let state_dir = hub.config().task_engine.state_dir.clone();
+        let default = context::read(&state_dir).map(|c| c.run_id);
+        Runs {
+            default: Mutex::new(default),
+            hub,
+            sessions: DashMap::new(),
+            env,
+            env_gone: AtomicBool::new(false),
+            locks: DashMap::new(),
+            cache: Mutex::new(None),
+        }
+    }
+
+    fn storage(&self) -> PathBuf {
+        self.hub.config().runs.storage_path.clone()
+    }
+
+    fn state_dir(&self) -> PathBuf {
+        self.hub.config().task_engine.state_dir.clone()
+    }
+
+    fn invalidate(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            *c = None;
+        }
+    }
+
+    /// The current run of `session`: its own choice, else the environment,
+    /// else the hub-wide file. A choice whose run is gone is cleared.
+    pub fn current(&self, session: &str) -> Current {
+        let storage = self.storage();
+        let gone = |id: &str, whence: &str| Current::Cleared {
+            run_id: id.to_string(),
+            reason: format!("run {id:?} ({whence}) no longer exists; the current run was cleared"),
+        };
+        if let Some(id) = self.sessions.get(session).map(|r| r.clone()) {
+            if store::exists(&storage, &id) {
+                return Current::Set(id);
+            }
+            self.sessions.remove(session);
+            self.clear_default(&id);
+            return gone(&id, "set on this connection");
+        }
+        if let Some(id) = &self.env {
+            if store::exists(&storage, id) {
+                self.env_gone.store(false, Ordering::Relaxed);
+                return Current::Set(id.clone());
+            }
+            if !self.env_gone.swap(true, Ordering::Relaxed) {
+                return gone(id, context::ENV);
+            }
+            return Current::Unset;
+        }
+        let default = self.default.lock().ok().and_then(|d| d.clone());
+        if let Some(id) = default {
+            if store::exists(&storage, &id) {
+                return Current::Set(id);
+            }
+            self.clear_default(&id);
+            return gone(&id, "the hub-wide current_run");
+        }
+        Current::Unset
+    }
+
+    /// Forget the hub-wide default (memory and file) when it is `run_id`.
+    fn clear_default(&self, run_id: &str) {
+        if let Ok(mut d) = self.default.lock() {
+            if d.as_deref() == Some(run_id) {
+                *d = None;
+            }
+        }
+        context::clear_if(&self.state_dir(), run_id);
+    }
+
+    /// A connection ended: forget its own choice.
+    pub fn connection_closed(&self, session: &str) {
+        self.sessions.remove(session);
+    }
+
+    pub fn create(&self, req: &CreateRunReq) -> Result<Value, HubError> {
+        let meta = store::create(&self.storage(), &req.theme, req.run_id.as_deref())?;
+        self.invalidate();
+        Ok(json!({"run": store::meta_json(&meta)}))
+    }
+
+    /// Make `run_id` the current run of `session` and the hub-wide default;
+    /// an archived run becomes active again.
+    pub fn set(&self, session: &str, run_id: &str) -> Result<Value, HubError> {
+        let meta = store::touch(&self.storage(), run_id, RunStatus::Active)?;
+        if !session.is_empty() {
+            self.sessions
+                .insert(session.to_string(), meta.run_id.clone());
+        }
+        context::write(&self.state_dir(), &meta);
+        if let Ok(mut d) = self.default.lock() {
+            *d = Some(meta.run_id.clone());
+        }
+        self.invalidate();
+        Ok(json!({"run": store::meta_json(&meta)}))
+    }
+
+    /// Every run's metadata, at most [`LIST_CACHE`] old.
+    pub fn list(&self, req: &ListRunsReq) -> Value {
+        let storage = self.storage();
+        let cached = self.cache.lock().ok().and_then(|c| {
+            c.as_ref()
+                .filter(|c| c.storage == storage && c.at.elapsed() < LIST_CACHE)
+                .map(|c| (c.runs.clone(), c.problems.clone()))
+        });
+        let (runs, problems) = match cached {
+            Some(v) => v,
+            None => {
+                let (runs, problems) = store::list(&storage);
+                if let Ok(mut c) = self.cache.lock() {
+                    *c = Some(ListCache {
+                        at: Instant::now(),
+                        storage,
+                        runs: runs.clone(),
+                        problems: problems.clone(),
+                    });
+                }
+                (runs, problems)
+            }
+        };
+        let want = req.status.map(|s| match s {
+            protocol::runs::StatusFilter::Active => RunStatus::Active,
+            protocol::runs::StatusFilter::Archived => RunStatus::Archived,
+        });
+        let runs: Vec<Value> = runs
+            .iter()
+            .filter(|m| want.is_none_or(|w| m.status == w))
+            .map(store::meta_json)
+            .collect();
+        json!({"runs": runs, "problems": problems})
+    }
+
+    pub fn get(&self, req: &GetRunReq) -> Result<Value, HubError> {
+        let storage = self.storage();
+        let (meta, rebuilt) = store::read_meta(&storage, &req.run_id)?;
+        let n = req.tail.unwrap_or(DEFAULT_TAIL).min(MAX_TAIL);
+        let tail = store::tail(&storage, &req.run_id, n)?;
+        let mut warnings: Vec<String> = rebuilt.into_iter().collect();
+        if tail.skipped > 0 {
+            warnings.push(format!(
+                "{} corrupt log line(s) skipped in {}",
+                tail.skipped,
+                store::LOG
+            ));
+        }
+        Ok(json!({
+            "run": store::meta_json(&meta),
+            "entries": tail.entries,
+            "skippedLines": tail.skipped,
+            "warnings": warnings,
+        }))
+    }
+
+    /// The agent's own entry, into the given run or the current one.
+    pub fn log(&self, session: &str, req: LogEntryReq) -> Result<Value, HubError> {
+        let run_id = match req.run_id.clone() {
+            Some(id) => id,
+            None => match self.current(session) {
+                Current::Set(id) => id,
+                Current::Unset => return Err(no_current_run()),
+                Current::Cleared { reason, .. } => {
+                    return Err(no_current_run().with_suggestion(format!(
+                        "{reason}; send set_run {{\"runId\": …}} or create_run first"
+                    )))
+                }
+            },
+        };
+        let entry = LogEntry {
+            timestamp: crate::util::now_rfc3339(),
+            step: req.step,
+            status: enum_field("status", &req.status)?,
+            action_type: enum_field("action_type", &req.action_type)?,
+            execution_method: enum_field("execution_method", &req.execution_method)?,
+            data: match crate::history::redact(
+                &Value::Object(req.data),
+                &self.hub.config().security,
+            ) {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
+            schema_version: model::ENTRY_SCHEMA.into(),
+        };
+        self.append(&run_id, &entry)?;
+        Ok(json!({"runId": run_id, "entry": entry}))
+    }
+
+    /// Append under the run's lock, so concurrent writers never interleave.
+    pub fn append(&self, run_id: &str, entry: &LogEntry) -> Result<(), HubError> {
+        model::check_id(run_id)?;
+        let lock = self
+            .locks
+            .entry(run_id.to_string())
+            .or_insert_with(|| Arc::new(Mutex::new(())))
+            .clone();
+        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+        store::append(&self.storage(), run_id, entry)
+    }
+
+    pub fn archive(&self, run_id: &str) -> Result<Value, HubError> {
+        let meta = store::touch(&self.storage(), run_id, RunStatus::Archived)?;
+        self.invalidate();
+        Ok(json!({"run": store::meta_json(&meta)}))
+    }
+
+    /// Delete a run; every context naming it is cleared.
+    pub fn delete(&self, run_id: &str) -> Result<Value, HubError> {
+        store::delete(&self.storage(), run_id)?;
+        self.sessions.retain(|_, r| r != run_id);
+        self.clear_default(run_id);
+        self.locks.remove(run_id);
+        self.invalidate();
+        Ok(json!({"runId": run_id, "deleted": true}))
+    }
+
+    /// Log a finished call into the session's current run; the returned
+    /// event tells the client its context was cleared.
+    async fn observe(&self, session: &str, capture: Capture<'_>) -> Option<Value> {
+        let tool = capture
+            .outcome
+            .qualified_name
+            .as_deref()
+            .unwrap_or(&capture.outcome.tool);
+        if tools::is_run_tool(tool) {
+            return None;
+        }
+        let run_id = match self.current(session) {
+            Current::Set(id) => id,
+            Current::Unset => return None,
+            Current::Cleared { run_id, reason } => return Some(cleared_event(&run_id, &reason)),
+        };
+        let config = self.hub.config();
+        let mut entry = infer::entry(&capture, &config.security);
+        // The server's configured screenshot tool takes screenshots, whatever its name.
+        let shot_tool = capture
+            .outcome
+            .server
+            .as_ref()
+            .and_then(|s| config.mcp_servers.get(s))
+            .and_then(|s| s.screenshot_tool.as_deref());
+        if shot_tool == Some(infer::bare(tool)) {
+            entry.action_type = model::ActionType::Screenshot;
+        }
+        if entry.action_type == model::ActionType::Screenshot {
+            self.keep_screenshot(&run_id, &capture, &mut entry);
+        }
+        if let Err(e) = self.append(&run_id, &entry) {
+            tracing::warn!(run = %run_id, error = %e.message, "cannot log a call into the run");
+            if e.error_type == ErrorType::NotFound {
+                return Some(cleared_event(&run_id, &e.message));
+            }
+        }
+        None
+    }
+
+    /// Store the first image of a screenshot call as `screenshots/NNN_slug.png`.
+    fn keep_screenshot(&self, run_id: &str, capture: &Capture<'_>, entry: &mut LogEntry) {
+        use std::io::Write;
+        let images = infer::images(capture.outcome.raw.as_ref());
+        let Some(bytes) = images.first().and_then(|d| crate::b64::decode(d).ok()) else {
+            return;
+        };
+        let named = ["filename", "name", "description"]
+            .iter()
+            .find_map(|k| capture.params.get(*k).and_then(Value::as_str))
+            .map(|n| n.trim_end_matches(".png").to_string());
+        let base = named.unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
+        let slug = model::slugify(&base, model::MAX_ID).unwrap_or_else(|| "screenshot".into());
+        let stored =
+            store::claim_screenshot(&self.storage(), run_id, &slug).and_then(|(path, mut f)| {
+                f.write_all(&bytes)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| {
+                        HubError::new(
+                            ErrorType::Permission,
+                            format!("cannot write {}: {e}", path.display()),
+                        )
+                    })?;
+                Ok(path)
+            });
+        match stored {
+            Ok(path) => {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                if let Some(name) = name {
+                    entry
+                        .data
+                        .insert("screenshot".into(), json!(format!("screenshots/{name}")));
+                }
+            }
+            Err(e) => tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot"),
+        }
+    }
+}
+
+impl CallObserver for Runs {
+    fn finished<'a>(
+        &'a self,
+        session: &'a str,
+        capture: Capture<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send + 'a>> {
+        Box::pin(self.observe(session, capture))
+    }
+}
+
+fn no_current_run() -> HubError {
+    HubError::new(
+        ErrorType::InvalidParams,
+        "no current run on this connection",
+    )
+    .with_suggestion(
+        "send set_run {\"runId\": …} (or call hub__run_set), create_run for a new topic, or start the hub with TOOLHUB_CURRENT_RUN",
+    )
+}
+
+fn cleared_event(run_id: &str, reason: &str) -> Value {
+    json!({
+        "type": "run_context_cleared",
+        "runId": run_id,
+        "reason": reason,
+        "suggestion": "send set_run {\"runId\": …} or create_run to log into a run again",
+    })
+}
+
+/// A wire string → one of the model's enums, with the allowed values named.
+fn enum_field<T: serde::de::DeserializeOwned + serde::Serialize>(
+    field: &str,
+    value: &str,
+) -> Result<T, HubError> {
+    serde_json::from_value(Value::String(value.to_string())).map_err(|_| {
+        let allowed = match field {
+            "status" => "success, error, warning",
+            "action_type" => "navigation, extraction, interaction, screenshot, recipe_execution, data_processing, analysis, user_interaction, other",
+            _ => "command, recipe, file, manual, analysis, tool",
+        };
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!("{field} {value:?} is not one of: {allowed}"),
+        )
+        .with_suggestion(format!("use one of: {allowed}"))
+    })
+}
+
+/// Handle a run message from a connection.
+pub fn handle(runs: &Runs, out: &Outbox, id: MsgId, msg: RunMsg) {
+    let reply = |ty: &str, r: Result<Value, HubError>| {
+        let _sent = match r {
+            Ok(v) => out.send(protocol::reply(ty, &id, v)),
+            Err(e) => out.send(protocol::error_msg(&id, &e)),
+        };
+    };
+    match msg {
+        RunMsg::Create(r) => reply("run_created", runs.create(&r)),
+        RunMsg::Set(r) => {
+            // Say why an earlier context went away before replacing it.
+            if let Current::Cleared { run_id, reason } = runs.current(&out.session) {
+                out.send(cleared_event(&run_id, &reason));
+            }
+            reply("run_set", runs.set(&out.session, &r.run_id))
+        }
+        RunMsg::List(r) => reply("runs", Ok(runs.list(&r))),
+        RunMsg::Get(r) => reply("run", runs.get(&r)),
+        RunMsg::Log(r) => reply("run_entry_logged", runs.log(&out.session, r)),
+        RunMsg::Archive(r) => reply("run_archived", runs.archive(&r.run_id)),
+        RunMsg::Delete(r) => reply("run_deleted", runs.delete(&r.run_id)),
+    }
+}
