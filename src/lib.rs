@@ -5,7 +5,8 @@
 //!
 //! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
-//!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch)
+//!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
+//!   `secrets` (secret values masked wherever the hub writes)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
@@ -35,6 +36,7 @@ pub mod protocol;
 pub mod recording;
 pub mod retry;
 pub mod safety;
+pub mod secrets;
 pub mod server;
 pub mod store;
 pub mod suggest;
@@ -68,6 +70,9 @@ pub async fn run(
         .any(|o| o == "chrome-extension://*")
     {
         tracing::warn!("server.allowedOrigins contains the wildcard chrome-extension://*: any installed extension may connect; pin your extension's id (chrome-extension://<id>)");
+    }
+    if let Some(t) = &token {
+        config.security.secrets.add(t);
     }
     let gate = server::gate::Gate::new(&config, token, bound);
     let app = app::App::start(config, shutdown.clone())

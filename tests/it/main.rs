@@ -14,6 +14,7 @@ mod protocol;
 mod recording;
 mod reload;
 mod safety;
+mod secrets;
 mod servers;
 mod spawn;
 mod threats;
