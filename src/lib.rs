@@ -6,7 +6,8 @@
 //! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
-//!   `secrets` (secret values masked wherever the hub writes)
+//!   `secrets` (secret values masked wherever the hub writes), `shell` (the
+//!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
@@ -38,6 +39,7 @@ pub mod retry;
 pub mod safety;
 pub mod secrets;
 pub mod server;
+pub mod shell;
 pub mod store;
 pub mod suggest;
 pub mod util;
