@@ -76,6 +76,7 @@ pub async fn run(
     if let Some(t) = &token {
         config.security.secrets.add(t);
     }
+    secrets::mask_logs_with(&config.security.secrets);
     let gate = server::gate::Gate::new(&config, token, bound);
     let app = app::App::start(config, shutdown.clone())
         .map_err(|e| format!("cannot start the hub: {e}"))?;

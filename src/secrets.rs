@@ -40,6 +40,31 @@ impl std::fmt::Debug for SecretValues {
     }
 }
 
+/// The values the log writer masks (the binary's `MaskedStderr`): the
+/// set in force, replaced on every config change.
+static LOGS: RwLock<Option<SecretValues>> = RwLock::new(None);
+
+/// Mask log lines with `values` from now on.
+pub fn mask_logs_with(values: &SecretValues) {
+    let mut logs = match LOGS.write() {
+        Ok(l) => l,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    *logs = Some(values.clone());
+}
+
+/// A log line with every known secret value masked.
+pub fn mask_log_text(s: &str) -> Cow<'_, str> {
+    let logs = match LOGS.read() {
+        Ok(l) => l,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    match logs.as_ref() {
+        Some(v) => v.mask_str(s),
+        None => Cow::Borrowed(s),
+    }
+}
+
 fn long_enough(s: &str) -> bool {
     s.chars().count() >= MIN_CHARS
 }

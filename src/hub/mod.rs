@@ -153,6 +153,7 @@ impl Hub {
             .security
             .secrets
             .adopt(&self.config().security.secrets);
+        crate::secrets::mask_logs_with(&config.security.secrets);
         match self.0.config.write() {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),

@@ -21,7 +21,8 @@ fn hub_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).expect("read_dir").flatten() {
         let p = e.path();
         let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name == "config.json" || name == "token" || name.starts_with("t.") {
+        let server_file = name.starts_with("t.") || name.starts_with("leaky.");
+        if name == "config.json" || name == "token" || server_file {
             continue;
         }
         if p.is_dir() {
@@ -38,7 +39,19 @@ async fn no_secret_value_reaches_any_file_the_hub_wrote() {
     let p = dir.path().to_path_buf();
     let mut entry = testserver_entry(&p, "t", &[]);
     entry["env"] = json!({"TESTSERVER_ECHO_ENV": "SERVICE_API_KEY", "SERVICE_API_KEY": ENV_KEY});
-    let mut hub = TestHub::start_in(dir, json!({"mcpServers": {"t": entry}})).await;
+    // A server that prints its API key to stderr, which the hub logs.
+    let mut leaky = testserver_entry(&p, "leaky", &[]);
+    let mut args = vec![
+        json!("-c"),
+        json!("echo \"leaky key $SERVICE_API_KEY\" >&2; exec \"$0\" \"$@\""),
+    ];
+    args.push(leaky["command"].clone());
+    args.extend(leaky["args"].as_array().cloned().unwrap_or_default());
+    leaky["command"] = json!("/bin/sh");
+    leaky["args"] = Value::Array(args);
+    leaky["env"] = json!({"SERVICE_API_KEY": ENV_KEY});
+    let mut hub = TestHub::start_in(dir, json!({"mcpServers": {"t": entry, "leaky": leaky}})).await;
+    hub.wait_log("leaky key ***").await;
     let token = hub.token.clone().expect("token");
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
