@@ -84,8 +84,22 @@ impl History {
     }
 }
 
-/// Replace the value of every key that looks secret with `{"$redacted": key}`.
+/// The one function every writer (history, task journals, recordings and
+/// their edits, `need_user`) puts a value through: every key that looks
+/// secret has its value replaced with `{"$redacted": key}`, then every
+/// known secret value left anywhere is masked (`crate::secrets`).
 pub fn redact(v: &Value, security: &SecurityConfig) -> Value {
+    let mut out = redact_keys(v, security);
+    security.secrets.mask_in_place(&mut out);
+    out
+}
+
+/// `s` with every known secret value masked (error messages, log text).
+pub fn mask_text<'a>(s: &'a str, security: &SecurityConfig) -> std::borrow::Cow<'a, str> {
+    security.secrets.mask_str(s)
+}
+
+fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
     match v {
         Value::Object(m) => {
             let mut out = Map::with_capacity(m.len());
@@ -93,12 +107,12 @@ pub fn redact(v: &Value, security: &SecurityConfig) -> Value {
                 if security.is_secret_key(k) {
                     out.insert(k.clone(), json!({ "$redacted": k }));
                 } else {
-                    out.insert(k.clone(), redact(val, security));
+                    out.insert(k.clone(), redact_keys(val, security));
                 }
             }
             Value::Object(out)
         }
-        Value::Array(a) => Value::Array(a.iter().map(|x| redact(x, security)).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(|x| redact_keys(x, security)).collect()),
         other => other.clone(),
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
-//!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch)
+//!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
+//!   `secrets` (secret values masked wherever the hub writes), `shell` (the
+//!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
@@ -37,7 +39,9 @@ pub mod recording;
 pub mod retry;
 pub mod runs;
 pub mod safety;
+pub mod secrets;
 pub mod server;
+pub mod shell;
 pub mod store;
 pub mod suggest;
 pub mod util;
@@ -71,6 +75,10 @@ pub async fn run(
     {
         tracing::warn!("server.allowedOrigins contains the wildcard chrome-extension://*: any installed extension may connect; pin your extension's id (chrome-extension://<id>)");
     }
+    if let Some(t) = &token {
+        config.security.secrets.add(t);
+    }
+    secrets::mask_logs_with(&config.security.secrets);
     let gate = server::gate::Gate::new(&config, token, bound);
     let app = app::App::start(config, shutdown.clone())
         .map_err(|e| format!("cannot start the hub: {e}"))?;

@@ -38,7 +38,8 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(std::io::stderr)
+        // Every line passes the secret-value mask (toolhub::secrets).
+        .with_writer(|| MaskedStderr)
         // Colours only for a person at a terminal, never in files or pipes.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -105,4 +106,21 @@ async fn on_signal(shutdown: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT received"),
     }
     shutdown.cancel();
+}
+
+/// stderr with every known secret value masked. The fmt layer writes each
+/// event in one `write_all`, so a value is never split across two writes.
+struct MaskedStderr;
+
+impl std::io::Write for MaskedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let masked = toolhub::secrets::mask_log_text(&text);
+        std::io::stderr().write_all(masked.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }

@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "ground",
         &[
             "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store", "lock",
-            "process",
+            "process", "secrets", "shell",
         ],
     ),
     ("mcp", &["mcp"]),

@@ -124,7 +124,8 @@ impl Tool {
                         "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {}
                     }}},
                     "options": {"type": "object", "properties": {
-                        "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"}
+                        "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"},
+                        "secrets": {"type": "array", "items": {"type": "string"}, "description": "names of variables whose values are secret: never written, masked wherever the hub writes"}
                     }}
                 }
             }),

@@ -247,7 +247,16 @@ impl TestServer {
         cx: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         match tool {
-            "echo" => Ok(text(args.string("message")?)),
+            "echo" => {
+                let mut message = args.string("message")?.to_string();
+                // TESTSERVER_ECHO_ENV=NAME: echo also returns that variable of
+                // the server's environment (a server that leaks its env).
+                if let Ok(name) = std::env::var("TESTSERVER_ECHO_ENV") {
+                    let value = std::env::var(&name).unwrap_or_default();
+                    message.push_str(&format!(" {name}={value}"));
+                }
+                Ok(text(message))
+            }
             "echo_structured" => {
                 let value = args.get("value").cloned().unwrap_or(Value::Null);
                 Ok(CallToolResult::structured(

@@ -291,6 +291,10 @@ pub struct SecurityConfig {
     /// Case-insensitive alternation of `redact_keys`, unanchored: a key that
     /// contains any of them ("githubToken", "X-Api-Key") is secret.
     pub redact: regex::Regex,
+    /// Secret values masked by value in everything the hub writes; filled
+    /// from this config (server env/headers, a fixed token) and, shared
+    /// across reloads, while the hub runs.
+    pub secrets: crate::secrets::SecretValues,
 }
 
 impl PartialEq for SecurityConfig {
@@ -305,6 +309,33 @@ impl SecurityConfig {
     pub fn is_secret_key(&self, key: &str) -> bool {
         !self.redact_keys.is_empty() && self.redact.is_match(key)
     }
+}
+
+/// The secret values a config itself holds: each server's `env` and
+/// `headers` values whose keys are secret (`security.redactKeys`), and a
+/// fixed `server.token`.
+pub fn configured_secrets(cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for spec in cfg.mcp_servers.values() {
+        let pairs = match &spec.transport {
+            Transport::Stdio { env, .. } => env,
+            Transport::Http { headers, .. } => headers,
+            Transport::Recording { .. } => continue,
+        };
+        for (k, v) in pairs {
+            if cfg.security.is_secret_key(k) {
+                out.push(v.clone());
+                // `Bearer <key>`: the key alone is secret too.
+                if let Some((_, rest)) = v.split_once(' ') {
+                    out.push(rest.trim().to_string());
+                }
+            }
+        }
+    }
+    if let TokenSetting::Fixed(t) = &cfg.server.token {
+        out.push(t.clone());
+    }
+    out
 }
 
 /// `*` matches any run of characters (also none), `?` exactly one; everything

@@ -281,6 +281,7 @@ pub(super) fn security(ctx: &Ctx, r: RawSecurity) -> Result<SecurityConfig, Conf
         pin_tools: r.pin_tools.unwrap_or(false),
         redact_keys,
         redact,
+        secrets: Default::default(),
     })
 }
 

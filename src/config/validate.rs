@@ -90,7 +90,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         let spec = super::servers::server_spec(&mut ctx, &name, spec)?;
         mcp_servers.insert(name, spec);
     }
-    let config = Config {
+    let mut config = Config {
         path: abs_path,
         base_dir,
         server,
@@ -110,6 +110,8 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         )?,
         mcp_servers,
     };
+    config.security.secrets =
+        crate::secrets::SecretValues::configured(super::configured_secrets(&config));
     if config.server.idle_timeout <= config.server.ping_interval {
         ctx.warn(
             "/server/idleTimeout",

@@ -27,6 +27,17 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
 }
 
+fn mask_record(rec: Record, security: &crate::config::SecurityConfig) -> Record {
+    if security.secrets.is_empty() {
+        return rec;
+    }
+    let Ok(mut v) = serde_json::to_value(&rec) else {
+        return rec;
+    };
+    security.secrets.mask_in_place(&mut v);
+    serde_json::from_value(v).unwrap_or(rec)
+}
+
 fn ts() -> u64 {
     crate::util::now_ms()
 }
@@ -50,10 +61,21 @@ impl Engine {
                 security,
             ),
             // Secret variables never reach the disk; resume_task takes them again.
-            options: crate::history::redact(
-                &serde_json::to_value(&req.options).unwrap_or(Value::Null),
-                security,
-            ),
+            options: {
+                let mut o = crate::history::redact(
+                    &serde_json::to_value(&req.options).unwrap_or(Value::Null),
+                    security,
+                );
+                // `options.secrets` names are secret like redactKeys ones.
+                if let Some(Value::Object(vars)) = o.get_mut("variables") {
+                    for name in &req.options.secrets {
+                        if let Some(v) = vars.get_mut(name) {
+                            *v = serde_json::json!({ "$redacted": name });
+                        }
+                    }
+                }
+                o
+            },
             created_ms: task.with(|d| d.created_ms),
             hub_version: env!("CARGO_PKG_VERSION").to_string(),
         };
@@ -65,6 +87,9 @@ impl Engine {
     }
 
     fn append(&self, task: &Task, rec: Record) {
+        // Every record (states with their errors, need_user reasons, step
+        // outcomes) has each known secret value masked before it is written.
+        let rec = mask_record(rec, &self.hub().config().security);
         let r = task.with_journal(|w| w.map(|w| blocking(|| w.append(&rec))));
         if let Some(Err(e)) = r {
             self.journal_failed(task, &e.to_string());

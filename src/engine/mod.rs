@@ -74,9 +74,29 @@ pub fn create_task(
         owner,
         hub.shutdown.child_token(),
     ));
+    // Before anything is written: the journal's header is masked too.
+    note_secrets(
+        &cfg.security,
+        req.options.variables.as_ref(),
+        &req.options.secrets,
+    );
     engine.create_journal(&task, req, &cfg.security);
     engine.tasks.insert(id, task.clone());
     Ok(task)
+}
+
+/// Add the values of secret variables (names matching `security.redactKeys`
+/// or listed in `options.secrets`) to the values masked everywhere.
+pub fn note_secrets(
+    security: &crate::config::SecurityConfig,
+    vars: Option<&serde_json::Map<String, Value>>,
+    secret_names: &[String],
+) {
+    for (name, v) in vars.into_iter().flatten() {
+        if security.is_secret_key(name) || secret_names.contains(name) {
+            security.secrets.add_value(v);
+        }
+    }
 }
 
 /// Start driving a task in the background; returns a handle to await it.
@@ -251,6 +271,11 @@ pub fn resume(
             format!("task {task_id} is already being resumed"),
         )
     })?;
+    note_secrets(
+        &hub.config().security,
+        variables.as_ref(),
+        &t.plan.options.secrets,
+    );
     let from = from.unwrap_or(0).min(t.plan.steps.len());
     t.with(|d| {
         d.resumed = true;

@@ -34,7 +34,18 @@ pub(super) async fn settle_uncertain(
     use crate::config::UncertainPolicy;
     let cfg = hub.config();
     let step = &task.plan.steps[i].step;
-    let info = hub.tools().resolve(&step.tool).cloned().ok();
+    // Right after a restart the step's server may still be starting: wait
+    // for it like a new call does (bounded by the step's timeout).
+    let planned = &task.plan.steps[i];
+    let info = hub
+        .resolve_settled(
+            &step.tool,
+            step.timeout.map(Duration::from_millis),
+            &planned.retry,
+            cancel,
+        )
+        .await
+        .ok();
     let server = info.as_ref().and_then(|t| cfg.mcp_servers.get(&t.server));
     let tool_policy = server
         .zip(info.as_ref())

@@ -83,16 +83,49 @@ impl Hub {
     ) -> Result<Arc<ToolInfo>, HubError> {
         let mut resolved = self.tools().resolve(tool).cloned();
         if let Err(e) = &resolved {
-            if let (ErrorType::ServerUnavailable, Some(server)) = (e.error_type, e.server.clone()) {
-                if *retry != RetryOverride::Disabled {
+            if *retry == RetryOverride::Disabled {
+                return resolved;
+            }
+            let waited = match (e.error_type, e.server.clone()) {
+                (ErrorType::ServerUnavailable, Some(server)) => {
                     let wait = timeout.unwrap_or_else(|| self.default_timeout(&server));
-                    if self.wait_server_settled(&server, wait, cancel).await {
-                        resolved = self.tools().resolve(tool).cloned();
-                    }
+                    self.wait_server_settled(&server, wait, cancel).await
                 }
+                // A bare name names no server: it may belong to one that is
+                // still starting (a resume right after a restart).
+                (ErrorType::ToolNotFound, _) => self.wait_starting_settled(timeout, cancel).await,
+                _ => false,
+            };
+            if waited {
+                resolved = self.tools().resolve(tool).cloned();
             }
         }
         resolved
+    }
+
+    /// Wait for every server that is starting or restarting right now to
+    /// settle (each bounded by `timeout` or its default); false when none was.
+    async fn wait_starting_settled(
+        &self,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let starting: Vec<String> = self
+            .servers
+            .iter()
+            .filter(|h| {
+                h.status().is_some_and(|s| {
+                    matches!(s.state, ServerState::Starting | ServerState::Restarting)
+                })
+            })
+            .map(|h| h.key().clone())
+            .collect();
+        let mut any = false;
+        for server in starting {
+            let wait = timeout.unwrap_or_else(|| self.default_timeout(&server));
+            any |= self.wait_server_settled(&server, wait, cancel).await;
+        }
+        any
     }
 
     /// Wait until `server` is running (true) or settles in another state

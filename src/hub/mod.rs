@@ -146,7 +146,14 @@ impl Hub {
         }
     }
 
-    fn set_config(&self, config: Config) {
+    fn set_config(&self, mut config: Config) {
+        // Values added while the hub ran (secret variables, the generated
+        // token) stay masked under the new config.
+        config
+            .security
+            .secrets
+            .adopt(&self.config().security.secrets);
+        crate::secrets::mask_logs_with(&config.security.secrets);
         match self.0.config.write() {
             Ok(mut c) => *c = Arc::new(config),
             Err(poisoned) => *poisoned.into_inner() = Arc::new(config),

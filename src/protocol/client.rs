@@ -78,6 +78,10 @@ pub struct BatchOptions {
     pub timeout: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variables: Option<Map<String, Value>>,
+    /// Names of `variables` that are secret whatever their names: never
+    /// written, and their values masked wherever the hub writes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl Default for BatchOptions {
@@ -86,6 +90,7 @@ impl Default for BatchOptions {
             stop_on_error: true,
             timeout: None,
             variables: None,
+            secrets: Vec::new(),
         }
     }
 }

@@ -66,7 +66,7 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             reply("recording_export", export_one(&storage, &r));
         }
         RecordingMsg::Update(r) => {
-            reply("recording_updated", update(&storage, r));
+            reply("recording_updated", update(&storage, r, &cfg.security));
         }
         RecordingMsg::Replay(r) => {
             tokio::spawn(replay::run(engine.clone(), out.clone(), id.clone(), r));
@@ -107,7 +107,11 @@ fn field<T: serde::de::DeserializeOwned>(v: &Value, key: &str) -> Result<Option<
     }
 }
 
-fn update(storage: &std::path::Path, r: UpdateReq) -> Result<Value, HubError> {
+fn update(
+    storage: &std::path::Path,
+    r: UpdateReq,
+    security: &crate::config::SecurityConfig,
+) -> Result<Value, HubError> {
     let mut rec = store::load(storage, &r.recording_id)?;
     if let Some(n) = r.name {
         rec.header.name = n;
@@ -211,6 +215,8 @@ fn update(storage: &std::path::Path, r: UpdateReq) -> Result<Value, HubError> {
     }
     for (k, s) in rec.steps.iter_mut().enumerate() {
         s.seq = k;
+        // Edited steps go through the same redaction as captured ones.
+        recorder::scrub(s, security);
     }
     if let Some(e) = rec.end.as_mut() {
         e.step_count = rec.steps.len();

@@ -193,19 +193,14 @@ impl Recorder {
         }
         let seq = a.seq;
         let (result, images) = externalize(&a.dir, seq, c.outcome);
-        // Results and errors are redacted by key like params: a tool that
-        // returns {"token": …} must not leave it in a recording.
-        let result = crate::history::redact(&result, &cfg.security);
-        let step = Step {
+        let mut step = Step {
             seq,
             source: c.source,
             tool: c.outcome.tool.clone(),
             qualified_name: c.outcome.qualified_name.clone(),
             server: c.outcome.server.clone(),
-            params: crate::history::redact(c.params, &cfg.security),
-            params_template: c
-                .params_template
-                .map(|t| crate::history::redact(t, &cfg.security)),
+            params: c.params.clone(),
+            params_template: c.params_template.cloned(),
             save_as: c.save_as.map(String::from),
             when: c.when.cloned(),
             expect: c.expect.cloned(),
@@ -226,6 +221,7 @@ impl Recorder {
                 fs::write(a.dir.join(&name), png).ok().map(|()| name)
             }),
         };
+        scrub(&mut step, &cfg.security);
         let line = to_line(&Line::Step(step));
         if a.bytes + line.len() as u64 > a.max_bytes {
             let id = a.id.clone();
@@ -266,6 +262,26 @@ impl Recorder {
         if self.active.contains_key(session) {
             let _ = self.stop(session, true, "closed");
         }
+    }
+}
+
+/// Every step that reaches a recording file passes here, captured or
+/// edited (`update_recording`): params, templates and results are redacted
+/// by key (a tool that returns {"token": …} must not leave it in a
+/// recording) and every known secret value is masked there and in `when`,
+/// `expect` and the error.
+pub(crate) fn scrub(step: &mut Step, security: &crate::config::SecurityConfig) {
+    step.params = crate::history::redact(&step.params, security);
+    if let Some(t) = &step.params_template {
+        step.params_template = Some(crate::history::redact(t, security));
+    }
+    step.result = crate::history::redact(&step.result, security);
+    for v in [&mut step.when, &mut step.expect].into_iter().flatten() {
+        security.secrets.mask_in_place(v);
+    }
+    if let Some(e) = &mut step.error {
+        e.message = crate::history::mask_text(&e.message, security).into_owned();
+        e.suggestion = crate::history::mask_text(&e.suggestion, security).into_owned();
     }
 }
 

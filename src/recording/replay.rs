@@ -72,7 +72,9 @@ pub async fn execute(
     msg["replayId"] = json!(replay_id);
     msg["mode"] = json!(format!("{mode:?}").to_lowercase());
     if let Ok(dir) = store::dir_of(&storage, &rec.header.recording_id) {
-        let _ = std::fs::write(dir.join("last-replay.json"), msg.to_string());
+        // Written like every other file: secrets redacted and masked.
+        let saved = crate::history::redact(&msg, &engine.hub().config().security);
+        let _ = std::fs::write(dir.join("last-replay.json"), saved.to_string());
     }
     Ok(msg)
 }
@@ -209,6 +211,8 @@ async fn live(
             stop_on_error: !req.continue_on_error,
             timeout: None,
             variables: Some(vars),
+            // The values a recording could not keep are secrets.
+            secrets: needed.to_vec(),
         },
     };
     let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;

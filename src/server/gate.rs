@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use subtle::ConstantTimeEq;
 
 use crate::config::{Config, TokenSetting};
@@ -37,6 +37,40 @@ impl Gate {
         }
     }
 
+    /// The strict request head, checked on every route before anything
+    /// else: at most one `Host` and one `Origin` (a gate that reads only the
+    /// first of two is fooled by the second), and an absolute-form target
+    /// (`GET http://evil.example/ws`) only when its authority is this hub.
+    pub fn check_head(&self, uri: &Uri, headers: &HeaderMap) -> Result<(), Refusal> {
+        for name in ["host", "origin"] {
+            let n = headers.get_all(name).iter().count();
+            if n > 1 {
+                return Err(bad_request(format!(
+                    "the request carries {n} {name} headers; at most one is allowed"
+                )));
+            }
+        }
+        if let Some(authority) = uri.authority() {
+            let authority = authority.as_str();
+            let own = if self.listen.ip().is_loopback() {
+                self.own_host(authority)
+            } else {
+                // Beyond loopback any Host may reach us, but the target must
+                // name the same host as the Host header.
+                headers
+                    .get("host")
+                    .and_then(|h| h.to_str().ok())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(authority))
+            };
+            if !own {
+                return Err(bad_request(format!(
+                    "the request target names {authority:?}, which is not this hub; send an origin-form target (GET /ws)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Check a request's headers; `Ok` lets it through.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         self.check_host(headers)?;
@@ -53,18 +87,25 @@ impl Gate {
             return Ok(());
         }
         let port = self.listen.port();
-        let allowed = [
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ];
-        if allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+        if self.own_host(host) {
             Ok(())
         } else {
             Err(forbidden(format!(
                 "Host {host:?} is not this hub (expected 127.0.0.1:{port} or localhost:{port}); refusing a possible DNS-rebinding request"
             )))
         }
+    }
+
+    /// One of the hub's own loopback names with its exact port.
+    fn own_host(&self, host: &str) -> bool {
+        let port = self.listen.port();
+        [
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ]
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(host))
     }
 
     fn check_origin(&self, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -132,6 +173,13 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
 fn forbidden(message: String) -> Refusal {
     Refusal {
         status: StatusCode::FORBIDDEN,
+        message,
+    }
+}
+
+fn bad_request(message: String) -> Refusal {
+    Refusal {
+        status: StatusCode::BAD_REQUEST,
         message,
     }
 }

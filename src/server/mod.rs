@@ -8,8 +8,9 @@ mod trim;
 use std::sync::atomic::Ordering;
 
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -32,7 +33,24 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/health", get(health))
+        // An explicit fallback so the strict-head layer covers unknown
+        // paths too (a layer wraps only the routes added before it).
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), strict_head))
         .with_state(state)
+}
+
+/// Every route: duplicate `Host`/`Origin` or a foreign absolute-form target
+/// is refused (400) before any handler runs.
+async fn strict_head(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    if let Err(r) = state.gate.check_head(req.uri(), req.headers()) {
+        return refuse(r);
+    }
+    next.run(req).await
+}
+
+async fn not_found() -> StatusCode {
+    StatusCode::NOT_FOUND
 }
 
 /// Serve until `shutdown` fires. Each connection gets
@@ -95,7 +113,12 @@ pub async fn serve(
 
 fn refuse(r: gate::Refusal) -> Response {
     tracing::warn!(status = %r.status, reason = %r.message, "request refused by the gate");
-    let err = crate::errors::HubError::new(crate::errors::ErrorType::Unauthorized, r.message);
+    let kind = if r.status == StatusCode::BAD_REQUEST {
+        crate::errors::ErrorType::InvalidMessage
+    } else {
+        crate::errors::ErrorType::Unauthorized
+    };
+    let err = crate::errors::HubError::new(kind, r.message);
     (r.status, Json(serde_json::json!({ "error": err }))).into_response()
 }
 

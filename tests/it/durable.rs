@@ -255,3 +255,53 @@ async fn torn_and_corrupt_journals_are_reported_never_fatal() {
     );
     hub.wait_log("torn").await;
 }
+
+#[tokio::test]
+async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    // The server takes a while to come up, so a resume sent right after the
+    // restart finds it still starting.
+    let mut entry = testserver_entry(&p, "t", &[]);
+    let mut args = vec![json!("-c"), json!("sleep 1.5; exec \"$0\" \"$@\"")];
+    args.push(entry["command"].clone());
+    args.extend(entry["args"].as_array().cloned().unwrap_or_default());
+    entry["command"] = json!("/bin/sh");
+    entry["args"] = Value::Array(args);
+    let hub = TestHub::start_in(dir, json!({"mcpServers": {"t": entry}})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [
+        {"id": "say", "tool": "t__echo", "params": {"message": "one"}},
+        // A bare name: it names no server, so the wait must find the
+        // starting one.
+        {"id": "slow", "tool": "slow", "params": {"ms": 1500, "message": "slow done"}},
+        {"id": "last", "tool": "t__echo", "params": {"message": "two"}}
+    ]}))
+    .await;
+    let s0 = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["stepIndex"] == 0
+        })
+        .await;
+    let task_id = s0["taskId"].clone();
+    hub.wait_log("testserver t call slow").await;
+    let hub = hub.crash_and_restart().await;
+    let mut c = hub.connect().await;
+    let h = c.request(json!({"type": "health_check"})).await;
+    let t_state = h["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == "t")
+        .map(|s| s["state"].clone());
+    assert_ne!(t_state, Some(json!("running")), "server already up: {h}");
+    let (steps, done) = resume_to_end(&mut c, &task_id, json!({})).await;
+    assert_eq!(done["state"], "success", "{done} {steps:?}");
+    let idx: Vec<_> = steps
+        .iter()
+        .map(|s| s["stepIndex"].as_u64().unwrap_or(99))
+        .collect();
+    assert_eq!(idx, vec![1, 2], "{steps:?}");
+    assert!(steps.iter().all(|s| s["success"] == true), "{steps:?}");
+}

@@ -149,3 +149,56 @@ async fn beyond_loopback_without_token_refuses_to_start() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("token"), "{err}");
 }
+
+/// Send a raw request (request line and headers as given); return the status.
+async fn raw_status(addr: &str, head: &str) -> u16 {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(format!("{head}\r\n\r\n").as_bytes())
+        .await
+        .expect("write");
+    let mut buf = vec![0u8; 1024];
+    let n = tokio::time::timeout(crate::support::WAIT, s.read(&mut buf))
+        .await
+        .expect("no answer")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf[..n]).to_string();
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad response {text:?}"))
+}
+
+#[tokio::test]
+async fn duplicate_host_or_origin_and_foreign_absolute_target_are_refused() {
+    let hub = TestHub::start(json!({})).await;
+    let token = hub.token.clone().expect("token");
+    let addr = hub.addr.clone();
+    let upgrade = format!("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer {token}");
+    let ext = "Origin: chrome-extension://abcdefghijklmnopabcdefghijklmnop";
+    // The good Host first, a second one after it.
+    let two_hosts = format!("GET /ws HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\n{upgrade}");
+    assert_eq!(raw_status(&addr, &two_hosts).await, 400, "two Host headers");
+    let two_origins = format!(
+        "GET /ws HTTP/1.1\r\nHost: {addr}\r\n{ext}\r\nOrigin: https://evil.example\r\n{upgrade}"
+    );
+    assert_eq!(raw_status(&addr, &two_origins).await, 400, "two Origins");
+    let foreign = format!("GET http://evil.example/ws HTTP/1.1\r\nHost: {addr}\r\n{upgrade}");
+    assert_eq!(raw_status(&addr, &foreign).await, 400, "absolute-form");
+    let foreign_port = format!("GET http://127.0.0.1:1/ws HTTP/1.1\r\nHost: {addr}\r\n{upgrade}");
+    assert_eq!(raw_status(&addr, &foreign_port).await, 400, "other port");
+    // Every route, also /health and a path that does not exist.
+    for path in ["/health", "/nowhere"] {
+        let two = format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\nAuthorization: Bearer {token}"
+        );
+        assert_eq!(raw_status(&addr, &two).await, 400, "{path}");
+    }
+    // The same requests, well formed, pass.
+    let own = format!("GET http://{addr}/ws HTTP/1.1\r\nHost: {addr}\r\n{ext}\r\n{upgrade}");
+    assert_eq!(raw_status(&addr, &own).await, 101, "own absolute-form");
+    let health = format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}");
+    assert_eq!(raw_status(&addr, &health).await, 200);
+    // Each refusal is logged with its reason.
+    hub.wait_log("2 host headers").await;
+    hub.wait_log("is not this hub").await;
+}

@@ -15,6 +15,7 @@ mod recording;
 mod reload;
 mod runs;
 mod safety;
+mod secrets;
 mod servers;
 mod spawn;
 mod threats;

@@ -1,0 +1,416 @@
+//! A parser for the shell subset `run_command` scripts are written in, so
+//! the safety gate sees commands the way the shell will run them: every
+//! simple command through quoting (`'…'`, `"…"`), backslash escapes, the
+//! operators `;` `&` `&&` `||` `|` and newlines, subshells and groups,
+//! `$( )`, backticks and `<( )`/`>( )` (whose commands are found too),
+//! with redirections set apart from arguments.
+//!
+//! It does not expand anything: a word that holds a variable or a
+//! substitution is marked `dynamic`, and the gate treats what it cannot
+//! see through as something to ask about. Pure: no IO.
+
+/// One word after quote and escape removal.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Word {
+    pub text: String,
+    /// Holds `$VAR`, `${…}`, `$( )`, backticks or `<( )`: its value is only
+    /// known when the shell runs.
+    pub dynamic: bool,
+    /// Was (partly) quoted or escaped: `'rm'`, `r\m`.
+    pub quoted: bool,
+}
+
+/// One simple command: words (assignments first, if any) and redirections.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Command {
+    pub words: Vec<Word>,
+    /// Targets of `>`, `>>`, `<`, `2>` … (heredoc delimiters included).
+    pub redirects: Vec<Word>,
+    /// Reads a pipe: not the first command of a pipeline.
+    pub piped: bool,
+    /// Found inside `$( )`, backticks or `<( )`.
+    pub substituted: bool,
+}
+
+/// The commands of a script, or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Script {
+    pub commands: Vec<Command>,
+    /// Set when the script is malformed (an unterminated quote or
+    /// substitution): the gate must not trust what it found.
+    pub unreadable: Option<String>,
+}
+
+/// Parse `src`.
+pub fn parse(src: &str) -> Script {
+    let mut p = Parser {
+        chars: src.chars().collect(),
+        pos: 0,
+        out: Script::default(),
+    };
+    p.script(false, false);
+    p.out
+}
+
+struct Parser {
+    chars: Vec<char>,
+    pos: usize,
+    out: Script,
+}
+
+impl Parser {
+    fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.pos + ahead).copied()
+    }
+
+    fn fail(&mut self, why: &str) {
+        if self.out.unreadable.is_none() {
+            self.out.unreadable = Some(why.to_string());
+        }
+    }
+
+    /// Commands until the end, or until an unmatched `)` when `nested`.
+    fn script(&mut self, nested: bool, substituted: bool) {
+        let mut cmd = Command {
+            substituted,
+            ..Command::default()
+        };
+        let mut redirect_next = false;
+        let mut depth = 0usize;
+        let finish = |out: &mut Script, cmd: &mut Command, piped: bool| {
+            if !cmd.words.is_empty() || !cmd.redirects.is_empty() {
+                out.commands.push(std::mem::take(cmd));
+            }
+            cmd.piped = piped;
+            cmd.substituted = substituted;
+        };
+        while let Some(c) = self.peek(0) {
+            match c {
+                ' ' | '\t' => self.pos += 1,
+                '\\' if self.peek(1) == Some('\n') => self.pos += 2,
+                '#' => {
+                    while self.peek(0).is_some_and(|c| c != '\n') {
+                        self.pos += 1;
+                    }
+                }
+                ';' | '\n' | '&' => {
+                    self.pos += 1;
+                    if c == '&' && self.peek(0) == Some('&') {
+                        self.pos += 1;
+                    } else if c == '&' && self.peek(0) == Some('>') {
+                        // `&>file`: a redirect, not a separator.
+                        self.pos += 1;
+                        redirect_next = true;
+                        continue;
+                    }
+                    finish(&mut self.out, &mut cmd, false);
+                }
+                '|' => {
+                    self.pos += 1;
+                    let pipe = match self.peek(0) {
+                        Some('|') => {
+                            self.pos += 1;
+                            false
+                        }
+                        Some('&') => {
+                            self.pos += 1;
+                            true
+                        }
+                        _ => true,
+                    };
+                    finish(&mut self.out, &mut cmd, pipe);
+                }
+                '(' => {
+                    self.pos += 1;
+                    if cmd.words.len() == 1 && self.peek(0) == Some(')') {
+                        // `name()`: a function definition; its body follows.
+                        self.pos += 1;
+                        cmd.words.clear();
+                    } else {
+                        depth += 1;
+                        finish(&mut self.out, &mut cmd, false);
+                    }
+                }
+                ')' => {
+                    if depth == 0 {
+                        if nested {
+                            finish(&mut self.out, &mut cmd, false);
+                            return;
+                        }
+                        self.fail("unmatched )");
+                        self.pos += 1;
+                    } else {
+                        depth -= 1;
+                        self.pos += 1;
+                        finish(&mut self.out, &mut cmd, false);
+                    }
+                }
+                '<' | '>' if self.peek(1) == Some('(') => {
+                    // Process substitution: its commands run; the word is dynamic.
+                    self.pos += 2;
+                    self.script(true, true);
+                    self.expect_close();
+                    cmd.words.push(Word {
+                        text: String::new(),
+                        dynamic: true,
+                        quoted: false,
+                    });
+                }
+                '<' | '>' => {
+                    while matches!(self.peek(0), Some('<' | '>' | '&' | '|' | '-')) {
+                        self.pos += 1;
+                    }
+                    redirect_next = true;
+                }
+                _ => {
+                    // A file-descriptor prefix (`2>`) belongs to the redirect.
+                    if c.is_ascii_digit() && matches!(self.peek(1), Some('<' | '>')) {
+                        self.pos += 1;
+                        continue;
+                    }
+                    let w = self.word();
+                    if redirect_next {
+                        cmd.redirects.push(w);
+                        redirect_next = false;
+                    } else if cmd.words.is_empty() && (w.text == "{" || w.text == "}") && !w.quoted
+                    {
+                        // Group braces open or close a list: no command.
+                    } else {
+                        cmd.words.push(w);
+                    }
+                }
+            }
+        }
+        if nested {
+            self.fail("unterminated substitution");
+        } else if depth > 0 {
+            self.fail("unterminated subshell");
+        }
+        finish(&mut self.out, &mut cmd, false);
+    }
+
+    fn expect_close(&mut self) {
+        if self.peek(0) == Some(')') {
+            self.pos += 1;
+        }
+    }
+
+    /// One word: until unquoted whitespace or an operator.
+    fn word(&mut self) -> Word {
+        let mut w = Word::default();
+        while let Some(c) = self.peek(0) {
+            match c {
+                ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | ')' => break,
+                // `name(`: the caller sees a function definition or a subshell.
+                '(' => break,
+                '\\' => {
+                    w.quoted = true;
+                    if let Some(n) = self.peek(1) {
+                        if n != '\n' {
+                            w.text.push(n);
+                        }
+                        self.pos += 2;
+                    } else {
+                        self.pos += 1;
+                    }
+                }
+                '\'' => {
+                    w.quoted = true;
+                    self.pos += 1;
+                    loop {
+                        match self.peek(0) {
+                            Some('\'') => {
+                                self.pos += 1;
+                                break;
+                            }
+                            Some(ch) => {
+                                w.text.push(ch);
+                                self.pos += 1;
+                            }
+                            None => {
+                                self.fail("unterminated single quote");
+                                break;
+                            }
+                        }
+                    }
+                }
+                '"' => {
+                    w.quoted = true;
+                    self.pos += 1;
+                    self.double_quoted(&mut w);
+                }
+                '$' | '`' => self.dollar(&mut w),
+                _ => {
+                    w.text.push(c);
+                    self.pos += 1;
+                }
+            }
+        }
+        w
+    }
+
+    fn double_quoted(&mut self, w: &mut Word) {
+        loop {
+            match self.peek(0) {
+                Some('"') => {
+                    self.pos += 1;
+                    return;
+                }
+                Some('\\') => {
+                    match self.peek(1) {
+                        Some(n @ ('$' | '`' | '"' | '\\')) => w.text.push(n),
+                        Some('\n') => {}
+                        Some(n) => {
+                            w.text.push('\\');
+                            w.text.push(n);
+                        }
+                        None => {}
+                    }
+                    self.pos += 2;
+                }
+                Some('$' | '`') => self.dollar(w),
+                Some(ch) => {
+                    w.text.push(ch);
+                    self.pos += 1;
+                }
+                None => {
+                    self.fail("unterminated double quote");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// `$name`, `${…}`, `$( )`, `$(( ))`, backticks; a lone `$` is text.
+    fn dollar(&mut self, w: &mut Word) {
+        if self.peek(0) == Some('`') {
+            self.pos += 1;
+            let start = self.pos;
+            while let Some(c) = self.peek(0) {
+                if c == '\\' {
+                    self.pos += 2;
+                    continue;
+                }
+                if c == '`' {
+                    break;
+                }
+                self.pos += 1;
+            }
+            if self.peek(0) != Some('`') {
+                self.fail("unterminated backtick");
+            }
+            let end = self.pos.min(self.chars.len());
+            let inner: String = self.chars[start..end].iter().collect();
+            self.pos = (end + 1).min(self.chars.len());
+            self.nested(&inner);
+            w.dynamic = true;
+            return;
+        }
+        match self.peek(1) {
+            Some('(') if self.peek(2) == Some('(') => {
+                // Arithmetic: skip to the matching `))`.
+                self.pos += 3;
+                let mut depth = 2usize;
+                while let Some(c) = self.peek(0) {
+                    self.pos += 1;
+                    match c {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                w.dynamic = true;
+            }
+            Some('(') => {
+                self.pos += 2;
+                self.script(true, true);
+                self.expect_close();
+                w.dynamic = true;
+            }
+            Some('{') => {
+                while let Some(c) = self.peek(0) {
+                    self.pos += 1;
+                    if c == '}' {
+                        break;
+                    }
+                }
+                w.dynamic = true;
+            }
+            Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
+                self.pos += 2;
+                if c.is_ascii_alphabetic() || c == '_' {
+                    while self
+                        .peek(0)
+                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                    {
+                        self.pos += 1;
+                    }
+                }
+                w.dynamic = true;
+            }
+            _ => {
+                w.text.push('$');
+                self.pos += 1;
+            }
+        }
+    }
+
+    /// Parse a backtick body as its own script; its commands join ours.
+    fn nested(&mut self, inner: &str) {
+        let mut sub = Parser {
+            chars: inner.chars().collect(),
+            pos: 0,
+            out: Script::default(),
+        };
+        sub.script(false, true);
+        for mut c in sub.out.commands {
+            c.substituted = true;
+            self.out.commands.push(c);
+        }
+        if let Some(why) = sub.out.unreadable {
+            self.fail(&why);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(src: &str) -> Vec<String> {
+        parse(src)
+            .commands
+            .iter()
+            .filter_map(|c| c.words.first().map(|w| w.text.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn commands_are_found_through_quotes_operators_and_substitutions() {
+        assert_eq!(names("exit 0; 'rm' -rf /"), ["exit", "rm"]);
+        assert_eq!(names("r\\m -rf /"), ["rm"]);
+        assert_eq!(names("a && b || c | d & e"), ["a", "b", "c", "d", "e"]);
+        // A substitution's commands come before the command that uses them.
+        assert_eq!(
+            names("(cd x; make) && echo `date` $(id -u)"),
+            ["cd", "make", "date", "id", "echo"]
+        );
+        assert_eq!(names("/sbin/shut\"\"down now"), ["/sbin/shutdown"]);
+        assert_eq!(names("bash <(curl -s x)"), ["curl", "bash"]);
+        let s = parse("wget -qO- x | python3");
+        assert!(s.commands[1].piped && !s.commands[0].piped);
+        let s = parse("echo hi > /dev/sda 2>&1");
+        assert_eq!(s.commands[0].words.len(), 2);
+        assert_eq!(s.commands[0].redirects[0].text, "/dev/sda");
+        let s = parse("rm -rf \"$(printf /)\"");
+        assert!(s.commands[0].substituted && s.commands[1].words[2].dynamic);
+        assert!(parse("echo 'oops").unreadable.is_some());
+        assert!(parse("echo $(ls").unreadable.is_some());
+        assert!(parse("f() { ls; }; f").unreadable.is_none());
+    }
+}
