@@ -72,6 +72,9 @@ pub async fn run(
         .map_err(|e| format!("cannot start the hub: {e}"))?;
     let hub = app.hub.clone();
     tracing::info!("listening on ws://{bound}/ws");
+    if app.hub.config().server.mcp_endpoint {
+        tracing::info!("MCP endpoint at http://{bound}/mcp (Streamable HTTP)");
+    }
     let state = server::AppState { app, gate };
     let served = server::serve(listener, state, shutdown.clone()).await;
     shutdown.cancel();

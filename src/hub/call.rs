@@ -16,6 +16,7 @@ use super::outcome::{Attempt, CallOutcome, CallRequest};
 use super::Hub;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
+use crate::mcp::relay::CallLink;
 use crate::mcp::supervisor::ServerState;
 use crate::mcp::upstream;
 use crate::retry::RetryOverride;
@@ -138,8 +139,8 @@ impl Hub {
             .unwrap_or(cfg.task_engine.default_timeout)
     }
 
-    /// One attempt, bounded by `timeout` and `cancel`. Giving up drops the
-    /// rmcp future, which sends `notifications/cancelled` to the server.
+    /// One attempt, bounded by `timeout` and `cancel`. Giving up sends
+    /// `notifications/cancelled` to the server.
     pub async fn attempt(
         &self,
         info: &ToolInfo,
@@ -147,6 +148,22 @@ impl Hub {
         timeout: Duration,
         cancel: &CancellationToken,
         session: &str,
+    ) -> Attempt {
+        self.attempt_linked(info, params, timeout, cancel, session, None)
+            .await
+    }
+
+    /// [`Hub::attempt`] for a client call with a [`CallLink`]: while the
+    /// server works on it, its progress, sampling and elicitation requests
+    /// go to that call (`mcp::relay`).
+    pub async fn attempt_linked(
+        &self,
+        info: &ToolInfo,
+        params: &Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        session: &str,
+        link: Option<&CallLink>,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
         if let Some(local) = self.local_for(&info.server) {
@@ -173,7 +190,8 @@ impl Hub {
                 raw: None,
             };
         }
-        let Some(peer) = self.server(&info.server).and_then(|h| h.peer()) else {
+        let handle = self.server(&info.server);
+        let Some(peer) = handle.as_ref().and_then(|h| h.peer()) else {
             return Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::ServerUnavailable,
@@ -194,8 +212,13 @@ impl Hub {
                 }
             }
         };
+        let inflight = handle.map(|h| h.inflight.clone());
+        let send = upstream::send_call(&peer, call, |id, token| match (link, &inflight) {
+            (Some(l), Some(i)) => Some(i.register(id, token, l.clone())),
+            _ => None,
+        });
         let response = tokio::select! {
-            r = tokio::time::timeout(timeout, peer.call_tool_once(call)) => match r {
+            r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,
                 Err(_) => return Attempt { result: Err(tag(timeout_error(timeout))), raw: None },
             },

@@ -1,8 +1,10 @@
-//! HTTP side: the axum router with `/ws` (gated upgrade) and `/health`.
+//! HTTP side: the axum router with `/ws` (gated upgrade), `/mcp` (the
+//! aggregate as an MCP server, `mcp`) and `/health`.
 
 mod conn;
 mod dispatch;
 pub mod gate;
+pub mod mcp;
 
 use std::sync::atomic::Ordering;
 
@@ -25,10 +27,21 @@ pub struct AppState {
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let mcp = state
+        .app
+        .hub
+        .config()
+        .server
+        .mcp_endpoint
+        .then(|| mcp::router(state.app.clone(), state.gate.clone()));
+    let router = Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/health", get(health))
-        .with_state(state)
+        .with_state(state);
+    match mcp {
+        Some(m) => router.merge(m),
+        None => router,
+    }
 }
 
 /// Serve until `shutdown` fires. Each connection gets
