@@ -61,18 +61,11 @@ pub async fn call_tool(
     let outcome = loop {
         tokio::select! {
             outcome = &mut work => break outcome,
-            Some(f) = forwards.recv() => match f {
-                Forward::Progress(mut p) => {
-                    if let Some(t) = &token {
-                        p.progress_token = t.clone();
-                        let _ = cx.peer.notify_progress(p).await;
-                    }
+            Some(f) = forwards.recv() => {
+                if let Some(ask) = forward(&cx, &token, f).await {
+                    asks.push(ask);
                 }
-                Forward::Log(m) => {
-                    let _ = cx.peer.notify_logging_message(m).await;
-                }
-                Forward::Ask { ask, reply } => asks.push(answer(&cx, ask, reply)),
-            },
+            }
             Some(()) = asks.next(), if !asks.is_empty() => {}
             _ = cx.ct.cancelled(), if !client_gone => {
                 // notifications/cancelled from the client (or its session
@@ -82,7 +75,36 @@ pub async fn call_tool(
             }
         }
     };
+    // rmcp hands each upstream notification to its own task, so the last
+    // progress or log line of a call can trail its answer by a moment: let
+    // those tasks run, then pass on what they sent before answering.
+    tokio::task::yield_now().await;
+    while let Ok(f) = forwards.try_recv() {
+        let _ = forward(&cx, &token, f).await;
+    }
     to_result(&outcome)
+}
+
+/// Pass one forward to the client; an ask becomes a future to drive.
+async fn forward<'a>(
+    cx: &'a RequestContext<RoleServer>,
+    token: &Option<rmcp::model::ProgressToken>,
+    f: Forward,
+) -> Option<impl std::future::Future<Output = ()> + 'a> {
+    match f {
+        Forward::Progress(mut p) => {
+            if let Some(t) = token {
+                p.progress_token = t.clone();
+                let _ = cx.peer.notify_progress(p).await;
+            }
+            None
+        }
+        Forward::Log(m) => {
+            let _ = cx.peer.notify_logging_message(m).await;
+            None
+        }
+        Forward::Ask { ask, reply } => Some(answer(cx, ask, reply)),
+    }
 }
 
 /// Ask the client on the server's behalf; a server that gives up first

@@ -1,8 +1,10 @@
 //! `/mcp`: the aggregate as one MCP server, driven by the official
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
+mod conformance;
 mod driver;
 mod gate;
+mod relay;
 
 use std::path::Path;
 
