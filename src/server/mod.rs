@@ -5,6 +5,7 @@ mod conn;
 mod dispatch;
 pub mod gate;
 pub mod mcp;
+pub mod stdio;
 
 use std::sync::atomic::Ordering;
 

@@ -8,8 +8,16 @@ use crate::support::TestHub;
 
 /// One raw HTTP/1.1 POST of an `initialize` to `/mcp`: (status, body).
 async fn post_initialize(hub: &TestHub, headers: &[(&str, &str)]) -> (u16, String) {
+    post_initialize_at(hub, headers, "2025-06-18").await
+}
+
+async fn post_initialize_at(
+    hub: &TestHub,
+    headers: &[(&str, &str)],
+    version: &str,
+) -> (u16, String) {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
+        "protocolVersion": version, "capabilities": {},
         "clientInfo": {"name": "raw", "version": "0"}}})
     .to_string();
     let mut req = format!(
@@ -82,4 +90,21 @@ async fn mcp_gate_refuses_no_token_wrong_token_foreign_origin_and_host() {
     let (status, body) = post_initialize(&hub, &[("Authorization", &bearer)]).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"serverInfo\""), "{body}");
+}
+
+#[tokio::test]
+async fn mcp_negotiates_each_legacy_protocol_version() {
+    let hub = TestHub::start(json!({"server": {"token": false}})).await;
+    for v in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let (status, body) = post_initialize_at(&hub, &[], v).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(
+            body.contains(&format!("\"protocolVersion\":\"{v}\"")),
+            "{v}: {body}"
+        );
+    }
+    // A version the hub does not know gets one it speaks instead.
+    let (status, body) = post_initialize_at(&hub, &[], "1999-01-01").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"protocolVersion\":\"20"), "{body}");
 }

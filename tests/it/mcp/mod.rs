@@ -5,6 +5,7 @@ mod conformance;
 mod driver;
 mod gate;
 mod relay;
+mod stdio;
 
 use std::path::Path;
 
