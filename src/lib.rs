@@ -6,14 +6,16 @@
 //! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch)
-//! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
+//! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
+//!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
 //!   `safety`, `builtin` (the workspace tools)
 //! - engine: `engine` (tool_batch → durable tasks, approvals)
 //! - recording: `recording` (recorder, replay, exports)
 //! - app: `app` (the composition root; the `hub__…` control tools)
-//! - server: `server` (the gate, `/ws`, `/health`, dispatch)
+//! - server: `server` (the gate, `/ws`, `/mcp`, `/health`, dispatch,
+//!   `toolhub stdio`)
 //!
 //! See ARCHITECTURE.md for the map and the invariants.
 
