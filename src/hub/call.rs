@@ -213,10 +213,11 @@ impl Hub {
             }
         };
         let inflight = handle.map(|h| h.inflight.clone());
-        let send = upstream::send_call(&peer, call, |id, token| match (link, &inflight) {
-            (Some(l), Some(i)) => Some(i.register(id, token, l.clone())),
+        let linked = match (link, &inflight) {
+            (Some(l), Some(i)) => Some((i, l)),
             _ => None,
-        });
+        };
+        let send = upstream::send_call(&peer, call, linked);
         let response = tokio::select! {
             r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,

@@ -4,6 +4,7 @@
 
 pub mod children;
 pub mod offline;
+pub mod ordered;
 pub mod registry;
 pub mod relay;
 pub mod supervisor;

@@ -28,6 +28,8 @@ use rmcp::model::{
 use rmcp::ErrorData;
 use tokio::sync::{mpsc, oneshot};
 
+use super::ordered::Order;
+
 /// A request an upstream server makes of the client whose call it serves.
 #[derive(Debug)]
 pub enum Ask {
@@ -110,6 +112,8 @@ struct Entry {
 pub struct Inflight {
     entries: Arc<Mutex<Vec<Entry>>>,
     next: Arc<AtomicU64>,
+    /// Keeps a linked call's notifications ahead of its answer.
+    pub order: Order,
 }
 
 /// Removes its call from [`Inflight`] when dropped.

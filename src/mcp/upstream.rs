@@ -18,7 +18,7 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequestParams, ElicitResult, Implementation, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestId, ResourceUpdatedNotificationParam, ServerResult,
+    ProtocolVersion, RequestId, ResourceUpdatedNotificationParam, ServerResult,
     SetLevelRequestParams,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
@@ -30,10 +30,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
+use crate::mcp::ordered::{OrderedTransport, Seq};
 use crate::mcp::registry::RawTool;
-use crate::mcp::relay::{
-    Answer, Ask, CallLink, Forward, Inflight, InflightGuard, Notice, RelaySlot,
-};
+use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
 
 /// How many stderr lines of a child are kept for `health_status`.
 pub const STDERR_TAIL: usize = 40;
@@ -98,24 +97,26 @@ impl ClientHandler for Handler {
         let _ = self.events.send(UpstreamEvent::ToolsChanged);
     }
 
-    async fn on_progress(
-        &self,
-        p: ProgressNotificationParam,
-        _cx: NotificationContext<RoleClient>,
-    ) {
+    async fn on_progress(&self, p: ProgressNotificationParam, cx: NotificationContext<RoleClient>) {
         // Progress for a token no linked call holds (a /ws call, or one
         // that already returned) is dropped, as the spec asks.
         if let Some(link) = self.inflight.by_token(&p.progress_token) {
             link.send(Forward::Progress(p));
         }
+        self.inflight
+            .order
+            .handled(cx.extensions.get::<Seq>().copied());
     }
 
     async fn on_logging_message(
         &self,
         m: LoggingMessageNotificationParam,
-        _cx: NotificationContext<RoleClient>,
+        cx: NotificationContext<RoleClient>,
     ) {
         self.notice(Notice::Log(m));
+        self.inflight
+            .order
+            .handled(cx.extensions.get::<Seq>().copied());
     }
 
     async fn on_resource_updated(
@@ -265,6 +266,8 @@ pub async fn connect(
     init_timeout: Duration,
 ) -> Result<Upstream, String> {
     let (inflight, relay) = links;
+    inflight.order.reset();
+    let order = inflight.order.clone();
     let handler = Handler {
         events,
         server: spec.name.as_str().into(),
@@ -318,6 +321,7 @@ pub async fn connect(
             if let Some(err) = child_stderr {
                 drain_stderr(spec.name.clone(), err, stderr);
             }
+            let proc = OrderedTransport::new(proc, order);
             match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
@@ -353,7 +357,8 @@ pub async fn connect(
             let cfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(map)
                 .max_concurrent_requests(64);
-            let transport = StreamableHttpClientTransport::from_config(cfg);
+            let transport =
+                OrderedTransport::new(StreamableHttpClientTransport::from_config(cfg), order);
             match tokio::time::timeout(init_timeout, handler.serve(transport)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
@@ -488,32 +493,42 @@ pub async fn apply_log_level(peer: &Peer<RoleClient>, level: LoggingLevel, timeo
     }
 }
 
-/// Send one `tools/call` and wait for its answer. `register` is told the
-/// request id and progress token rmcp chose (to link the call for the
-/// relay) and returns a guard kept for the call's life. Dropping the future
-/// before the answer sends `notifications/cancelled`, like rmcp's own
-/// `call_tool_once`.
-pub async fn send_call<F>(
+/// Send one `tools/call` and wait for its answer. With a `link`, the call
+/// is registered in the server's `Inflight` under the request id and
+/// progress token rmcp chose, so the relay routes the server's progress,
+/// logs and requests to it, and the answer is held until the notifications
+/// the server sent before it have been passed on (`ordered`). Dropping the
+/// future before the answer sends `notifications/cancelled`, like rmcp's
+/// own `call_tool_once`.
+pub async fn send_call(
     peer: &Peer<RoleClient>,
     call: CallToolRequestParams,
-    register: F,
-) -> Result<CallToolResponse, ServiceError>
-where
-    F: FnOnce(RequestId, ProgressToken) -> Option<InflightGuard>,
-{
+    link: Option<(&Inflight, &CallLink)>,
+) -> Result<CallToolResponse, ServiceError> {
     let handle = peer
         .send_request_with_option(
             ClientRequest::CallToolRequest(CallToolRequest::new(call)),
             PeerRequestOptions::no_options(),
         )
         .await?;
-    let _linked = register(handle.id.clone(), handle.progress_token.clone());
+    let id = handle.id.clone();
+    let linked = link.map(|(inflight, l)| {
+        inflight.order.watch(&id);
+        (
+            inflight,
+            inflight.register(id.clone(), handle.progress_token.clone(), l.clone()),
+        )
+    });
     let mut abandon = Abandon {
         peer: peer.clone(),
-        id: Some(handle.id.clone()),
+        id: Some(id.clone()),
     };
     let answer = handle.await_response().await;
     abandon.id = None;
+    if let Some((inflight, guard)) = linked {
+        inflight.order.settled(&id).await;
+        drop(guard);
+    }
     match answer? {
         ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
         ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
