@@ -68,6 +68,11 @@ pub async fn serve(
             },
             _ = shutdown.cancelled() => return Ok(()),
         };
+        // Small frames (WebSocket messages, SSE events) go out at once
+        // instead of waiting on Nagle's algorithm for an ACK.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
         let svc = hyper_util::service::TowerToHyperService::new(app.clone());
         let shutdown = shutdown.clone();
         tokio::spawn(async move {

@@ -75,10 +75,8 @@ pub async fn call_tool(
             }
         }
     };
-    // rmcp hands each upstream notification to its own task, so the last
-    // progress or log line of a call can trail its answer by a moment: let
-    // those tasks run, then pass on what they sent before answering.
-    tokio::task::yield_now().await;
+    // What the server sent before its answer is already queued (the call
+    // path waits for it, see `mcp::ordered`): pass it on before answering.
     while let Ok(f) = forwards.try_recv() {
         let _ = forward(&cx, &token, f).await;
     }

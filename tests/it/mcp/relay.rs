@@ -216,3 +216,23 @@ async fn mcp_session_records_its_own_calls() {
         "{got}"
     );
 }
+
+#[tokio::test]
+async fn mcp_delete_ends_the_session_and_saves_its_recording() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])}), json!({})).await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["t"]).await;
+    let (mut d, info) = Driver::connect(&hub, json!({})).await;
+    assert!(info["sessionId"].is_string(), "{info}");
+    d.call("hub__record_start", json!({"name": "left-open"}))
+        .await;
+    d.call("t__echo", json!({"message": "one"})).await;
+    d.ok(json!({"op": "close"})).await;
+    hub.wait_log("MCP session closed").await;
+    let (mut e, _) = Driver::connect(&hub, json!({})).await;
+    let list = e.call("hub__record_list", json!({})).await;
+    assert!(
+        list["structuredContent"].to_string().contains("left-open"),
+        "{list}"
+    );
+}
