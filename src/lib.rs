@@ -8,7 +8,8 @@
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
 //!   `secrets` (secret values masked wherever the hub writes), `shell` (the
 //!   shell-subset parser the safety gate reads scripts with)
-//! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers)
+//! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
+//!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
 //!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
 //!   `safety`, `builtin` (the workspace tools), `assertions` (the browser
@@ -17,7 +18,8 @@
 //! - recording: `recording` (recorder, replay, exports), `runs` (topic
 //!   workspaces: metadata, execution logs, screenshots; the `hub__run_*` tools)
 //! - app: `app` (the composition root; the `hub__…` control tools)
-//! - server: `server` (the gate, `/ws`, `/health`, dispatch)
+//! - server: `server` (the gate, `/ws`, `/mcp`, `/health`, dispatch,
+//!   `toolhub stdio`)
 //!
 //! See ARCHITECTURE.md for the map and the invariants.
 
@@ -84,6 +86,9 @@ pub async fn run(
         .map_err(|e| format!("cannot start the hub: {e}"))?;
     let hub = app.hub.clone();
     tracing::info!("listening on ws://{bound}/ws");
+    if app.hub.config().server.mcp_endpoint {
+        tracing::info!("MCP endpoint at http://{bound}/mcp (Streamable HTTP)");
+    }
     let state = server::AppState { app, gate };
     let served = server::serve(listener, state, shutdown.clone()).await;
     shutdown.cancel();

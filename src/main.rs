@@ -6,14 +6,24 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n";
+const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n       toolhub stdio [--config PATH] [--url URL]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n\n  stdio              serve MCP over stdin/stdout, relayed to the running hub's /mcp\n                     (its address and token come from the config; --url overrides the address)\n";
 
 fn main() -> ExitCode {
     let mut config_path = PathBuf::from("config.json");
     let mut listen: Option<String> = None;
-    let mut args = std::env::args().skip(1);
+    let mut url: Option<String> = None;
+    let mut stdio = false;
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("stdio") {
+        stdio = true;
+        args.next();
+    }
     while let Some(a) = args.next() {
         match a.as_str() {
+            "--url" if stdio => match args.next() {
+                Some(u) => url = Some(u),
+                None => return usage_error("--url needs a URL such as http://127.0.0.1:8765/mcp"),
+            },
             "--config" | "-c" => match args.next() {
                 Some(p) => config_path = PathBuf::from(p),
                 None => return usage_error("--config needs a path"),
@@ -33,10 +43,12 @@ fn main() -> ExitCode {
             other => return usage_error(&format!("unknown argument {other:?}")),
         }
     }
+    // stdout carries MCP in stdio mode: logs stay on stderr, and quieter.
+    let default_filter = if stdio { "warn" } else { "info" };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         // Every line passes the secret-value mask (toolhub::secrets).
         .with_writer(|| MaskedStderr)
@@ -54,6 +66,9 @@ fn main() -> ExitCode {
         tracing::warn!("{w}");
     }
     let mut config = loaded.config;
+    if stdio {
+        return run_stdio(&config, url);
+    }
     if let Some(l) = listen {
         match l.parse() {
             Ok(addr) => config.server.listen = addr,
@@ -85,6 +100,34 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// `toolhub stdio`: relay MCP on stdin/stdout to the running hub.
+fn run_stdio(config: &toolhub::config::Config, url: Option<String>) -> ExitCode {
+    let target = match toolhub::server::stdio::Target::from_config(config, url) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("toolhub stdio: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolhub stdio: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let relayed = rt.block_on(toolhub::server::stdio::run(target));
+    // A read of stdin may still be blocked in its thread: do not wait for it.
+    rt.shutdown_background();
+    match relayed {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("toolhub stdio: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn usage_error(msg: &str) -> ExitCode {

@@ -13,11 +13,18 @@
 //! - `--state-dir DIR`: where `flaky` and `counter` keep their counts, so a
 //!   count survives restarts. Without it the counts live in memory.
 //! - `--extra-tool NAME`: an extra echo-like tool (two servers sharing a name).
+//! - `--conformance`: also what the official MCP conformance suite's server
+//!   scenarios call (`test_*` tools, `test://` resources, prompts, logging,
+//!   completion); see `testserver/conformance.rs`.
 //! - `TESTSERVER_IGNORE_TERM=1`: ignore SIGTERM so the hub must escalate.
 //!
 //! Bad arguments and unknown tools are JSON-RPC `-32602` errors, so the hub
 //! sees them as invalid params rather than as a tool's own failure.
 
+#![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
+
+#[path = "testserver/conformance.rs"]
+mod conformance;
 #[path = "testserver/fast.rs"]
 mod fast;
 #[path = "testserver/state.rs"]
@@ -32,8 +39,11 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -50,6 +60,7 @@ struct Cli {
     log: Option<std::path::PathBuf>,
     state_dir: Option<std::path::PathBuf>,
     extra_tools: Vec<String>,
+    conformance: bool,
 }
 
 fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
@@ -67,9 +78,10 @@ fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
             "--log" => cli.log = Some(value()?.into()),
             "--state-dir" => cli.state_dir = Some(value()?.into()),
             "--extra-tool" => cli.extra_tools.push(value()?),
+            "--conformance" => cli.conformance = true,
             other => {
                 return Err(format!(
-                "unknown argument `{other}`, expected --name, --log, --state-dir or --extra-tool"
+                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool or --conformance"
             ))
             }
         }
@@ -143,6 +155,8 @@ struct TestServer {
     /// Wakes `subscriptions/listen` streams (2026-07-28 clients); legacy
     /// sessions get the notification straight from the request's peer.
     list_changed: broadcast::Sender<()>,
+    /// Serve the conformance suite's tools, resources and prompts.
+    conformance: bool,
 }
 
 impl TestServer {
@@ -158,6 +172,9 @@ impl TestServer {
             }
             fixed.push(echo_like_tool(extra, "An extra echo-like tool.", 0));
         }
+        if cli.conformance {
+            fixed.extend(conformance::tools());
+        }
         let (list_changed, _) = broadcast::channel(16);
         Ok(Self {
             name: cli.name,
@@ -167,6 +184,7 @@ impl TestServer {
             extra: cli.extra_tools,
             dynamic: Mutex::new(BTreeMap::new()),
             list_changed,
+            conformance: cli.conformance,
         })
     }
 
@@ -394,17 +412,30 @@ impl TestServer {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
+        let caps = if self.conformance {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            self.name.clone(),
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions("fault-injection MCP server for toolhub's integration tests")
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_logging()
+                .enable_completions()
+                .build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        };
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new(
+                self.name.clone(),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions("fault-injection MCP server for toolhub's integration tests")
     }
 
     async fn list_tools(
@@ -434,10 +465,98 @@ impl ServerHandler for TestServer {
         // Tests wait on this line (through the hub's stderr log) to know a
         // call has reached the server.
         eprintln!("testserver {} call {}", self.name, request.name);
+        if self.conformance {
+            if let Some(r) = conformance::call(&request.name, &arguments, &cx).await {
+                return r.map(CallToolResponse::from);
+            }
+        }
         let args = ToolArgs::new(&request.name, &arguments);
         self.dispatch(&request.name, &args, &cx)
             .await
             .map(CallToolResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let all = if self.conformance {
+            conformance::resources()
+        } else {
+            Vec::new()
+        };
+        Ok(ListResourcesResult::with_all_items(all))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let all = if self.conformance {
+            conformance::templates()
+        } else {
+            Vec::new()
+        };
+        Ok(ListResourceTemplatesResult::with_all_items(all))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        conformance::read(&request.uri).map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        eprintln!("testserver {} subscribed {}", self.name, request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        eprintln!("testserver {} unsubscribed {}", self.name, request.uri);
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let all = if self.conformance {
+            conformance::prompts()
+        } else {
+            Vec::new()
+        };
+        Ok(ListPromptsResult::with_all_items(all))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        conformance::get_prompt(&request.name, &args).map(Into::into)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        eprintln!("testserver {} log level {:?}", self.name, request.level);
+        Ok(())
     }
 
     fn accepted_subscription_filter(
@@ -487,87 +606,5 @@ fn write_garbage_line() -> std::io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn argv(items: &[&str]) -> impl Iterator<Item = String> {
-        items
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect::<Vec<_>>()
-            .into_iter()
-    }
-
-    #[test]
-    fn cli_parses_every_flag_and_repeats_extra_tool() {
-        let cli = parse_cli(argv(&[
-            "--name",
-            "alpha",
-            "--log",
-            "/tmp/l",
-            "--state-dir",
-            "/tmp/s",
-            "--extra-tool",
-            "x",
-            "--extra-tool",
-            "y",
-        ]))
-        .unwrap();
-        assert_eq!(cli.name, "alpha");
-        assert_eq!(cli.log.as_deref(), Some(std::path::Path::new("/tmp/l")));
-        assert_eq!(
-            cli.state_dir.as_deref(),
-            Some(std::path::Path::new("/tmp/s"))
-        );
-        assert_eq!(cli.extra_tools, vec!["x", "y"]);
-    }
-
-    #[test]
-    fn cli_rejects_missing_value_and_unknown_flag() {
-        let e = parse_cli(argv(&["--name"])).unwrap_err();
-        assert!(e.contains("--name needs a value"), "{e}");
-        let e = parse_cli(argv(&["--bogus"])).unwrap_err();
-        assert!(e.contains("unknown argument `--bogus`"), "{e}");
-    }
-
-    #[test]
-    fn extra_tool_clashing_with_builtin_is_refused() {
-        let cli = Cli {
-            name: "t".into(),
-            extra_tools: vec!["echo".into()],
-            ..Cli::default()
-        };
-        let e = TestServer::new(cli).err().unwrap();
-        assert!(e.contains("clashes with a built-in tool"), "{e}");
-    }
-
-    #[test]
-    fn dynamic_tools_add_change_remove() {
-        let server = TestServer::new(Cli {
-            name: "t".into(),
-            ..Cli::default()
-        })
-        .unwrap();
-        let obj = |v: Value| v.as_object().cloned().unwrap();
-        let add_args = obj(json!({"name": "dyn1"}));
-        server
-            .edit_dynamic("add_tool", &ToolArgs::new("add_tool", &add_args))
-            .unwrap();
-        assert!(server.get_tool("dyn1").is_some());
-        assert!(server
-            .edit_dynamic("add_tool", &ToolArgs::new("add_tool", &add_args))
-            .is_err());
-        let before = server.get_tool("dyn1").unwrap();
-        let change = obj(json!({"name": "dyn1", "description": "new"}));
-        server
-            .edit_dynamic("change_tool", &ToolArgs::new("change_tool", &change))
-            .unwrap();
-        let after = server.get_tool("dyn1").unwrap();
-        assert_eq!(after.description.as_deref(), Some("new"));
-        assert_ne!(before.input_schema, after.input_schema);
-        server
-            .edit_dynamic("remove_tool", &ToolArgs::new("remove_tool", &add_args))
-            .unwrap();
-        assert!(server.get_tool("dyn1").is_none());
-    }
-}
+#[path = "testserver/tests.rs"]
+mod tests;

@@ -66,6 +66,11 @@ pub struct ServerConfig {
     pub ping_interval: Duration,
     pub idle_timeout: Duration,
     pub max_json_depth: usize,
+    /// Serve the aggregate as an MCP server at `/mcp`.
+    pub mcp_endpoint: bool,
+    /// At `/mcp`, list a tool or prompt under its bare name when no other
+    /// tool or prompt has that name (qualified `server__name` otherwise).
+    pub mcp_bare_names: bool,
 }
 
 #[derive(Clone, PartialEq, Eq)]

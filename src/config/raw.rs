@@ -47,6 +47,10 @@ pub struct RawServerSection {
     pub ping_interval: Option<u64>,
     pub idle_timeout: Option<u64>,
     pub max_json_depth: Option<usize>,
+    /// Serve the aggregate as one MCP server at `/mcp` (default true).
+    pub mcp_endpoint: Option<bool>,
+    /// List tools and prompts at `/mcp` under their bare names where unique.
+    pub mcp_bare_names: Option<bool>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

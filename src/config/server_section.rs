@@ -76,6 +76,8 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             d::MAX_JSON_DEPTH,
             "/server/maxJsonDepth",
         )?,
+        mcp_endpoint: r.mcp_endpoint.unwrap_or(true),
+        mcp_bare_names: r.mcp_bare_names.unwrap_or(false),
     })
 }
 

@@ -95,3 +95,37 @@ fn blocked(info: &ToolInfo, message: String) -> HubError {
         .with_server(&info.server)
         .with_tool(&info.name)
 }
+
+/// The gate for a caller that asks its person itself (an MCP client, by
+/// elicitation): `deny` fails at once; on `confirm`, `ask` is given the
+/// reason and answers `Ok(true)` (approved), `Ok(false)` (declined) or
+/// `Err(why nobody could be asked)`. Same rules as [`gate`].
+pub async fn gate_asking<Fut>(
+    engine: &Engine,
+    info: &ToolInfo,
+    params: &Value,
+    ask: impl FnOnce(String) -> Fut,
+) -> Result<(), HubError>
+where
+    Fut: std::future::Future<Output = Result<bool, String>>,
+{
+    let cfg = engine.hub().config();
+    match safety::check(&cfg.safety, info, params) {
+        Verdict::Allow => Ok(()),
+        Verdict::Deny(reason) => Err(blocked(info, format!("denied by a safety rule: {reason}"))),
+        Verdict::Confirm(reason) => {
+            tracing::warn!(tool = %info.qualified_name, %reason, "asking the MCP client's user to confirm");
+            match ask(reason.clone()).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(blocked(info, format!("the user declined: {reason}"))),
+                Err(why) => Err(blocked(
+                    info,
+                    format!("this call needs a person's confirmation ({reason}), but {why}"),
+                )
+                .with_suggestion(
+                    "use an MCP client that supports elicitation, send the call over /ws where need_user/confirm applies, or change safety.rules in config.json",
+                )),
+            }
+        }
+    }
+}

@@ -273,6 +273,7 @@ async fn run_step(
                 }
             }
         }))),
+        link: None,
     };
     let expect = planned.expect.clone();
     let mut out = hub

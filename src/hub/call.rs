@@ -16,6 +16,7 @@ use super::outcome::{Attempt, CallOutcome, CallRequest};
 use super::Hub;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
+use crate::mcp::relay::{CallLink, Inflight};
 use crate::mcp::supervisor::ServerState;
 use crate::mcp::upstream;
 use crate::retry::RetryOverride;
@@ -27,7 +28,7 @@ enum Route {
         tools: Mounted,
         mounted: bool,
     },
-    Peer(rmcp::Peer<rmcp::RoleClient>),
+    Peer(rmcp::Peer<rmcp::RoleClient>, Inflight),
     /// Starting, restarting, stopped or unknown.
     Down,
 }
@@ -184,7 +185,7 @@ impl Hub {
             };
         }
         match h.peer() {
-            Some(p) => Route::Peer(p),
+            Some(p) => Route::Peer(p, h.inflight.clone()),
             None => Route::Down,
         }
     }
@@ -198,8 +199,8 @@ impl Hub {
             .unwrap_or(cfg.task_engine.default_timeout)
     }
 
-    /// One attempt, bounded by `timeout` and `cancel`. Giving up drops the
-    /// rmcp future, which sends `notifications/cancelled` to the server.
+    /// One attempt, bounded by `timeout` and `cancel`. Giving up sends
+    /// `notifications/cancelled` to the server.
     pub async fn attempt(
         &self,
         info: &ToolInfo,
@@ -208,9 +209,25 @@ impl Hub {
         cancel: &CancellationToken,
         session: &str,
     ) -> Attempt {
+        self.attempt_linked(info, params, timeout, cancel, session, None)
+            .await
+    }
+
+    /// [`Hub::attempt`] for a client call with a [`CallLink`]: while the
+    /// server works on it, its progress, sampling and elicitation requests
+    /// go to that call (`mcp::relay`).
+    pub async fn attempt_linked(
+        &self,
+        info: &ToolInfo,
+        params: &Value,
+        timeout: Duration,
+        cancel: &CancellationToken,
+        session: &str,
+        link: Option<&CallLink>,
+    ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
         let peer = match self.route(&info.server) {
-            Route::Peer(p) => Some(p),
+            Route::Peer(p, inflight) => Some((p, inflight)),
             Route::Down => None,
             Route::Local { tools, mounted } => {
                 let call = LocalCall {
@@ -244,7 +261,7 @@ impl Hub {
                 };
             }
         };
-        let Some(peer) = peer else {
+        let Some((peer, inflight)) = peer else {
             return Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::ServerUnavailable,
@@ -265,8 +282,10 @@ impl Hub {
                 }
             }
         };
+        let linked = link.map(|l| (&inflight, l));
+        let send = upstream::send_call(&peer, call, linked);
         let response = tokio::select! {
-            r = tokio::time::timeout(timeout, peer.call_tool_once(call)) => match r {
+            r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,
                 Err(_) => return Attempt { result: Err(tag(timeout_error(timeout))), raw: None },
             },

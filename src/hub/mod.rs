@@ -8,6 +8,7 @@
 //! is an immutable `Arc` swapped by the event task alone; the call path only
 //! clones `Arc`s and never holds a lock across `.await`.
 
+pub mod aggregate;
 mod call;
 mod events;
 pub mod health;
@@ -27,12 +28,13 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use dashmap::DashMap;
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::history::History;
 use crate::mcp::registry::{RawTool, ToolSnapshot};
+use crate::mcp::relay::{Relay, RelaySlot};
 use crate::mcp::supervisor::{Envelope, ServerHandle};
 
 /// The name of the hub's own internal server (`hub__…` tools).
@@ -66,6 +68,12 @@ pub struct Inner {
     started: std::time::Instant,
     /// Approved tool definitions and the ones changed since (rug pulls).
     pins: pins::Pins,
+    /// Where servers' notices for the clients above go (the MCP endpoint).
+    relay: RelaySlot,
+    /// The current snapshot, for those who wait for it to change.
+    tools_tx: watch::Sender<Arc<ToolSnapshot>>,
+    /// Resource URI -> the server that listed it (see `aggregate`).
+    resource_owner: DashMap<String, String>,
 }
 
 impl std::ops::Deref for Hub {
@@ -83,14 +91,16 @@ impl Hub {
         let (sup_tx, sup_rx) = mpsc::unbounded_channel();
         let history = History::open(&config.task_engine.state_dir)?;
         let pins_file = config.task_engine.state_dir.join("tool_pins.json");
+        let empty = Arc::new(ToolSnapshot::build(
+            Vec::<(String, Vec<RawTool>)>::new(),
+            BUILTIN_SERVER,
+        ));
+        let (tools_tx, _) = watch::channel(empty.clone());
         let hub = Hub(Arc::new(Inner {
             config: RwLock::new(Arc::new(config)),
             servers: DashMap::new(),
             generation: AtomicU64::new(0),
-            tools: RwLock::new(Arc::new(ToolSnapshot::build(
-                Vec::<(String, Vec<RawTool>)>::new(),
-                BUILTIN_SERVER,
-            ))),
+            tools: RwLock::new(empty),
             server_tools: Mutex::new(BTreeMap::new()),
             rebuild: Mutex::new(()),
             bus,
@@ -102,6 +112,9 @@ impl Hub {
             connections: AtomicUsize::new(0),
             started: std::time::Instant::now(),
             pins: pins::Pins::load(&pins_file),
+            relay: RelaySlot::default(),
+            tools_tx,
+            resource_owner: DashMap::new(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         Ok(hub)
@@ -177,6 +190,17 @@ impl Hub {
         v
     }
 
+    /// Install the receiver of servers' notices for clients (list changes,
+    /// resource updates, logs); see `mcp::relay`.
+    pub fn set_relay(&self, relay: Arc<dyn Relay>) {
+        self.relay.set(relay);
+    }
+
+    /// Wakes whenever the aggregated tool list changes.
+    pub fn watch_tools(&self) -> watch::Receiver<Arc<ToolSnapshot>> {
+        self.tools_tx.subscribe()
+    }
+
     /// A new receiver on the event bus (tools_updated, server_status, …).
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Value>> {
         self.bus.subscribe()
@@ -211,6 +235,7 @@ impl Hub {
             self.sup_tx.clone(),
             &self.shutdown,
             &recordings,
+            self.relay.clone(),
         );
         self.servers.insert(name, handle);
     }
@@ -310,6 +335,7 @@ impl Hub {
             Err(poisoned) => *poisoned.into_inner() = next.clone(),
         }
         if !(diff.added.is_empty() && diff.removed.is_empty() && diff.changed.is_empty()) {
+            self.tools_tx.send_replace(next.clone());
             tracing::info!(
                 reason,
                 added = diff.added.len(),

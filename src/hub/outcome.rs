@@ -22,6 +22,9 @@ pub struct CallRequest {
     pub cancel: CancellationToken,
     /// Told before each retry (the task engine shows `retrying`).
     pub on_retry: Option<RetryHook>,
+    /// The client call to relay the server's progress, sampling and
+    /// elicitation to (an MCP `tools/call`); `None` for everything else.
+    pub link: Option<crate::mcp::relay::CallLink>,
 }
 
 /// A callback run before each retry of a call.

@@ -38,7 +38,14 @@ impl Hub {
         loop {
             attempts += 1;
             let a = hub
-                .attempt(info, &req.params, timeout, &req.cancel, &req.session)
+                .attempt_linked(
+                    info,
+                    &req.params,
+                    timeout,
+                    &req.cancel,
+                    &req.session,
+                    req.link.as_ref(),
+                )
                 .await;
             let verdict = post(a.result);
             let error = match verdict {

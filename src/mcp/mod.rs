@@ -1,8 +1,11 @@
 //! Talking to MCP servers: `upstream` (one rmcp connection), `supervisor`
-//! (one task per server: start, watch, restart), `registry` (the aggregate).
+//! (one task per server: start, watch, restart), `registry` (the aggregate),
+//! `relay` (what servers send for the clients above the hub).
 
 pub mod children;
 pub mod offline;
+pub mod ordered;
 pub mod registry;
+pub mod relay;
 pub mod supervisor;
 pub mod upstream;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::errors::{ErrorType, HubError};
 use crate::suggest::did_you_mean;
 
-pub use names::{is_valid_qualified_name, MAX_QUALIFIED_LEN};
+pub use names::{assign_qualified_names, is_valid_qualified_name, MAX_QUALIFIED_LEN};
 
 /// A tool as a server listed it (the part of MCP `Tool` the hub keeps).
 #[derive(Debug, Clone, PartialEq)]

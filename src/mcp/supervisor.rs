@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::ServerSpec;
 use crate::mcp::registry::RawTool;
+use crate::mcp::relay::{Inflight, RelaySlot};
 use crate::mcp::upstream::{self, StderrTail, UpstreamEvent};
 
 /// Backoff of the first restart; doubles per consecutive failure.
@@ -101,6 +102,9 @@ pub struct ServerHandle {
     done: CancellationToken,
     /// A recording-backed virtual server (no process), or why it failed to load.
     pub offline: Option<Result<Arc<crate::mcp::offline::Offline>, String>>,
+    /// Client calls now running on this server that want its progress,
+    /// sampling and elicitation (see `relay`).
+    pub inflight: Inflight,
 }
 
 impl ServerHandle {
@@ -111,6 +115,7 @@ impl ServerHandle {
         events: mpsc::UnboundedSender<Envelope>,
         shutdown: &CancellationToken,
         recordings: &std::path::Path,
+        relay: RelaySlot,
     ) -> ServerHandle {
         let offline = match &spec.transport {
             crate::config::Transport::Recording { source } => {
@@ -149,11 +154,13 @@ impl ServerHandle {
             stop: shutdown.child_token(),
             done: CancellationToken::new(),
             offline,
+            inflight: Inflight::default(),
         };
         let sup = Supervisor {
             h: handle.clone(),
             events,
             control: control_rx,
+            relay,
         };
         // Every log line of the supervisor carries `server{name}`.
         let span = tracing::info_span!("server", name = %handle.name);
@@ -206,6 +213,7 @@ struct Supervisor {
     h: ServerHandle,
     events: mpsc::UnboundedSender<Envelope>,
     control: mpsc::UnboundedReceiver<Control>,
+    relay: RelaySlot,
 }
 
 enum Exit {
@@ -234,7 +242,13 @@ impl Supervisor {
             let (ev_tx, ev_rx) = mpsc::unbounded_channel();
             let started = tokio::time::Instant::now();
             let conn = tokio::select! {
-                c = upstream::connect(&self.h.spec, self.h.stderr.clone(), ev_tx, INIT_TIMEOUT) => c,
+                c = upstream::connect(
+                    &self.h.spec,
+                    self.h.stderr.clone(),
+                    ev_tx,
+                    (self.h.inflight.clone(), self.relay.clone()),
+                    INIT_TIMEOUT,
+                ) => c,
                 _ = self.h.stop.cancelled() => break,
             };
             let exit = match conn {
@@ -321,6 +335,13 @@ impl Supervisor {
             Ok(tools) => {
                 self.publish_tools(tools, format!("server {} started", self.h.name));
                 self.set_state(ServerState::Running, None);
+                // A client asked for logs before this server (re)started.
+                if let Some(level) = self.relay.get().and_then(|r| r.log_level()) {
+                    let peer = peer.clone();
+                    tokio::spawn(async move {
+                        upstream::apply_log_level(&peer, level, LIST_TIMEOUT).await;
+                    });
+                }
                 None
             }
         };

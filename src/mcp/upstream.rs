@@ -5,6 +5,8 @@
 //! The supervisor owns the [`Upstream`]; callers only ever see a cloned
 //! [`rmcp::Peer`], so a call never waits on a lock held by another call.
 
+#![allow(deprecated)] // sampling and logging: deprecated by SEP-2577, still spoken
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -12,18 +14,25 @@ use std::time::Duration;
 
 use process_wrap::tokio::{CommandWrap, ProcessGroup};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation,
-    PaginatedRequestParams, ProtocolVersion,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CancelledNotificationParam,
+    ClientCapabilities, ClientConfig, ClientRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, Implementation, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, RequestId, ResourceUpdatedNotificationParam, ServerResult,
+    SetLevelRequestParams,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
+use crate::mcp::ordered::{OrderedTransport, Seq};
 use crate::mcp::registry::RawTool;
+use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
 
 /// How many stderr lines of a child are kept for `health_status`.
 pub const STDERR_TAIL: usize = 40;
@@ -58,16 +67,26 @@ pub enum UpstreamEvent {
     ToolsChanged,
 }
 
-/// Receives notifications from one server.
+/// Receives notifications and requests from one server: tool list changes
+/// go to its supervisor; progress, logs, sampling and elicitation go up
+/// through [`relay`](crate::mcp::relay) to the client call that caused them.
 #[derive(Clone)]
 pub struct Handler {
     events: mpsc::UnboundedSender<UpstreamEvent>,
+    server: Arc<str>,
+    inflight: Inflight,
+    relay: RelaySlot,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        // Sampling and elicitation are relayed to the MCP client whose call
+        // asked (see `relay`); roots are not offered.
         ClientConfig::new(
-            ClientCapabilities::default(),
+            ClientCapabilities::builder()
+                .enable_sampling()
+                .enable_elicitation()
+                .build(),
             Implementation::new("toolhub", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -76,6 +95,149 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _cx: NotificationContext<RoleClient>) {
         // The supervisor debounces bursts into one re-list.
         let _ = self.events.send(UpstreamEvent::ToolsChanged);
+    }
+
+    async fn on_progress(&self, p: ProgressNotificationParam, cx: NotificationContext<RoleClient>) {
+        // Progress for a token no linked call holds (a /ws call, or one
+        // that already returned) is dropped, as the spec asks.
+        if let Some(link) = self.inflight.by_token(&p.progress_token) {
+            link.send(Forward::Progress(p));
+        }
+        self.inflight
+            .order
+            .handled(cx.extensions.get::<Seq>().copied());
+    }
+
+    async fn on_logging_message(
+        &self,
+        m: LoggingMessageNotificationParam,
+        cx: NotificationContext<RoleClient>,
+    ) {
+        self.notice(Notice::Log(m));
+        self.inflight
+            .order
+            .handled(cx.extensions.get::<Seq>().copied());
+    }
+
+    async fn on_resource_updated(
+        &self,
+        p: ResourceUpdatedNotificationParam,
+        _cx: NotificationContext<RoleClient>,
+    ) {
+        self.notice(Notice::ResourceUpdated(p));
+    }
+
+    async fn on_resource_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.notice(Notice::ResourcesChanged);
+    }
+
+    async fn on_prompt_list_changed(&self, _cx: NotificationContext<RoleClient>) {
+        self.notice(Notice::PromptsChanged);
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        cx: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self.ask(Ask::Sampling(params), &cx).await? {
+            Answer::Sampling(r) => Ok(r),
+            Answer::Elicitation(_) => Err(ErrorData::internal_error("mismatched answer", None)),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        cx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match self.ask(Ask::Elicitation(params), &cx).await? {
+            Answer::Elicitation(r) => Ok(r),
+            Answer::Sampling(_) => Err(ErrorData::internal_error("mismatched answer", None)),
+        }
+    }
+}
+
+impl Handler {
+    fn notice(&self, n: Notice) {
+        if let Some(r) = self.relay.get() {
+            r.notice(&self.server, n);
+        }
+    }
+
+    /// Hand a server's request to the client call it belongs to and wait for
+    /// the answer (or for the server to give up, which drops it).
+    async fn ask(&self, ask: Ask, cx: &RequestContext<RoleClient>) -> Result<Answer, ErrorData> {
+        let link = self.route(&ask, cx)?;
+        let (reply, answer) = oneshot::channel();
+        if !link.send(Forward::Ask { ask, reply }) {
+            return Err(ErrorData::internal_error(
+                "the client call this request belongs to has already returned",
+                None,
+            ));
+        }
+        tokio::select! {
+            a = answer => a.unwrap_or_else(|_| Err(ErrorData::internal_error(
+                "the client call ended before it answered", None))),
+            _ = cx.ct.cancelled() => Err(ErrorData::internal_error("cancelled by the server", None)),
+        }
+    }
+
+    /// Which client call a server's request is for: over Streamable HTTP the
+    /// stream it came on names the call; otherwise it must be the only
+    /// client with calls in flight on this server.
+    fn route(&self, ask: &Ask, cx: &RequestContext<RoleClient>) -> Result<CallLink, ErrorData> {
+        let what = match ask {
+            Ask::Sampling(_) => "sampling",
+            Ask::Elicitation(_) => "elicitation",
+        };
+        let by_stream = match cx.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => self.inflight.by_request(id),
+            _ => None,
+        };
+        let link = match by_stream {
+            Some(l) => l,
+            None => {
+                let sessions = self.inflight.sessions();
+                match sessions.as_slice() {
+                    [one] => one.clone(),
+                    [] => {
+                        return Err(ErrorData::internal_error(
+                            format!(
+                                "toolhub: server {} asked for {what}, but no MCP client call is in flight on it to answer",
+                                self.server
+                            ),
+                            None,
+                        ))
+                    }
+                    _ => {
+                        return Err(ErrorData::internal_error(
+                            format!(
+                                "toolhub: server {} asked for {what} while {} MCP clients have calls in flight on it; the hub cannot tell which one asked",
+                                self.server,
+                                sessions.len()
+                            ),
+                            None,
+                        ))
+                    }
+                }
+            }
+        };
+        let able = match ask {
+            Ask::Sampling(_) => link.can_sample,
+            Ask::Elicitation(_) => link.can_elicit,
+        };
+        if able {
+            Ok(link)
+        } else {
+            Err(ErrorData::internal_error(
+                format!(
+                    "toolhub: server {} asked for {what}, but the MCP client whose call it serves does not support {what}",
+                    self.server
+                ),
+                None,
+            ))
+        }
     }
 }
 
@@ -100,9 +262,18 @@ pub async fn connect(
     spec: &ServerSpec,
     stderr: StderrTail,
     events: mpsc::UnboundedSender<UpstreamEvent>,
+    links: (Inflight, RelaySlot),
     init_timeout: Duration,
 ) -> Result<Upstream, String> {
-    let handler = Handler { events };
+    let (inflight, relay) = links;
+    inflight.order.reset();
+    let order = inflight.order.clone();
+    let handler = Handler {
+        events,
+        server: spec.name.as_str().into(),
+        inflight,
+        relay,
+    };
     match &spec.transport {
         Transport::Stdio {
             command,
@@ -150,6 +321,7 @@ pub async fn connect(
             if let Some(err) = child_stderr {
                 drain_stderr(spec.name.clone(), err, stderr);
             }
+            let proc = OrderedTransport::new(proc, order);
             match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
@@ -185,7 +357,8 @@ pub async fn connect(
             let cfg = StreamableHttpClientTransportConfig::with_uri(url.clone())
                 .custom_headers(map)
                 .max_concurrent_requests(64);
-            let transport = StreamableHttpClientTransport::from_config(cfg);
+            let transport =
+                OrderedTransport::new(StreamableHttpClientTransport::from_config(cfg), order);
             match tokio::time::timeout(init_timeout, handler.serve(transport)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
@@ -301,5 +474,89 @@ pub fn call_params(tool: &str, params: &Value) -> Result<CallToolRequestParams, 
             "params must be a JSON object, got a {}",
             crate::protocol::json_kind(other)
         )),
+    }
+}
+
+/// Set a server's log level (when it offers logging), bounded by `timeout`.
+pub async fn apply_log_level(peer: &Peer<RoleClient>, level: LoggingLevel, timeout: Duration) {
+    let offers = peer
+        .peer_info()
+        .is_some_and(|i| i.capabilities.logging.is_some());
+    if !offers {
+        return;
+    }
+    let set = peer.set_level(SetLevelRequestParams::new(level));
+    match tokio::time::timeout(timeout, set).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::debug!(error = %e, "logging/setLevel refused"),
+        Err(_) => tracing::debug!("logging/setLevel did not answer in time"),
+    }
+}
+
+/// Send one `tools/call` and wait for its answer. With a `link`, the call
+/// is registered in the server's `Inflight` under the request id and
+/// progress token rmcp chose, so the relay routes the server's progress,
+/// logs and requests to it, and the answer is held until the notifications
+/// the server sent before it have been passed on (`ordered`). Dropping the
+/// future before the answer sends `notifications/cancelled`, like rmcp's
+/// own `call_tool_once`.
+pub async fn send_call(
+    peer: &Peer<RoleClient>,
+    call: CallToolRequestParams,
+    link: Option<(&Inflight, &CallLink)>,
+) -> Result<CallToolResponse, ServiceError> {
+    let handle = peer
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(call)),
+            PeerRequestOptions::no_options(),
+        )
+        .await?;
+    let id = handle.id.clone();
+    let linked = link.map(|(inflight, l)| {
+        inflight.order.watch(&id);
+        (
+            inflight,
+            inflight.register(id.clone(), handle.progress_token.clone(), l.clone()),
+        )
+    });
+    let mut abandon = Abandon {
+        peer: peer.clone(),
+        id: Some(id.clone()),
+    };
+    let answer = handle.await_response().await;
+    abandon.id = None;
+    if let Some((inflight, guard)) = linked {
+        inflight.order.settled(&id).await;
+        drop(guard);
+    }
+    match answer? {
+        ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+        ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+        ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// Sends `notifications/cancelled` for a request nobody waits for anymore.
+struct Abandon {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        rt.spawn(async move {
+            let reason = Some("request abandoned by the caller".to_string());
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                .await;
+        });
     }
 }

@@ -51,6 +51,7 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
                 retry,
                 cancel: hub.shutdown.child_token(),
                 on_retry: None,
+                link: None,
             };
             let (app, out) = (app.clone(), out.clone());
             tokio::spawn(single_call(app, out, id, call));

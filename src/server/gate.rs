@@ -13,6 +13,15 @@ use crate::config::{Config, TokenSetting};
 pub const SUBPROTOCOL: &str = "toolhub.v1";
 pub const TOKEN_PROTOCOL_PREFIX: &str = "toolhub.token.";
 
+/// Where a request came in, for how it may carry the token.
+#[derive(Debug, Clone, Copy)]
+enum Surface {
+    /// `/ws` and `/health`: Bearer header or the WebSocket subprotocol.
+    WebSocket,
+    /// `/mcp`: Bearer header only.
+    Mcp,
+}
+
 /// Why a request was refused (status + a message for the body and the log).
 #[derive(Debug)]
 pub struct Refusal {
@@ -75,7 +84,15 @@ impl Gate {
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         self.check_host(headers)?;
         self.check_origin(headers)?;
-        self.check_token(headers)
+        self.check_token(headers, Surface::WebSocket)
+    }
+
+    /// The same checks for `/mcp`, where the token travels only as
+    /// `Authorization: Bearer`.
+    pub fn check_mcp(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(headers)?;
+        self.check_origin(headers)?;
+        self.check_token(headers, Surface::Mcp)
     }
 
     fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
@@ -122,7 +139,7 @@ impl Gate {
         }
     }
 
-    fn check_token(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    fn check_token(&self, headers: &HeaderMap, surface: Surface) -> Result<(), Refusal> {
         let Some(expected) = &self.token else {
             return Ok(());
         };
@@ -138,12 +155,18 @@ impl Gate {
             .flat_map(|v| v.split(','))
             .map(str::trim)
             .find_map(|p| p.strip_prefix(TOKEN_PROTOCOL_PREFIX));
-        let presented = bearer.or(from_protocol);
-        match presented {
-            Some(t) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
-            Some(_) => Err(unauthorized("the token presented is wrong")),
-            None => Err(unauthorized(
+        let presented = match surface {
+            Surface::WebSocket => bearer.or(from_protocol),
+            Surface::Mcp => bearer,
+        };
+        match (presented, surface) {
+            (Some(t), _) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+            (Some(_), _) => Err(unauthorized("the token presented is wrong")),
+            (None, Surface::WebSocket) => Err(unauthorized(
                 "no token presented: send `Authorization: Bearer <token>` or offer the subprotocol toolhub.token.<token> beside toolhub.v1 (the token is in <stateDir>/token)",
+            )),
+            (None, Surface::Mcp) => Err(unauthorized(
+                "no token presented: send the header `Authorization: Bearer <token>` with every request to /mcp (the token is in <stateDir>/token; `toolhub stdio` passes it for clients that can only launch a command)",
             )),
         }
     }

@@ -1,8 +1,11 @@
-//! HTTP side: the axum router with `/ws` (gated upgrade) and `/health`.
+//! HTTP side: the axum router with `/ws` (gated upgrade), `/mcp` (the
+//! aggregate as an MCP server, `mcp`) and `/health`.
 
 mod conn;
 mod dispatch;
 pub mod gate;
+pub mod mcp;
+pub mod stdio;
 mod trim;
 
 use std::sync::atomic::Ordering;
@@ -30,14 +33,26 @@ pub struct AppState {
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let mcp = state
+        .app
+        .hub
+        .config()
+        .server
+        .mcp_endpoint
+        .then(|| mcp::router(state.app.clone(), state.gate.clone()));
+    let router = Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/health", get(health))
         // An explicit fallback so the strict-head layer covers unknown
         // paths too (a layer wraps only the routes added before it).
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), strict_head))
-        .with_state(state)
+        .with_state(state.clone());
+    let router = match mcp {
+        Some(m) => router.merge(m),
+        None => router,
+    };
+    // Last, so it wraps every route: /ws, /health, /mcp and the fallback.
+    router.layer(middleware::from_fn_with_state(state, strict_head))
 }
 
 /// Every route: duplicate `Host`/`Origin` or a foreign absolute-form target

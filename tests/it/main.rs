@@ -9,6 +9,7 @@ mod durable;
 mod faults;
 mod gate;
 mod lifecycle;
+mod mcp;
 mod playwright;
 mod protocol;
 mod recording;

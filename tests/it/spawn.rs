@@ -49,6 +49,7 @@ fn a_server_outlives_the_thread_that_started_it() {
                 &spec,
                 Default::default(),
                 ev_tx,
+                Default::default(),
                 WAIT,
             ));
             (control, up)

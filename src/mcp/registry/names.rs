@@ -30,7 +30,7 @@ fn is_name_char(c: char) -> bool {
 /// One unique qualified name per `(server, tool)` pair, in the pairs' order.
 /// `pairs` must not repeat a pair. A name depends only on the set of pairs,
 /// not on their order.
-pub(super) fn assign_qualified_names(pairs: &[(&str, &str)]) -> Vec<String> {
+pub fn assign_qualified_names(pairs: &[(&str, &str)]) -> Vec<String> {
     let mut names: Vec<String> = pairs.iter().map(|(s, t)| qualify(s, t)).collect();
 
     // Two pairs can still meet on one name: `a__b`+`c` and `a`+`b__c` both

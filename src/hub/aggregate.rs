@@ -1,0 +1,327 @@
+//! The aggregate beyond tools: resources and resource templates (one URI
+//! space), prompts, completion, resource subscriptions and the servers' log
+//! level, each fanned out to the running servers that offer it.
+//!
+//! A URI finds its server by (1) a resource with exactly that URI in a
+//! server's `resources/list`, then (2) the first server (by name) with a
+//! resource template that matches it. The answer is remembered per URI and
+//! refreshed by every listing.
+
+#![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, LoggingLevel,
+    PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
+};
+use rmcp::service::ServiceError;
+use rmcp::{ErrorData, Peer, RoleClient};
+
+use super::Hub;
+use crate::mcp::supervisor::ServerState;
+
+/// Bound on each server's answer to one fanned-out request.
+const FAN_TIMEOUT: Duration = Duration::from_secs(30);
+/// A server that sends more pages than this is cut off.
+const MAX_PAGES: usize = 100;
+
+/// What a server must offer to be asked.
+#[derive(Debug, Clone, Copy)]
+pub enum Offer {
+    Resources,
+    Prompts,
+    Completions,
+    Logging,
+}
+
+fn offers(caps: &ServerCapabilities, what: Offer) -> bool {
+    match what {
+        Offer::Resources => caps.resources.is_some(),
+        Offer::Prompts => caps.prompts.is_some(),
+        Offer::Completions => caps.completions.is_some(),
+        Offer::Logging => caps.logging.is_some(),
+    }
+}
+
+impl Hub {
+    /// Running servers whose handshake offered `what`, sorted by name.
+    pub fn peers_offering(&self, what: Offer) -> Vec<(String, Peer<RoleClient>)> {
+        self.server_handles()
+            .into_iter()
+            .filter(|h| h.status().is_some_and(|s| s.state == ServerState::Running))
+            .filter_map(|h| {
+                let peer = h.peer()?;
+                let info = peer.peer_info()?;
+                offers(&info.capabilities, what).then(|| (h.name.clone(), peer))
+            })
+            .collect()
+    }
+
+    fn peer_of(&self, server: &str, what: Offer) -> Result<Peer<RoleClient>, ErrorData> {
+        self.peers_offering(what)
+            .into_iter()
+            .find(|(n, _)| n == server)
+            .map(|(_, p)| p)
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    format!("server {server} is not running or offers no {what:?}"),
+                    None,
+                )
+            })
+    }
+
+    /// Every server's resources (all pages), with the server's name.
+    pub async fn list_resources(&self) -> Vec<(String, Resource)> {
+        let per = join_all(self.peers_offering(Offer::Resources).into_iter().map(
+            |(name, peer)| async move {
+                let all = pages(|c| {
+                    let peer = peer.clone();
+                    async move {
+                        let r = peer.list_resources(c).await?;
+                        Ok((r.resources, r.next_cursor))
+                    }
+                })
+                .await;
+                (name, all)
+            },
+        ))
+        .await;
+        let mut out = Vec::new();
+        for (server, r) in per {
+            match r {
+                Ok(list) => {
+                    for res in list {
+                        self.resource_owner.insert(res.uri.clone(), server.clone());
+                        out.push((server.clone(), res));
+                    }
+                }
+                Err(e) => tracing::warn!(server, error = %e, "resources/list failed"),
+            }
+        }
+        out
+    }
+
+    /// Every server's resource templates, with the server's name.
+    pub async fn list_resource_templates(&self) -> Vec<(String, ResourceTemplate)> {
+        let per = join_all(self.peers_offering(Offer::Resources).into_iter().map(
+            |(name, peer)| async move {
+                let all = pages(|c| {
+                    let peer = peer.clone();
+                    async move {
+                        let r = peer.list_resource_templates(c).await?;
+                        Ok((r.resource_templates, r.next_cursor))
+                    }
+                })
+                .await;
+                (name, all)
+            },
+        ))
+        .await;
+        let mut out = Vec::new();
+        for (server, r) in per {
+            match r {
+                Ok(list) => out.extend(list.into_iter().map(|t| (server.clone(), t))),
+                Err(e) => tracing::debug!(server, error = %e, "resources/templates/list failed"),
+            }
+        }
+        out
+    }
+
+    /// The server a resource URI belongs to (see the module docs).
+    pub async fn resource_server(&self, uri: &str) -> Result<String, ErrorData> {
+        if let Some(s) = self.resource_owner.get(uri) {
+            return Ok(s.clone());
+        }
+        let listed = self.list_resources().await;
+        if let Some((s, _)) = listed.iter().find(|(_, r)| r.uri == uri) {
+            return Ok(s.clone());
+        }
+        let templates = self.list_resource_templates().await;
+        match templates
+            .iter()
+            .find(|(_, t)| uri_template_matches(&t.uri_template, uri))
+        {
+            Some((s, _)) => Ok(s.clone()),
+            None => Err(ErrorData::resource_not_found(
+                format!("no server offers the resource {uri:?}; call resources/list and resources/templates/list to see what exists"),
+                None,
+            )),
+        }
+    }
+
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+        let server = self.resource_server(uri).await?;
+        let peer = self.peer_of(&server, Offer::Resources)?;
+        let read = peer.read_resource(ReadResourceRequestParams::new(uri));
+        bounded(&server, read).await
+    }
+
+    /// `resources/subscribe` (`on`) or `unsubscribe` at the URI's server.
+    pub async fn subscribe_resource(&self, uri: &str, on: bool) -> Result<(), ErrorData> {
+        let server = self.resource_server(uri).await?;
+        let peer = self.peer_of(&server, Offer::Resources)?;
+        if on {
+            bounded(&server, peer.subscribe(SubscribeRequestParams::new(uri))).await
+        } else {
+            bounded(
+                &server,
+                peer.unsubscribe(UnsubscribeRequestParams::new(uri)),
+            )
+            .await
+        }
+    }
+
+    /// Every server's prompts, with the server's name.
+    pub async fn list_prompts(&self) -> Vec<(String, Prompt)> {
+        let per = join_all(self.peers_offering(Offer::Prompts).into_iter().map(
+            |(name, peer)| async move {
+                let all = pages(|c| {
+                    let peer = peer.clone();
+                    async move {
+                        let r = peer.list_prompts(c).await?;
+                        Ok((r.prompts, r.next_cursor))
+                    }
+                })
+                .await;
+                (name, all)
+            },
+        ))
+        .await;
+        let mut out = Vec::new();
+        for (server, r) in per {
+            match r {
+                Ok(list) => out.extend(list.into_iter().map(|p| (server.clone(), p))),
+                Err(e) => tracing::warn!(server, error = %e, "prompts/list failed"),
+            }
+        }
+        out
+    }
+
+    /// `prompts/get` of the server's own prompt `params.name`.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        params: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, ErrorData> {
+        let peer = self.peer_of(server, Offer::Prompts)?;
+        bounded(server, peer.get_prompt(params)).await
+    }
+
+    /// `completion/complete` at one server (names already mapped back).
+    pub async fn complete(
+        &self,
+        server: &str,
+        params: CompleteRequestParams,
+    ) -> Result<CompleteResult, ErrorData> {
+        let peer = self.peer_of(server, Offer::Completions)?;
+        bounded(server, peer.complete(params)).await
+    }
+
+    /// Set every running server that offers logging to `level`.
+    pub async fn set_log_level(&self, level: LoggingLevel) {
+        let peers = self.peers_offering(Offer::Logging);
+        join_all(peers.into_iter().map(|(server, peer)| async move {
+            let set = peer.set_level(SetLevelRequestParams::new(level));
+            if let Err(e) = bounded(&server, set).await {
+                tracing::debug!(server, error = %e.message, "logging/setLevel refused");
+            }
+        }))
+        .await;
+    }
+}
+
+/// One request to one server under [`FAN_TIMEOUT`], errors as `ErrorData`.
+async fn bounded<T>(
+    server: &str,
+    work: impl std::future::Future<Output = Result<T, ServiceError>>,
+) -> Result<T, ErrorData> {
+    match tokio::time::timeout(FAN_TIMEOUT, work).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(ServiceError::McpError(e))) => Err(e),
+        Ok(Err(e)) => Err(ErrorData::internal_error(
+            format!("server {server}: {e}"),
+            None,
+        )),
+        Err(_) => Err(ErrorData::internal_error(
+            format!(
+                "server {server} did not answer within {} s",
+                FAN_TIMEOUT.as_secs()
+            ),
+            None,
+        )),
+    }
+}
+
+/// Follow cursors with a repeat guard and a page cap, under one timeout.
+async fn pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, String>
+where
+    F: FnMut(Option<PaginatedRequestParams>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let work = async {
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = cursor
+                .clone()
+                .map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let (items, next) = page(params).await.map_err(|e| e.to_string())?;
+            out.extend(items);
+            match next {
+                Some(c) if !c.is_empty() && seen.insert(c.clone()) => cursor = Some(c),
+                _ => return Ok(out),
+            }
+        }
+        Err(format!("more than {MAX_PAGES} pages"))
+    };
+    tokio::time::timeout(FAN_TIMEOUT, work)
+        .await
+        .map_err(|_| format!("no answer within {} s", FAN_TIMEOUT.as_secs()))?
+}
+
+/// Does an RFC 6570 template (`test://template/{id}/data`) match `uri`? A
+/// simple `{var}` matches one or more characters other than `/ ? #`; a
+/// reserved expansion (`{+var}`, `{#var}`) or any other operator matches
+/// anything non-empty.
+pub fn uri_template_matches(template: &str, uri: &str) -> bool {
+    let mut pattern = String::from("^");
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        pattern.push_str(&regex::escape(&rest[..open]));
+        let Some(close) = rest[open..].find('}') else {
+            return false;
+        };
+        let expr = &rest[open + 1..open + close];
+        let simple = expr
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        pattern.push_str(if simple { "[^/?#]+" } else { ".+" });
+        rest = &rest[open + close + 1..];
+    }
+    pattern.push_str(&regex::escape(rest));
+    pattern.push('$');
+    regex::Regex::new(&pattern).is_ok_and(|re| re.is_match(uri))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uri_template_matches as m;
+
+    #[test]
+    fn uri_templates_match_simple_and_reserved_expressions() {
+        assert!(m("test://template/{id}/data", "test://template/123/data"));
+        assert!(!m("test://template/{id}/data", "test://template/1/2/data"));
+        assert!(!m("test://template/{id}/data", "test://template//data"));
+        assert!(m("file:///{+path}", "file:///a/b/c.txt"));
+        assert!(m("x://{a}.{b}", "x://one.two"));
+        assert!(!m("x://fixed", "x://fixed2"));
+        assert!(m("x://fixed", "x://fixed"));
+        assert!(!m("x://{broken", "x://anything"));
+    }
+}

@@ -1,0 +1,227 @@
+//! Keeping a call's progress and log notifications ahead of its answer.
+//!
+//! A server sends a call's `notifications/progress` and
+//! `notifications/message` before its response, on one ordered stream. rmcp
+//! hands each notification to its own spawned task but delivers the
+//! response at once, so on a busy machine the answer can overtake the
+//! notifications sent before it, and a relayed call would lose them.
+//! [`OrderedTransport`] numbers those notifications as they arrive and notes,
+//! for each watched request, how many had arrived before its answer; the
+//! handler marks each one handled; [`Order::settled`] waits (event-driven,
+//! bounded) until every notification that arrived before the answer has
+//! been handled.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    GetExtensions, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
+};
+use rmcp::service::RxJsonRpcMessage;
+use rmcp::transport::Transport;
+use rmcp::RoleClient;
+use tokio::sync::Notify;
+
+/// The arrival number of a tracked notification (in its extensions).
+#[derive(Debug, Clone, Copy)]
+pub struct Seq(pub u64);
+
+/// The longest a call's answer waits for its notifications (a safety net:
+/// they are normally handled within microseconds).
+const SETTLE_LIMIT: Duration = Duration::from_secs(2);
+
+#[derive(Default)]
+struct Inner {
+    next: AtomicU64,
+    pending: Mutex<BTreeSet<u64>>,
+    /// Watched request -> arrival number of the last notification before
+    /// its answer (`None` until the answer arrives).
+    fences: Mutex<HashMap<RequestId, Option<u64>>>,
+    changed: Notify,
+}
+
+/// Per server: which tracked notifications are still being handled.
+#[derive(Clone, Default)]
+pub struct Order(Arc<Inner>);
+
+impl Order {
+    fn arrived(&self) -> u64 {
+        let n = self.0.next.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(mut p) = self.0.pending.lock() {
+            p.insert(n);
+        }
+        n
+    }
+
+    fn answered(&self, id: &RequestId) {
+        if let Ok(mut f) = self.0.fences.lock() {
+            if let Some(slot) = f.get_mut(id) {
+                *slot = Some(self.0.next.load(Ordering::SeqCst));
+            }
+        }
+    }
+
+    /// A tracked notification has been handled (call with its [`Seq`]).
+    pub fn handled(&self, seq: Option<Seq>) {
+        let Some(Seq(n)) = seq else {
+            return;
+        };
+        if let Ok(mut p) = self.0.pending.lock() {
+            p.remove(&n);
+        }
+        self.0.changed.notify_waiters();
+    }
+
+    /// Watch the answer to `id` (before it can arrive).
+    pub fn watch(&self, id: &RequestId) {
+        if let Ok(mut f) = self.0.fences.lock() {
+            f.insert(id.clone(), None);
+        }
+    }
+
+    /// After the answer to a watched `id`: wait until every tracked
+    /// notification that arrived before it has been handled.
+    pub async fn settled(&self, id: &RequestId) {
+        let fence = self
+            .0
+            .fences
+            .lock()
+            .ok()
+            .and_then(|mut f| f.remove(id))
+            .flatten()
+            .unwrap_or_else(|| self.0.next.load(Ordering::SeqCst));
+        let wait = async {
+            loop {
+                let notified = self.0.changed.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let clear = self
+                    .0
+                    .pending
+                    .lock()
+                    .map(|p| p.first().is_none_or(|first| *first > fence))
+                    .unwrap_or(true);
+                if clear {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(SETTLE_LIMIT, wait).await.is_err() {
+            tracing::debug!(%id, "notifications before an answer were not all handled in time");
+        }
+    }
+
+    /// A new connection: nothing from the old one is pending any more.
+    pub fn reset(&self) {
+        if let Ok(mut p) = self.0.pending.lock() {
+            p.clear();
+        }
+        if let Ok(mut f) = self.0.fences.lock() {
+            f.clear();
+        }
+        self.0.changed.notify_waiters();
+    }
+}
+
+/// A client transport that numbers progress and log notifications and
+/// fences watched answers (see the module docs).
+pub struct OrderedTransport<T> {
+    inner: T,
+    order: Order,
+}
+
+impl<T> OrderedTransport<T> {
+    pub fn new(inner: T, order: Order) -> Self {
+        OrderedTransport { inner, order }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: rmcp::service::TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let order = self.order.clone();
+        let next = self.inner.receive();
+        async move {
+            let mut m: ServerJsonRpcMessage = next.await?;
+            match &mut m {
+                JsonRpcMessage::Notification(n) => {
+                    let tracked = matches!(
+                        n.notification,
+                        ServerNotification::ProgressNotification(_)
+                            | ServerNotification::LoggingMessageNotification(_)
+                    );
+                    if tracked {
+                        let seq = order.arrived();
+                        n.notification.extensions_mut().insert(Seq(seq));
+                    }
+                }
+                JsonRpcMessage::Response(r) => order.answered(&r.id),
+                JsonRpcMessage::Error(e) => {
+                    if let Some(id) = &e.id {
+                        order.answered(id);
+                    }
+                }
+                _ => {}
+            }
+            Some(m)
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    #[tokio::test]
+    async fn an_answer_waits_for_the_notifications_that_came_before_it() {
+        let order = Order::default();
+        let id = NumberOrString::Number(7);
+        order.watch(&id);
+        let first = order.arrived();
+        let second = order.arrived();
+        order.answered(&id);
+        let later = order.arrived(); // after the answer: not waited for
+        let settled = {
+            let order = order.clone();
+            let id = id.clone();
+            tokio::spawn(async move { order.settled(&id).await })
+        };
+        order.handled(Some(Seq(second)));
+        tokio::task::yield_now().await;
+        assert!(!settled.is_finished());
+        order.handled(Some(Seq(first)));
+        tokio::time::timeout(Duration::from_secs(1), settled)
+            .await
+            .expect("settled once both were handled")
+            .expect("join");
+        order.handled(Some(Seq(later)));
+    }
+
+    #[tokio::test]
+    async fn nothing_pending_settles_at_once() {
+        let order = Order::default();
+        let id = NumberOrString::Number(1);
+        order.watch(&id);
+        order.answered(&id);
+        tokio::time::timeout(Duration::from_millis(100), order.settled(&id))
+            .await
+            .expect("no wait");
+    }
+}

@@ -1,0 +1,289 @@
+//! What an upstream server sends that is meant for the clients above the hub
+//! rather than for the hub itself: progress, log messages, sampling and
+//! elicitation requests, resource updates and list changes.
+//!
+//! Two routes, both seams the layers above fill in:
+//!
+//! - [`Inflight`]: the calls now running on one server, each with the
+//!   [`CallLink`] of the client call that caused it (an MCP `tools/call` at
+//!   `/mcp`). Progress is matched by the upstream progress token; a sampling
+//!   or elicitation request goes to the one client that has calls in flight
+//!   on that server (or, over Streamable HTTP, to the call whose stream it
+//!   arrived on).
+//! - [`Relay`]: server-wide notices (list changes, resource updates, logs),
+//!   installed by the MCP endpoint into the hub's [`RelaySlot`].
+//!
+//! The mcp layer only routes; it never knows who listens.
+
+#![allow(deprecated)] // sampling and logging are deprecated by SEP-2577 but still spoken
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    RequestId, ResourceUpdatedNotificationParam,
+};
+use rmcp::ErrorData;
+use tokio::sync::{mpsc, oneshot};
+
+use super::ordered::Order;
+
+/// A request an upstream server makes of the client whose call it serves.
+#[derive(Debug)]
+pub enum Ask {
+    Sampling(CreateMessageRequestParams),
+    Elicitation(ElicitRequestParams),
+}
+
+/// The client's answer to an [`Ask`].
+#[derive(Debug)]
+pub enum Answer {
+    Sampling(CreateMessageResult),
+    Elicitation(ElicitResult),
+}
+
+/// What travels down a [`CallLink`] to the client call it belongs to.
+#[derive(Debug)]
+pub enum Forward {
+    /// Progress of the upstream call (the token is the upstream one; the
+    /// receiver puts its client's token in its place).
+    Progress(ProgressNotificationParam),
+    /// A log message of the server, for a client that asked for logs.
+    Log(LoggingMessageNotificationParam),
+    /// A request to answer; dropping `reply` tells the server it was refused.
+    Ask {
+        ask: Ask,
+        reply: oneshot::Sender<Result<Answer, ErrorData>>,
+    },
+}
+
+/// The way back to one client call: cheap to clone, dead once that call
+/// has returned (sends then fail and are ignored).
+#[derive(Debug, Clone)]
+pub struct CallLink {
+    /// The client session the call belongs to.
+    pub session: Arc<str>,
+    /// Whether that client can answer sampling and elicitation requests.
+    pub can_sample: bool,
+    pub can_elicit: bool,
+    tx: mpsc::UnboundedSender<Forward>,
+}
+
+impl CallLink {
+    pub fn new(
+        session: Arc<str>,
+        can_sample: bool,
+        can_elicit: bool,
+    ) -> (CallLink, mpsc::UnboundedReceiver<Forward>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            CallLink {
+                session,
+                can_sample,
+                can_elicit,
+                tx,
+            },
+            rx,
+        )
+    }
+
+    /// Send to the call; false when it has already returned.
+    pub fn send(&self, f: Forward) -> bool {
+        self.tx.send(f).is_ok()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+struct Entry {
+    key: u64,
+    request: RequestId,
+    token: ProgressToken,
+    link: CallLink,
+}
+
+/// The linked calls in flight on one server. Held briefly, never across
+/// `.await`.
+#[derive(Clone, Default)]
+pub struct Inflight {
+    entries: Arc<Mutex<Vec<Entry>>>,
+    next: Arc<AtomicU64>,
+    /// Keeps a linked call's notifications ahead of its answer.
+    pub order: Order,
+}
+
+/// Removes its call from [`Inflight`] when dropped.
+pub struct InflightGuard {
+    inflight: Inflight,
+    key: u64,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if let Ok(mut e) = self.inflight.entries.lock() {
+            e.retain(|x| x.key != self.key);
+        }
+    }
+}
+
+impl Inflight {
+    /// Register a call sent upstream as `request` with progress `token`.
+    pub fn register(
+        &self,
+        request: RequestId,
+        token: ProgressToken,
+        link: CallLink,
+    ) -> InflightGuard {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut e) = self.entries.lock() {
+            e.push(Entry {
+                key,
+                request,
+                token,
+                link,
+            });
+        }
+        InflightGuard {
+            inflight: self.clone(),
+            key,
+        }
+    }
+
+    /// The call an upstream progress token belongs to.
+    pub fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
+        let e = self.entries.lock().ok()?;
+        e.iter().find(|x| &x.token == token).map(|x| x.link.clone())
+    }
+
+    /// The call sent upstream as `request`.
+    pub fn by_request(&self, request: &RequestId) -> Option<CallLink> {
+        let e = self.entries.lock().ok()?;
+        e.iter()
+            .find(|x| &x.request == request)
+            .map(|x| x.link.clone())
+    }
+
+    /// One live link per client session with calls in flight here.
+    pub fn sessions(&self) -> Vec<CallLink> {
+        let Ok(e) = self.entries.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<CallLink> = Vec::new();
+        for x in e.iter().rev() {
+            if !x.link.is_closed() && !out.iter().any(|l| l.session == x.link.session) {
+                out.push(x.link.clone());
+            }
+        }
+        out
+    }
+}
+
+/// Server-wide notices, for every client that listens.
+#[derive(Debug)]
+pub enum Notice {
+    ResourcesChanged,
+    PromptsChanged,
+    ResourceUpdated(ResourceUpdatedNotificationParam),
+    Log(LoggingMessageNotificationParam),
+}
+
+/// Receives [`Notice`]s from every server (implemented by the MCP endpoint).
+pub trait Relay: Send + Sync {
+    fn notice(&self, server: &str, notice: Notice);
+    /// The log level servers should be set to (the most verbose any client
+    /// asked for), or `None` when no client asked.
+    fn log_level(&self) -> Option<LoggingLevel>;
+}
+
+/// Where the hub keeps its [`Relay`]: shared with every server's handler.
+#[derive(Clone, Default)]
+pub struct RelaySlot(Arc<RwLock<Option<Arc<dyn Relay>>>>);
+
+impl RelaySlot {
+    pub fn set(&self, relay: Arc<dyn Relay>) {
+        match self.0.write() {
+            Ok(mut g) => *g = Some(relay),
+            Err(poisoned) => *poisoned.into_inner() = Some(relay),
+        }
+    }
+
+    pub fn get(&self) -> Option<Arc<dyn Relay>> {
+        match self.0.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Severity rank of a level (debug = 0 … emergency = 7).
+pub fn level_rank(l: LoggingLevel) -> u8 {
+    match l {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::NumberOrString;
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(n))
+    }
+
+    #[test]
+    fn inflight_routes_by_token_and_forgets_on_drop() {
+        let inflight = Inflight::default();
+        let (a, _ra) = CallLink::new("s1".into(), true, false);
+        let (b, _rb) = CallLink::new("s2".into(), false, true);
+        let ga = inflight.register(NumberOrString::Number(1), token(10), a);
+        let gb = inflight.register(NumberOrString::Number(2), token(11), b);
+        assert_eq!(
+            &*inflight.by_token(&token(11)).map(|l| l.session).unwrap(),
+            "s2"
+        );
+        assert_eq!(
+            &*inflight
+                .by_request(&NumberOrString::Number(1))
+                .unwrap()
+                .session,
+            "s1"
+        );
+        assert_eq!(inflight.sessions().len(), 2);
+        drop(gb);
+        assert!(inflight.by_token(&token(11)).is_none());
+        assert_eq!(inflight.sessions().len(), 1);
+        drop(ga);
+        assert!(inflight.sessions().is_empty());
+    }
+
+    #[test]
+    fn one_link_per_session_and_closed_links_skipped() {
+        let inflight = Inflight::default();
+        let (a1, _r1) = CallLink::new("s".into(), true, true);
+        let (a2, r2) = CallLink::new("s".into(), true, true);
+        let _g1 = inflight.register(NumberOrString::Number(1), token(1), a1);
+        let _g2 = inflight.register(NumberOrString::Number(2), token(2), a2);
+        assert_eq!(inflight.sessions().len(), 1);
+        drop(r2);
+        // The newest link is closed; the older one of the same session answers.
+        assert_eq!(inflight.sessions().len(), 1);
+    }
+
+    #[test]
+    fn levels_rank_in_spec_order() {
+        assert!(level_rank(LoggingLevel::Debug) < level_rank(LoggingLevel::Info));
+        assert!(level_rank(LoggingLevel::Alert) < level_rank(LoggingLevel::Emergency));
+    }
+}

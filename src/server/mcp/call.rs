@@ -1,0 +1,267 @@
+//! `tools/call` at `/mcp`: the same path as a `/ws` `tool_call` (resolve,
+//! safety gate, `Hub::call` with retries and history, the recorder when the
+//! session records), with the MCP client's own means: a `confirm` rule asks
+//! by elicitation, and the server's progress, logs, sampling and
+//! elicitation requests come back on this call's stream.
+
+#![allow(deprecated)] // sampling and logging: deprecated by SEP-2577, still spoken
+
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{json, Value};
+
+use super::Endpoint;
+use crate::app::App;
+use crate::errors::HubError;
+use crate::hub::observe::Capture;
+use crate::hub::{CallOutcome, CallRequest};
+use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
+use crate::retry::RetryOverride;
+use crate::store::recordings::format::Source;
+
+/// Run one `tools/call` to its result (a failure is `isError: true`).
+pub async fn call_tool(
+    ep: &Endpoint,
+    session: &str,
+    req: CallToolRequestParams,
+    cx: RequestContext<RoleServer>,
+) -> CallToolResult {
+    let app = &ep.app;
+    let names = ep.tool_names();
+    let tool = names.to_call(&req.name);
+    let params = Value::Object(req.arguments.clone().unwrap_or_default());
+    let caps = cx.peer.peer_info().map(|i| i.capabilities.clone());
+    let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
+    let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some());
+    let (link, mut forwards) = CallLink::new(session.into(), can_sample, can_elicit);
+    let call = CallRequest {
+        tool,
+        params,
+        timeout: None,
+        session: session.to_string(),
+        retry: RetryOverride::Default,
+        cancel: app.hub.shutdown.child_token(),
+        on_retry: None,
+        link: Some(link),
+    };
+    let cancel = call.cancel.clone();
+    let token = cx.meta.get_progress_token();
+    let work = run(app, &cx, call, can_elicit);
+    tokio::pin!(work);
+    // Answers to the server's requests run here, inside this handler's
+    // task, so rmcp sends them on this call's stream.
+    let mut asks = FuturesUnordered::new();
+    let mut client_gone = false;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut work => break outcome,
+            Some(f) = forwards.recv() => {
+                if let Some(ask) = forward(&cx, &token, f).await {
+                    asks.push(ask);
+                }
+            }
+            Some(()) = asks.next(), if !asks.is_empty() => {}
+            _ = cx.ct.cancelled(), if !client_gone => {
+                // notifications/cancelled from the client (or its session
+                // ended): cancel the call, which cancels it upstream.
+                client_gone = true;
+                cancel.cancel();
+            }
+        }
+    };
+    // What the server sent before its answer is already queued (the call
+    // path waits for it, see `mcp::ordered`): pass it on before answering.
+    while let Ok(f) = forwards.try_recv() {
+        let _ = forward(&cx, &token, f).await;
+    }
+    to_result(&outcome)
+}
+
+/// Pass one forward to the client; an ask becomes a future to drive.
+async fn forward<'a>(
+    cx: &'a RequestContext<RoleServer>,
+    token: &Option<rmcp::model::ProgressToken>,
+    f: Forward,
+) -> Option<impl std::future::Future<Output = ()> + 'a> {
+    match f {
+        Forward::Progress(mut p) => {
+            if let Some(t) = token {
+                p.progress_token = t.clone();
+                let _ = cx.peer.notify_progress(p).await;
+            }
+            None
+        }
+        Forward::Log(m) => {
+            let _ = cx.peer.notify_logging_message(m).await;
+            None
+        }
+        Forward::Ask { ask, reply } => Some(answer(cx, ask, reply)),
+    }
+}
+
+/// Ask the client on the server's behalf; a server that gives up first
+/// (closing `reply`) abandons the client request.
+async fn answer(
+    cx: &RequestContext<RoleServer>,
+    ask: Ask,
+    mut reply: tokio::sync::oneshot::Sender<Result<Answer, ErrorData>>,
+) {
+    let peer = &cx.peer;
+    let work = async {
+        match ask {
+            Ask::Sampling(p) => peer.create_message(p).await.map(Answer::Sampling),
+            Ask::Elicitation(p) => peer.create_elicitation(p).await.map(Answer::Elicitation),
+        }
+    };
+    tokio::select! {
+        r = work => {
+            let r = r.map_err(|e| match e {
+                rmcp::service::ServiceError::McpError(d) => d,
+                other => ErrorData::internal_error(format!("the MCP client did not answer: {other}"), None),
+            });
+            let _ = reply.send(r);
+        }
+        _ = reply.closed() => {}
+    }
+}
+
+/// Resolve, gate, call, record: the steps of `server::dispatch::single_call`.
+async fn run(
+    app: &App,
+    cx: &RequestContext<RoleServer>,
+    call: CallRequest,
+    can_elicit: bool,
+) -> CallOutcome {
+    let hub = &app.hub;
+    let started_at = std::time::SystemTime::now();
+    let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
+    let mut call = call;
+    let outcome = match gate(app, cx, &call, can_elicit).await {
+        Err(e) => {
+            let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
+            hub.history
+                .record(&session, &params, &outcome, &hub.config().security);
+            outcome
+        }
+        Ok(qualified) => {
+            call.tool = qualified;
+            let mut o = hub.call(&call).await;
+            o.tool = tool.clone();
+            o
+        }
+    };
+    let capture = Capture {
+        source: Source {
+            kind: "mcp_call".into(),
+            batch_id: None,
+            task_id: None,
+            step_id: None,
+        },
+        params: &params,
+        params_template: None,
+        save_as: None,
+        when: None,
+        expect: None,
+        outcome: &outcome,
+        started_at,
+    };
+    if let Some(ev) = app.observer.finished(&session, capture).await {
+        tracing::info!(%session, event = %ev, "recording event for an MCP session");
+    }
+    outcome
+}
+
+/// Resolve (waiting for a restarting server) and apply the safety rules;
+/// a `confirm` asks the client's user by elicitation.
+async fn gate(
+    app: &App,
+    cx: &RequestContext<RoleServer>,
+    call: &CallRequest,
+    can_elicit: bool,
+) -> Result<String, HubError> {
+    let info = app
+        .hub
+        .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
+        .await?;
+    let ask =
+        |reason: String| confirm_by_elicitation(app, cx, can_elicit, &info, &call.params, reason);
+    crate::engine::confirm::gate_asking(&app.engine, &info, &call.params, ask).await?;
+    Ok(info.qualified_name.clone())
+}
+
+async fn confirm_by_elicitation(
+    app: &App,
+    cx: &RequestContext<RoleServer>,
+    can_elicit: bool,
+    info: &crate::mcp::registry::ToolInfo,
+    params: &Value,
+    reason: String,
+) -> Result<bool, String> {
+    if !can_elicit {
+        return Err("this MCP client does not support elicitation".into());
+    }
+    let shown = crate::history::redact(params, &app.hub.config().security);
+    let message = format!(
+        "toolhub: allow {} with {}? ({reason})",
+        info.qualified_name,
+        crate::util::truncate(&shown.to_string(), 400)
+    );
+    let request: ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {"type": "boolean", "title": "Run this call", "default": false}},
+            "required": ["approve"]
+        }
+    }))
+    .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
+    match cx.peer.create_elicitation(request).await {
+        Ok(r) => Ok(r.action == ElicitationAction::Accept
+            && r.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))),
+        Err(e) => Err(format!("asking the MCP client failed: {e}")),
+    }
+}
+
+/// The MCP result of a call: the server's own result when it succeeded,
+/// else `isError` with a sentence saying what went wrong and what to do,
+/// and the hub's error object as `structuredContent`.
+pub fn to_result(o: &CallOutcome) -> CallToolResult {
+    if o.success {
+        if let Some(r) = o
+            .raw
+            .as_ref()
+            .and_then(|raw| serde_json::from_value::<CallToolResult>(raw.clone()).ok())
+        {
+            return r;
+        }
+        let text = match &o.result {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+        if o.result.is_object() {
+            r.structured_content = Some(o.result.clone());
+        }
+        return r;
+    }
+    let error = o
+        .error
+        .clone()
+        .unwrap_or_else(|| HubError::new(crate::errors::ErrorType::Unknown, "the call failed"));
+    let text = format!(
+        "{}: {}\nWhat to do: {}",
+        error.error_type.as_str(),
+        error.message,
+        error.suggestion
+    );
+    let mut r = CallToolResult::error(vec![ContentBlock::text(text)]);
+    r.structured_content = serde_json::to_value(&error).ok();
+    r
+}

@@ -1,0 +1,299 @@
+//! The hub as one MCP server: rmcp's `ServerHandler` over the aggregate.
+//! rmcp makes one handler per session (per request for 2026-07-28 clients);
+//! every instance shares the [`Endpoint`], and the instances of one session
+//! share its [`SessionState`].
+
+#![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+
+use super::sessions::{ListKind, SessionState};
+use super::Endpoint;
+
+const INSTRUCTIONS: &str = "toolhub: every tool of every MCP server behind this hub, named server__tool, plus the hub's own hub__… tools (health_check, history, tool_batch, record_start, …). A failed call says what went wrong and what to do; its error object (errorType, suggestion, recoverable) is in structuredContent.";
+
+/// Ends the session's recording and forgets it when rmcp drops the last
+/// handler instance of the session.
+struct SessionEnd {
+    ep: Arc<Endpoint>,
+    state: Arc<SessionState>,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        self.ep.sessions.remove(&self.state.key);
+        self.ep.app.connection_closed(&self.state.key);
+    }
+}
+
+#[derive(Clone)]
+pub struct HubServer {
+    ep: Arc<Endpoint>,
+    session: Arc<SessionEnd>,
+}
+
+impl HubServer {
+    pub fn new(ep: Arc<Endpoint>) -> HubServer {
+        let state = SessionState::new();
+        HubServer {
+            session: Arc::new(SessionEnd {
+                ep: ep.clone(),
+                state,
+            }),
+            ep,
+        }
+    }
+
+    fn state(&self) -> &Arc<SessionState> {
+        &self.session.state
+    }
+
+    fn tool(&self, exposed: &str, qualified: &str) -> Option<Tool> {
+        let snapshot = self.ep.app.hub.tools();
+        let t = snapshot.get(qualified)?;
+        let schema = match &t.input_schema {
+            v @ serde_json::Value::Object(_) => v.clone(),
+            _ => json!({"type": "object"}),
+        };
+        let mut v = json!({
+            "name": exposed,
+            "description": t.description,
+            "inputSchema": schema,
+        });
+        if let Some(a) = &t.annotations {
+            v["annotations"] = a.clone();
+        }
+        serde_json::from_value(v).ok()
+    }
+}
+
+impl ServerHandler for HubServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_logging()
+                .enable_completions()
+                .build(),
+        )
+        .with_server_info(Implementation::new("toolhub", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
+        self.ep.sessions.add(self.state().clone(), cx.peer.clone());
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let names = self.ep.tool_names();
+        let tools = names
+            .by_exposed
+            .iter()
+            .filter_map(|(e, q)| self.tool(e, q))
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let names = self.ep.tool_names();
+        let q = names.by_exposed.get(name)?;
+        self.tool(name, q)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let key = self.state().key.clone();
+        Ok(super::call::call_tool(&self.ep, &key, request, cx)
+            .await
+            .into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let all = self.ep.app.hub.list_resources().await;
+        Ok(ListResourcesResult::with_all_items(
+            all.into_iter().map(|(_, r)| r).collect(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let all = self.ep.app.hub.list_resource_templates().await;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            all.into_iter().map(|(_, t)| t).collect(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.ep
+            .app
+            .hub
+            .read_resource(&request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.ep
+            .app
+            .hub
+            .subscribe_resource(&request.uri, true)
+            .await?;
+        self.state().subscribe(&request.uri, true);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state().subscribe(&request.uri, false);
+        self.ep
+            .app
+            .hub
+            .subscribe_resource(&request.uri, false)
+            .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts = self.ep.prompts().await;
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let (server, name) = self.ep.prompt_route(&request.name).await?;
+        let mut up = request;
+        up.name = name;
+        self.ep
+            .app
+            .hub
+            .get_prompt(&server, up)
+            .await
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let hub = &self.ep.app.hub;
+        let mut up = request;
+        let server = match &mut up.r#ref {
+            Reference::Prompt(p) => {
+                let (server, name) = self.ep.prompt_route(&p.name).await?;
+                p.name = name;
+                server
+            }
+            Reference::Resource(r) => hub.resource_server(&r.uri).await?,
+            _ => return Ok(CompleteResult::default()),
+        };
+        let offers = hub
+            .peers_offering(crate::hub::aggregate::Offer::Completions)
+            .iter()
+            .any(|(n, _)| *n == server);
+        if !offers {
+            // Nothing to suggest from a server without completion support.
+            return Ok(CompleteResult::default());
+        }
+        hub.complete(&server, up).await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state().set_level(request.level);
+        self.ep.sessions.apply_levels().await;
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(
+            SubscriptionFilter::builder()
+                .tools_list_changed()
+                .prompts_list_changed()
+                .resources_list_changed()
+                .build(),
+        )
+    }
+
+    async fn listen(&self, cx: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.ep.sessions.changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = cx.cancelled() => return Ok(()),
+                kind = changes.recv() => {
+                    let sent = match kind {
+                        Ok(ListKind::Tools) => cx.sink().notify_tool_list_changed().await,
+                        Ok(ListKind::Prompts) => cx.sink().notify_prompt_list_changed().await,
+                        Ok(ListKind::Resources) => cx.sink().notify_resource_list_changed().await,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            cx.sink().notify_tool_list_changed().await
+                        }
+                        Err(_) => return Ok(()),
+                    };
+                    if sent.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! `/mcp`: the whole aggregate as one MCP server over Streamable HTTP, on
+//! the same listener as `/ws` (rmcp's `StreamableHttpService`).
+//!
+//! - `handler`: the `ServerHandler` (tools, resources, prompts, completion,
+//!   logging, subscriptions); `call`: `tools/call` through the hub's call
+//!   path; `sessions`: open sessions and what reaches them unasked (the
+//!   hub's `Relay`); `names`: the names tools and prompts have here.
+//! - The gate (`server::gate`) runs on every request before rmcp sees it:
+//!   Host, Origin, `Authorization: Bearer`. rmcp's own Host check is off
+//!   (the gate's is the hub's rule); its Origin check stays off likewise.
+
+mod call;
+mod handler;
+pub mod names;
+mod sessions;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::{Json, Router};
+use rmcp::model::Prompt;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ErrorData;
+
+use super::gate::Gate;
+use crate::app::App;
+use crate::mcp::registry::assign_qualified_names;
+use names::{exposed_names, NameCache, ToolNames};
+use sessions::Sessions;
+
+/// JSON-RPC error code of a request the gate refused (implementation-defined
+/// server error range).
+const REFUSED: i64 = -32001;
+
+/// What every handler instance shares.
+pub struct Endpoint {
+    pub app: App,
+    sessions: Arc<Sessions>,
+    names: NameCache,
+    /// Exposed prompt name -> (server, the server's own name), as last listed.
+    prompt_names: Mutex<BTreeMap<String, (String, String)>>,
+}
+
+impl Endpoint {
+    /// The tool names `/mcp` shows for the current snapshot.
+    pub fn tool_names(&self) -> Arc<ToolNames> {
+        let bare = self.app.hub.config().server.mcp_bare_names;
+        self.names.get(&self.app.hub.tools(), bare)
+    }
+
+    /// Every server's prompts under their exposed names (remembered for
+    /// `prompts/get` and completion).
+    pub async fn prompts(&self) -> Vec<Prompt> {
+        let listed = self.app.hub.list_prompts().await;
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|(s, p)| (s.as_str(), p.name.as_str()))
+            .collect();
+        let qualified = assign_qualified_names(&pairs);
+        let items: Vec<(&str, &str)> = listed
+            .iter()
+            .zip(&qualified)
+            .map(|((_, p), q)| (p.name.as_str(), q.as_str()))
+            .collect();
+        let bare = self.app.hub.config().server.mcp_bare_names;
+        let exposed = exposed_names(&items, bare);
+        let mut map = BTreeMap::new();
+        let mut out = Vec::with_capacity(listed.len());
+        for ((server, prompt), name) in listed.into_iter().zip(exposed) {
+            map.insert(name.clone(), (server, prompt.name.clone()));
+            let mut p = prompt;
+            p.name = name;
+            out.push(p);
+        }
+        if let Ok(mut m) = self.prompt_names.lock() {
+            *m = map;
+        }
+        out
+    }
+
+    /// The server and own name of an exposed prompt name.
+    pub async fn prompt_route(&self, exposed: &str) -> Result<(String, String), ErrorData> {
+        let known = |ep: &Endpoint| {
+            ep.prompt_names
+                .lock()
+                .ok()
+                .and_then(|m| m.get(exposed).cloned())
+        };
+        if let Some(r) = known(self) {
+            return Ok(r);
+        }
+        self.prompts().await;
+        known(self).ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!("no prompt named {exposed:?}; call prompts/list to see the prompts (named server__prompt)"),
+                None,
+            )
+        })
+    }
+}
+
+/// The `/mcp` routes, gated; installs the endpoint as the hub's relay.
+pub fn router(app: App, gate: Gate) -> Router {
+    let hub = app.hub.clone();
+    let sessions = Sessions::new(hub.clone());
+    hub.set_relay(sessions.clone());
+    sessions::spawn_tool_watch(hub.clone(), sessions.clone());
+    let ep = Arc::new(Endpoint {
+        app,
+        sessions,
+        names: NameCache::default(),
+        prompt_names: Mutex::new(BTreeMap::new()),
+    });
+    let cfg = hub.config();
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_json_response(true)
+        .with_max_request_body_bytes(cfg.server.max_message_bytes.max(64 * 1024))
+        .with_cancellation_token(hub.shutdown.child_token());
+    let service = StreamableHttpService::new(
+        move || Ok(handler::HubServer::new(ep.clone())),
+        LocalSessionManager::default().into(),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", service)
+        .route_layer(axum::middleware::from_fn_with_state(gate, gated))
+}
+
+/// The gate in front of rmcp; a refusal is a JSON-RPC error body that says
+/// how to get in.
+async fn gated(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+    match gate.check_mcp(req.headers()) {
+        Ok(()) => next.run(req).await,
+        Err(r) => {
+            tracing::warn!(status = %r.status, reason = %r.message, "MCP request refused by the gate");
+            let err = crate::errors::HubError::new(
+                crate::errors::ErrorType::Unauthorized,
+                r.message.clone(),
+            );
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {"code": REFUSED, "message": r.message, "data": err},
+            });
+            let mut resp = (r.status, Json(body)).into_response();
+            if r.status == StatusCode::UNAUTHORIZED {
+                resp.headers_mut().insert(
+                    axum::http::header::WWW_AUTHENTICATE,
+                    axum::http::HeaderValue::from_static("Bearer realm=\"toolhub\""),
+                );
+            }
+            resp
+        }
+    }
+}

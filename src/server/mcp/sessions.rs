@@ -1,0 +1,230 @@
+//! The MCP sessions now open at `/mcp` and what reaches them unasked: list
+//! changes (tools, resources, prompts), resource updates for the URIs a
+//! session subscribed to, and servers' log messages at the level it set.
+//! Implements the hub's [`Relay`] seam.
+
+#![allow(deprecated)] // logging: deprecated by SEP-2577, still spoken
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::{Peer, RoleServer};
+use tokio::sync::broadcast;
+
+use crate::hub::Hub;
+use crate::mcp::relay::{level_rank, Forward, Notice, Relay};
+
+/// Which list changed (also what `subscriptions/listen` streams carry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    Tools,
+    Resources,
+    Prompts,
+}
+
+/// What the hub knows of one session; shared by every handler instance
+/// rmcp makes for it.
+pub struct SessionState {
+    /// The hub's name for the session (history, recordings): `mcp-<8 hex>`.
+    pub key: Arc<str>,
+    level: Mutex<Option<LoggingLevel>>,
+    subscribed: Mutex<BTreeSet<String>>,
+}
+
+impl SessionState {
+    pub fn new() -> Arc<SessionState> {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        Arc::new(SessionState {
+            key: format!("mcp-{}", &id[..8]).into(),
+            level: Mutex::new(None),
+            subscribed: Mutex::new(BTreeSet::new()),
+        })
+    }
+
+    pub fn set_level(&self, level: LoggingLevel) {
+        if let Ok(mut l) = self.level.lock() {
+            *l = Some(level);
+        }
+    }
+
+    pub fn level(&self) -> Option<LoggingLevel> {
+        self.level.lock().ok().and_then(|l| *l)
+    }
+
+    pub fn subscribe(&self, uri: &str, on: bool) {
+        if let Ok(mut s) = self.subscribed.lock() {
+            if on {
+                s.insert(uri.to_string());
+            } else {
+                s.remove(uri);
+            }
+        }
+    }
+
+    fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscribed.lock().is_ok_and(|s| s.contains(uri))
+    }
+}
+
+struct Open {
+    state: Arc<SessionState>,
+    peer: Peer<RoleServer>,
+}
+
+/// Every open session, and the broadcast of list changes for
+/// `subscriptions/listen` streams (2026-07-28 clients, which have no
+/// session).
+pub struct Sessions {
+    hub: Hub,
+    open: Mutex<Vec<Open>>,
+    pub changes: broadcast::Sender<ListKind>,
+}
+
+impl Sessions {
+    pub fn new(hub: Hub) -> Arc<Sessions> {
+        let (changes, _) = broadcast::channel(64);
+        Arc::new(Sessions {
+            hub,
+            open: Mutex::new(Vec::new()),
+            changes,
+        })
+    }
+
+    /// A session finished its handshake.
+    pub fn add(&self, state: Arc<SessionState>, peer: Peer<RoleServer>) {
+        if let Ok(mut o) = self.open.lock() {
+            o.retain(|s| !s.peer.is_transport_closed() && !Arc::ptr_eq(&s.state, &state));
+            tracing::info!(session = %state.key, open = o.len() + 1, "MCP session opened");
+            o.push(Open { state, peer });
+        }
+    }
+
+    /// A session ended (its handler was dropped).
+    pub fn remove(&self, key: &str) {
+        if let Ok(mut o) = self.open.lock() {
+            let before = o.len();
+            o.retain(|s| &*s.state.key != key && !s.peer.is_transport_closed());
+            if o.len() < before {
+                tracing::info!(session = key, open = o.len(), "MCP session closed");
+            }
+        }
+    }
+
+    /// Live sessions (closed ones are dropped on the way).
+    fn live(&self) -> Vec<(Arc<SessionState>, Peer<RoleServer>)> {
+        let Ok(mut o) = self.open.lock() else {
+            return Vec::new();
+        };
+        o.retain(|s| !s.peer.is_transport_closed());
+        o.iter()
+            .map(|s| (s.state.clone(), s.peer.clone()))
+            .collect()
+    }
+
+    /// Tell every session (and every listen stream) that a list changed.
+    pub fn list_changed(&self, kind: ListKind) {
+        let _ = self.changes.send(kind);
+        for (state, peer) in self.live() {
+            tokio::spawn(async move {
+                let sent = match kind {
+                    ListKind::Tools => peer.notify_tool_list_changed().await,
+                    ListKind::Resources => peer.notify_resource_list_changed().await,
+                    ListKind::Prompts => peer.notify_prompt_list_changed().await,
+                };
+                if let Err(e) = sent {
+                    tracing::debug!(session = %state.key, error = %e, "list_changed not delivered");
+                }
+            });
+        }
+    }
+
+    /// The most verbose level any session asked for.
+    fn min_level(&self) -> Option<LoggingLevel> {
+        self.live()
+            .iter()
+            .filter_map(|(s, _)| s.level())
+            .min_by_key(|l| level_rank(*l))
+    }
+
+    /// A session set its level: the servers follow the most verbose one.
+    pub async fn apply_levels(&self) {
+        if let Some(level) = self.min_level() {
+            self.hub.set_log_level(level).await;
+        }
+    }
+
+    fn log(&self, server: &str, mut m: LoggingMessageNotificationParam) {
+        if m.logger.is_none() {
+            m.logger = Some(server.to_string());
+        }
+        let rank = level_rank(m.level);
+        let inflight = self.hub.server(server).map(|h| h.inflight.sessions());
+        for (state, peer) in self.live() {
+            let wanted = state.level().is_some_and(|l| level_rank(l) <= rank);
+            if !wanted {
+                continue;
+            }
+            // During a call, on that call's own stream; otherwise on the
+            // session's standalone stream.
+            let link = inflight
+                .iter()
+                .flatten()
+                .find(|l| l.session == state.key)
+                .cloned();
+            if let Some(link) = link {
+                if link.send(Forward::Log(m.clone())) {
+                    continue;
+                }
+            }
+            let m = m.clone();
+            tokio::spawn(async move {
+                let _ = peer.notify_logging_message(m).await;
+            });
+        }
+    }
+}
+
+impl Relay for Sessions {
+    fn notice(&self, server: &str, notice: Notice) {
+        match notice {
+            Notice::ResourcesChanged => self.list_changed(ListKind::Resources),
+            Notice::PromptsChanged => self.list_changed(ListKind::Prompts),
+            Notice::ResourceUpdated(p) => {
+                for (state, peer) in self.live() {
+                    if state.is_subscribed(&p.uri) {
+                        let p = p.clone();
+                        tokio::spawn(async move {
+                            let _ = peer.notify_resource_updated(p).await;
+                        });
+                    }
+                }
+            }
+            Notice::Log(m) => self.log(server, m),
+        }
+    }
+
+    fn log_level(&self) -> Option<LoggingLevel> {
+        self.min_level()
+    }
+}
+
+/// Forward every change of the hub's tool list to the sessions, until the
+/// hub shuts down.
+pub fn spawn_tool_watch(hub: Hub, sessions: Arc<Sessions>) {
+    let mut rx = hub.watch_tools();
+    let shutdown = hub.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                r = rx.changed() => {
+                    if r.is_err() {
+                        return;
+                    }
+                    sessions.list_changed(ListKind::Tools);
+                }
+                _ = shutdown.cancelled() => return,
+            }
+        }
+    });
+}
