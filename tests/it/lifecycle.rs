@@ -89,11 +89,16 @@ async fn close_code(c: &mut crate::support::Client) -> Option<u16> {
 }
 
 #[tokio::test]
-async fn shutdown_closes_sockets_with_going_away_and_idle_with_normal() {
+async fn an_idle_connection_is_closed_with_normal_closure() {
     let hub = TestHub::start(json!({"server": {"idleTimeout": 300}})).await;
     let mut idle = hub.connect().await;
     // Idle: no frame for server.idleTimeout → 1000 (normal closure).
     assert_eq!(close_code(&mut idle).await, Some(1000));
+}
+
+#[tokio::test]
+async fn shutdown_closes_sockets_with_going_away() {
+    let hub = TestHub::start(json!({})).await;
     let mut c = hub.connect().await;
     assert_eq!(c.request(json!({"type": "ping"})).await["type"], "pong");
     // SAFETY: a plain signal to the hub this test started.
