@@ -107,7 +107,7 @@ async fn shutdown_closes_sockets_with_going_away() {
     }
     // Shutdown → 1001 (going away), never 1008 (policy: evicted).
     let code = close_code(&mut c).await;
-    assert_eq!(code, Some(1001));
+    assert_eq!(code, Some(1001), "close code on shutdown");
     let status = hub.terminate().await;
     assert!(status.success(), "{status:?}");
 }
