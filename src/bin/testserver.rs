@@ -23,6 +23,8 @@
 
 #![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
 
+#[path = "testserver/cli.rs"]
+mod cli;
 #[path = "testserver/conformance.rs"]
 mod conformance;
 #[path = "testserver/fast.rs"]
@@ -50,44 +52,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
+use cli::{parse_cli, Cli};
 use state::{CallLog, Counters};
 use tools::{builtin_tools, echo_like_tool, Args as ToolArgs, PNG_1X1_BASE64};
-
-/// Parsed command line.
-#[derive(Debug, Default, PartialEq)]
-struct Cli {
-    name: String,
-    log: Option<std::path::PathBuf>,
-    state_dir: Option<std::path::PathBuf>,
-    extra_tools: Vec<String>,
-    conformance: bool,
-}
-
-fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
-    let mut cli = Cli {
-        name: "testserver".to_owned(),
-        ..Cli::default()
-    };
-    while let Some(flag) = args.next() {
-        let mut value = || {
-            args.next()
-                .ok_or_else(|| format!("{flag} needs a value, expected `{flag} VALUE`"))
-        };
-        match flag.as_str() {
-            "--name" => cli.name = value()?,
-            "--log" => cli.log = Some(value()?.into()),
-            "--state-dir" => cli.state_dir = Some(value()?.into()),
-            "--extra-tool" => cli.extra_tools.push(value()?),
-            "--conformance" => cli.conformance = true,
-            other => {
-                return Err(format!(
-                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool or --conformance"
-            ))
-            }
-        }
-    }
-    Ok(cli)
-}
 
 #[tokio::main]
 async fn main() -> ExitCode {

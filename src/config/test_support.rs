@@ -21,7 +21,9 @@ pub fn bad(text: &str) -> (usize, usize, String) {
         Err(e) => {
             let shown = e.to_string();
             assert!(!shown.contains('\n'), "error is not one line: {shown}");
-            let (l, c) = (e.line().unwrap(), e.column().unwrap());
+            let (Some(l), Some(c)) = (e.line(), e.column()) else {
+                panic!("error has no line:column: {shown}");
+            };
             assert!(shown.starts_with(&format!("{P}:{l}:{c}: ")), "{shown}");
             (l, c, e.message())
         }
