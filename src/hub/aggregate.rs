@@ -76,59 +76,32 @@ impl Hub {
 
     /// Every server's resources (all pages), with the server's name.
     pub async fn list_resources(&self) -> Vec<(String, Resource)> {
-        let per = join_all(self.peers_offering(Offer::Resources).into_iter().map(
-            |(name, peer)| async move {
-                let all = pages(|c| {
-                    let peer = peer.clone();
-                    async move {
-                        let r = peer.list_resources(c).await?;
-                        Ok((r.resources, r.next_cursor))
-                    }
-                })
-                .await;
-                (name, all)
+        let all = fan_out(
+            self.peers_offering(Offer::Resources),
+            "resources/list",
+            |peer, c| async move {
+                let r = peer.list_resources(c).await?;
+                Ok((r.resources, r.next_cursor))
             },
-        ))
+        )
         .await;
-        let mut out = Vec::new();
-        for (server, r) in per {
-            match r {
-                Ok(list) => {
-                    for res in list {
-                        self.resource_owner.insert(res.uri.clone(), server.clone());
-                        out.push((server.clone(), res));
-                    }
-                }
-                Err(e) => tracing::warn!(server, error = %e, "resources/list failed"),
-            }
+        for (server, res) in &all {
+            self.resource_owner.insert(res.uri.clone(), server.clone());
         }
-        out
+        all
     }
 
     /// Every server's resource templates, with the server's name.
     pub async fn list_resource_templates(&self) -> Vec<(String, ResourceTemplate)> {
-        let per = join_all(self.peers_offering(Offer::Resources).into_iter().map(
-            |(name, peer)| async move {
-                let all = pages(|c| {
-                    let peer = peer.clone();
-                    async move {
-                        let r = peer.list_resource_templates(c).await?;
-                        Ok((r.resource_templates, r.next_cursor))
-                    }
-                })
-                .await;
-                (name, all)
+        fan_out(
+            self.peers_offering(Offer::Resources),
+            "resources/templates/list",
+            |peer, c| async move {
+                let r = peer.list_resource_templates(c).await?;
+                Ok((r.resource_templates, r.next_cursor))
             },
-        ))
-        .await;
-        let mut out = Vec::new();
-        for (server, r) in per {
-            match r {
-                Ok(list) => out.extend(list.into_iter().map(|t| (server.clone(), t))),
-                Err(e) => tracing::debug!(server, error = %e, "resources/templates/list failed"),
-            }
-        }
-        out
+        )
+        .await
     }
 
     /// The server a resource URI belongs to (see the module docs).
@@ -177,28 +150,15 @@ impl Hub {
 
     /// Every server's prompts, with the server's name.
     pub async fn list_prompts(&self) -> Vec<(String, Prompt)> {
-        let per = join_all(self.peers_offering(Offer::Prompts).into_iter().map(
-            |(name, peer)| async move {
-                let all = pages(|c| {
-                    let peer = peer.clone();
-                    async move {
-                        let r = peer.list_prompts(c).await?;
-                        Ok((r.prompts, r.next_cursor))
-                    }
-                })
-                .await;
-                (name, all)
+        fan_out(
+            self.peers_offering(Offer::Prompts),
+            "prompts/list",
+            |peer, c| async move {
+                let r = peer.list_prompts(c).await?;
+                Ok((r.prompts, r.next_cursor))
             },
-        ))
-        .await;
-        let mut out = Vec::new();
-        for (server, r) in per {
-            match r {
-                Ok(list) => out.extend(list.into_iter().map(|p| (server.clone(), p))),
-                Err(e) => tracing::warn!(server, error = %e, "prompts/list failed"),
-            }
-        }
-        out
+        )
+        .await
     }
 
     /// `prompts/get` of the server's own prompt `params.name`.
@@ -257,6 +217,35 @@ async fn bounded<T>(
 }
 
 /// Follow cursors with a repeat guard and a page cap, under one timeout.
+/// Every page of one list from each peer, concurrently, tagged with the
+/// server's name; a server whose listing fails is logged and left out.
+async fn fan_out<T, F, Fut>(
+    peers: Vec<(String, Peer<RoleClient>)>,
+    what: &str,
+    list: F,
+) -> Vec<(String, T)>
+where
+    F: Fn(Peer<RoleClient>, Option<PaginatedRequestParams>) -> Fut + Clone,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let per = join_all(peers.into_iter().map(|(name, peer)| {
+        let list = list.clone();
+        async move {
+            let all = pages(|c| list(peer.clone(), c)).await;
+            (name, all)
+        }
+    }))
+    .await;
+    let mut out = Vec::new();
+    for (server, r) in per {
+        match r {
+            Ok(items) => out.extend(items.into_iter().map(|t| (server.clone(), t))),
+            Err(e) => tracing::warn!(server, error = %e, "{what} failed"),
+        }
+    }
+    out
+}
+
 async fn pages<T, F, Fut>(mut page: F) -> Result<Vec<T>, String>
 where
     F: FnMut(Option<PaginatedRequestParams>) -> Fut,
