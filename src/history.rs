@@ -99,6 +99,120 @@ pub fn mask_text<'a>(s: &'a str, security: &SecurityConfig) -> std::borrow::Cow<
     security.secrets.mask_str(s)
 }
 
+/// Free text (an error message) under the same rules as [`redact`]: the
+/// value of every secret key written in it as JSON (`"token": "…"`, as an
+/// assertion message quoting a result does) or as `key=value` (a URL's
+/// query) becomes `"[redacted]"`, then every known secret value is masked.
+pub fn redact_text(s: &str, security: &SecurityConfig) -> String {
+    if security.redact_keys.is_empty() {
+        return mask_text(s, security).into_owned();
+    }
+    let keyed = redact_keyed_text(s, security);
+    mask_text(&keyed, security).into_owned()
+}
+
+fn redact_keyed_text(s: &str, security: &SecurityConfig) -> String {
+    // Every delimiter looked at is ASCII, so each index cut at is a char
+    // boundary.
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let (mut copied, mut k) = (0, 0);
+    while k < b.len() {
+        if b[k] == b'"' {
+            let Some(end) = string_end(b, k) else { break };
+            let mut j = skip_spaces(b, end + 1);
+            if b.get(j) == Some(&b':') && security.is_secret_key(&s[k + 1..end]) {
+                j = skip_spaces(b, j + 1);
+                out.push_str(&s[copied..j]);
+                out.push_str("\"[redacted]\"");
+                k = value_end(b, j);
+                copied = k;
+                continue;
+            }
+            // Not a secret key: look inside (a value may hold `key=value`).
+            k += 1;
+            continue;
+        }
+        if b[k] == b'=' {
+            let start = s[..k]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
+                .map_or(0, |p| p + 1);
+            let end = s[k + 1..]
+                .find(|c: char| c.is_whitespace() || "&,;\"')]}".contains(c))
+                .map_or(s.len(), |p| k + 1 + p);
+            if start < k && end > k + 1 && security.is_secret_key(&s[start..k]) {
+                out.push_str(&s[copied..=k]);
+                out.push_str("[redacted]");
+                k = end;
+                copied = end;
+                continue;
+            }
+        }
+        k += 1;
+    }
+    out.push_str(&s[copied..]);
+    out
+}
+
+/// The index of the quote closing the JSON string opened at `open`.
+fn string_end(b: &[u8], open: usize) -> Option<usize> {
+    let mut i = open + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn skip_spaces(b: &[u8], mut i: usize) -> usize {
+    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// Where the JSON value starting at `i` ends: after a string, after a
+/// balanced object or array, or at the delimiter after a scalar; the end of
+/// the text when it was cut off.
+fn value_end(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        Some(b'"') => string_end(b, i).map_or(b.len(), |e| e + 1),
+        Some(b'{' | b'[') => {
+            let mut depth = 0usize;
+            let mut j = i;
+            while j < b.len() {
+                match b[j] {
+                    b'"' => match string_end(b, j) {
+                        Some(e) => j = e,
+                        None => return b.len(),
+                    },
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            b.len()
+        }
+        _ => {
+            let mut j = i;
+            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
+            {
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
 fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
     match v {
         Value::Object(m) => {
@@ -180,6 +294,42 @@ fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceive
                     return;
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn security() -> SecurityConfig {
+        match crate::config::parse("{}", Path::new("/tmp/x/config.json")) {
+            Ok(l) => l.config.security,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn redact_text_hides_values_of_secret_keys_in_json_and_query_text() {
+        let s = security();
+        let msg = r#"expected result to contain "x"; actual result: {"apiKey": "sk-1", "user":"bob","token":{"a":[1,"}"]},"password":12} see https://h/p?user=bob&token=t0k&x=1 "#;
+        let out = redact_text(msg, &s);
+        assert_eq!(
+            out,
+            r#"expected result to contain "x"; actual result: {"apiKey": "[redacted]", "user":"bob","token":"[redacted]","password":"[redacted]"} see https://h/p?user=bob&token=[redacted]&x=1 "#
+        );
+        // A message cut off inside the value, keys without values, plain text.
+        assert_eq!(
+            redact_text(r#"found {"secret":"abc…"#, &s),
+            r#"found {"secret":"[redacted]""#
+        );
+        for plain in [
+            r#"{"token"}"#,
+            "token= x",
+            "password: must be 8 chars",
+            "ü\"é\":\"ö",
+        ] {
+            assert_eq!(redact_text(plain, &s), plain);
         }
     }
 }

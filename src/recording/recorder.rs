@@ -266,22 +266,24 @@ impl Recorder {
 }
 
 /// Every step that reaches a recording file passes here, captured or
-/// edited (`update_recording`): params, templates and results are redacted
-/// by key (a tool that returns {"token": …} must not leave it in a
-/// recording) and every known secret value is masked there and in `when`,
-/// `expect` and the error.
+/// edited (`update_recording`), and params, templates, results, `when`,
+/// `expect` and the error all get the same rules: values of secret keys
+/// (`security.redactKeys`) redacted (a tool that returns {"token": …} must
+/// not leave it in a recording; in an error's text, `"token": …` and
+/// `token=…`), and every known secret value masked.
 pub(crate) fn scrub(step: &mut Step, security: &crate::config::SecurityConfig) {
-    step.params = crate::history::redact(&step.params, security);
+    use crate::history::{redact, redact_text};
+    step.params = redact(&step.params, security);
     if let Some(t) = &step.params_template {
-        step.params_template = Some(crate::history::redact(t, security));
+        step.params_template = Some(redact(t, security));
     }
-    step.result = crate::history::redact(&step.result, security);
+    step.result = redact(&step.result, security);
     for v in [&mut step.when, &mut step.expect].into_iter().flatten() {
-        security.secrets.mask_in_place(v);
+        *v = redact(v, security);
     }
     if let Some(e) = &mut step.error {
-        e.message = crate::history::mask_text(&e.message, security).into_owned();
-        e.suggestion = crate::history::mask_text(&e.suggestion, security).into_owned();
+        e.message = redact_text(&e.message, security);
+        e.suggestion = redact_text(&e.suggestion, security);
     }
 }
 

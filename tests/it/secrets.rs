@@ -147,3 +147,88 @@ async fn no_secret_value_reaches_any_file_the_hub_wrote() {
         .map(|l| serde_json::from_str(l).expect("json line"))
         .collect();
 }
+
+/// Issue 16.6: a recording's `when`, `expect` and error text get the same
+/// rules as its params: values of secret keys redacted (also inside an
+/// error message that quotes a result or an expectation) and known secret
+/// values masked.
+#[tokio::test]
+async fn recorded_when_expect_and_errors_are_redacted_like_params() {
+    const IN_RESULT: &str = "result-TOKEN-81";
+    const IN_EXPECT: &str = "expect-TOKEN-82";
+    const IN_WHEN: &str = "when-PASSWORD-83";
+    let dir = tempfile::tempdir().expect("dir");
+    let entry = testserver_entry(dir.path(), "t", &[]);
+    let hub = TestHub::start_in(dir, json!({"mcpServers": {"t": entry}})).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let r = c
+        .request(json!({"type": "start_recording", "name": "redaction"}))
+        .await;
+    let rec_id = r["recordingId"].clone();
+    c.send(json!({"type": "tool_batch", "id": "b6", "steps": [
+        // Fails its expectation: the error quotes the result, {"token": …}.
+        {"id": "quote", "tool": "t__echo_structured", "saveAs": "r",
+         "params": {"value": {"token": IN_RESULT}},
+         "expect": {"contains": "never there"}},
+        // Runs (its condition holds) and keeps the secret value in `when`.
+        {"id": "cond", "tool": "t__echo", "params": {"message": "m"},
+         "when": {"not": {"var": "r", "contains": IN_WHEN}}},
+        // An expectation holding a secret key; the miss quotes it.
+        {"id": "exp", "tool": "t__echo", "params": {"message": "hi"},
+         "expect": {"equals": {"token": IN_EXPECT}}}
+    ], "options": {"stopOnError": false, "variables": {"password": IN_WHEN}}}))
+        .await;
+    let mut results = Vec::new();
+    for _ in 0..3 {
+        results.push(c.recv_type("batch_step_result").await);
+    }
+    c.recv_type("batch_complete").await;
+    // The client sees what happened, unredacted.
+    let quoted = results[0]["error"]["message"].as_str().unwrap_or("");
+    assert!(quoted.contains(IN_RESULT), "{}", results[0]);
+    assert_eq!(results[1]["success"], true, "{}", results[1]);
+    assert!(
+        results[2]["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains(IN_EXPECT),
+        "{}",
+        results[2]
+    );
+    let stopped = c.request(json!({"type": "stop_recording"})).await;
+    assert_eq!(stopped["stepCount"], 3, "{stopped}");
+    let file = Path::new(r["path"].as_str().unwrap_or("")).join("recording.jsonl");
+    let text = std::fs::read_to_string(&file).expect("recording");
+    let mut shown = vec![text.clone()];
+    for fmt in ["json", "markdown", "html", "batch"] {
+        let e = c
+            .request(json!({"type": "export_recording", "recordingId": rec_id, "format": fmt}))
+            .await;
+        assert_eq!(e["type"], "recording_export", "{e}");
+        shown.push(e.to_string());
+    }
+    for t in &shown {
+        for s in [IN_RESULT, IN_EXPECT, IN_WHEN] {
+            assert!(!t.contains(s), "{s} is in {t}");
+        }
+    }
+    // Redacted, not dropped: each field still says what it held.
+    let steps: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["kind"] == "step")
+        .collect();
+    let msg = steps[0]["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains(r#""token":"[redacted]""#), "{msg}");
+    assert_eq!(
+        steps[1]["when"],
+        json!({"not": {"var": "r", "contains": "***"}})
+    );
+    assert_eq!(
+        steps[2]["expect"],
+        json!({"equals": {"token": {"$redacted": "token"}}})
+    );
+    let msg = steps[2]["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.contains(r#"{"token":"[redacted]"}"#), "{msg}");
+}
