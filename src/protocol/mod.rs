@@ -8,6 +8,7 @@
 
 mod client;
 mod outbox;
+mod page;
 pub mod recording;
 pub mod runs;
 mod server;
@@ -17,6 +18,7 @@ pub use client::{
     ResumeTaskReq, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
+pub use page::StepPage;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 
 use crate::errors::{ErrorType, HubError};

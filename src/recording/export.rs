@@ -2,6 +2,7 @@
 //! report, or a `tool_batch` message that replays it. Pure functions: the
 //! caller reads the recording (and the image files, through a callback).
 
+mod flow;
 mod html;
 mod markdown;
 #[cfg(test)]
@@ -22,9 +23,25 @@ pub use markdown::markdown;
 /// `{"header":…, "steps":[…], "end":…|null, "incomplete":bool}`, each part
 /// in its on-disk (camelCase) shape.
 pub fn json(rec: &Recording) -> Value {
+    json_of(rec, &rec.steps)
+}
+
+/// `get_recording`: [`json`] with one page of the steps, plus the
+/// recording's `summary` (step count, success rate…), `stepCount` and
+/// `stepsPage` saying where the next page starts.
+pub fn json_page(rec: &Recording, page: crate::protocol::StepPage) -> Value {
+    let (range, info) = page.window(rec.steps.len());
+    let mut v = json_of(rec, &rec.steps[range]);
+    v["stepCount"] = json!(rec.steps.len());
+    v["summary"] = rec.summary();
+    v["stepsPage"] = info;
+    v
+}
+
+fn json_of(rec: &Recording, steps: &[Step]) -> Value {
     json!({
         "header": to_value(&rec.header),
-        "steps": rec.steps.iter().map(to_value).collect::<Vec<_>>(),
+        "steps": steps.iter().map(to_value).collect::<Vec<_>>(),
         "end": rec.end.as_ref().map_or(Value::Null, to_value),
         "incomplete": rec.incomplete,
     })
@@ -120,6 +137,17 @@ fn clip(text: &str, max_chars: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }
+}
+
+/// The servers the recorded steps called, in order of first use (`hub` for
+/// the built-in and control tools); a step whose tool never resolved names none.
+fn used_servers(rec: &Recording) -> Vec<&str> {
+    let mut seen = HashSet::new();
+    rec.steps
+        .iter()
+        .filter_map(|s| s.server.as_deref())
+        .filter(|s| seen.insert(*s))
+        .collect()
 }
 
 /// Succeeded steps and the success rate in percent (the end record's, else

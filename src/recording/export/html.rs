@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{clip, diff_fields, short_json, success_summary, Replay};
+use super::{clip, diff_fields, short_json, success_summary, used_servers, Replay};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Longest pretty-printed params or result shown per step; recordings may hold
@@ -61,6 +61,11 @@ pub fn html(
         let _ = writeln!(out, "<p>{}</p>", escape(d).replace('\n', "<br>"));
     }
     out.push_str(&summary(rec));
+    let flow = super::flow::svg(rec);
+    if !flow.is_empty() {
+        out.push_str("<h2>Flow</h2>\n");
+        out.push_str(&flow);
+    }
     out.push_str("<h2>Steps</h2>\n");
     if rec.steps.is_empty() {
         out.push_str("<p>No steps were recorded.</p>\n");
@@ -85,11 +90,8 @@ fn summary(rec: &Recording) -> String {
         ("Created", escape(&h.created_at)),
         ("Hub version", escape(&h.hub_version)),
     ];
-    let servers: Vec<&str> = h
-        .servers
-        .iter()
-        .filter_map(|s| s.get("name").and_then(Value::as_str))
-        .collect();
+    // What the recording used, not what was configured at the time.
+    let servers = used_servers(rec);
     if !servers.is_empty() {
         rows.push(("Servers", escape(&servers.join(", "))));
     }

@@ -1,12 +1,12 @@
-//! The Markdown report: title, description, a metadata table, one table row
-//! per step, and the last replay's differences. Recorded text is escaped so a
+//! The Markdown report: title, description, a Mermaid flowchart of the
+//! steps, a metadata table, one table row per step, and the last replay's differences. Recorded text is escaped so a
 //! tool's output cannot break the tables or inject HTML into a renderer.
 
 use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{clip, diff_fields, short_json, success_summary, Replay};
+use super::{clip, diff_fields, short_json, success_summary, used_servers, Replay};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Longest params text shown in the step table.
@@ -26,6 +26,7 @@ pub fn markdown(rec: &Recording, last_replay: Option<&Value>) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&super::flow::mermaid(rec));
     out.push_str("| Field | Value |\n|---|---|\n");
     let mut row = |k: &str, v: String| {
         let _ = writeln!(out, "| {k} | {v} |");
@@ -33,11 +34,8 @@ pub fn markdown(rec: &Recording, last_replay: Option<&Value>) -> String {
     row("Recording", code(&h.recording_id));
     row("Created", text(&h.created_at));
     row("Hub version", text(&h.hub_version));
-    let servers: Vec<&str> = h
-        .servers
-        .iter()
-        .filter_map(|s| s.get("name").and_then(Value::as_str))
-        .collect();
+    // What the recording used, not what was configured at the time.
+    let servers = used_servers(rec);
     if !servers.is_empty() {
         row("Servers", text(&servers.join(", ")));
     }
