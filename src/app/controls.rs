@@ -81,13 +81,13 @@ impl Tool {
             Tool::ListTools => "Every tool the hub offers (name, server, qualifiedName, description, inputSchema) and the list's hash.",
             Tool::History => "The latest tool calls made through the hub (secrets redacted).",
             Tool::Batch => "Run several tool calls in order as one task, with variables (saveAs + {{name.result}}), conditions (when), expectations (expect) and retries; returns each step's outcome. Same fields as the tool_batch message.",
-            Tool::TaskStatus => "A task's state, each step's outcome, whether it can be resumed (and why not), and which step is uncertain.",
+            Tool::TaskStatus => "A task's state, step counts by state, one page of steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts), whether it can be resumed (and why not), and which step is uncertain.",
             Tool::ListTasks => "Every known task (running, finished, recoverable) with its state.",
             Tool::ResumeTask => "Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.",
             Tool::RecordStart => "Start recording every tool call of this connection (name, description optional).",
             Tool::RecordStop => "Stop this connection's recording; save defaults to true (false deletes it).",
             Tool::RecordList => "List saved recordings (newest first).",
-            Tool::RecordGet => "A recording with every step.",
+            Tool::RecordGet => "A recording's header, summary, step count and one page of its steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts).",
             Tool::RecordDelete => "Delete a recording.",
             Tool::RecordReplay => "Replay a recording: mode live (default), dry or offline; variables re-render its templates; returns the replay summary with differences.",
         }
@@ -110,6 +110,11 @@ impl Tool {
         let empty = json!({"type": "object", "properties": {}});
         let task_id = json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}}});
         let recording_id = json!({"type": "object", "required": ["recordingId"], "properties": {"recordingId": {"type": "string"}}});
+        let page = |mut schema: Value| {
+            schema["properties"]["offset"] = json!({"type": "integer", "minimum": 0, "description": "first step to return (default 0)"});
+            schema["properties"]["limit"] = json!({"type": "integer", "minimum": 1, "maximum": 1000, "description": "steps to return (default 100)"});
+            schema
+        };
         match self {
             Tool::HealthCheck | Tool::ListTools | Tool::ListTasks | Tool::RecordList => empty,
             Tool::History => {
@@ -129,17 +134,18 @@ impl Tool {
                     }}
                 }
             }),
-            Tool::TaskStatus => task_id,
-            Tool::ResumeTask => {
-                json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}})
-            }
+            Tool::TaskStatus => page(task_id),
+            Tool::ResumeTask => page(
+                json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}}),
+            ),
             Tool::RecordStart => {
                 json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}})
             }
             Tool::RecordStop => {
                 json!({"type": "object", "properties": {"save": {"type": "boolean"}}})
             }
-            Tool::RecordGet | Tool::RecordDelete => recording_id,
+            Tool::RecordGet => page(recording_id),
+            Tool::RecordDelete => recording_id,
             Tool::RecordReplay => {
                 json!({"type": "object", "required": ["recordingId"], "properties": {
                 "recordingId": {"type": "string"}, "mode": {"enum": ["live", "dry", "offline"]},
@@ -178,6 +184,7 @@ impl Controls {
             Tool::Batch => crate::engine::run_inline(engine, params, call.cancel).await,
             Tool::TaskStatus | Tool::ResumeTask => {
                 let id = required_str(params, "taskId")?;
+                let page = step_page(params)?;
                 if tool == Tool::ResumeTask {
                     let from = params
                         .get("fromStep")
@@ -192,7 +199,7 @@ impl Controls {
                 let t = engine.get(id).ok_or_else(|| {
                     HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
                 })?;
-                Ok(t.to_json(true))
+                Ok(t.status_json(page))
             }
             Tool::ListTasks => Ok(crate::engine::list_json(engine)),
             Tool::RecordStart => {
@@ -211,8 +218,9 @@ impl Controls {
                 let id = required_str(params, "recordingId")?;
                 let storage = hub.config().recording.storage_path.clone();
                 if tool == Tool::RecordGet {
+                    let page = step_page(params)?;
                     let rec = store::load(&storage, id)?;
-                    Ok(crate::recording::export::json(&rec))
+                    Ok(crate::recording::export::json_page(&rec, page))
                 } else {
                     store::delete(&storage, id)?;
                     Ok(json!({"recordingId": id, "deleted": true}))
@@ -230,6 +238,16 @@ impl Controls {
             }
         }
     }
+}
+
+/// `offset`/`limit` of a control tool's params.
+fn step_page(params: &Value) -> Result<crate::protocol::StepPage, HubError> {
+    serde_json::from_value(params.clone()).map_err(|e| {
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!("offset and limit must be whole numbers of 0 or more: {e}"),
+        )
+    })
 }
 
 fn required_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, HubError> {

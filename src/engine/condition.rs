@@ -1,7 +1,8 @@
 //! A step's `when`: parsed once when the batch arrives, evaluated before the
 //! step runs. An unmet condition skips the step with a reason a person can read.
 //!
-//! Forms: `"success"` / `"failure"` (the last step that ran), `{"var","success"}`,
+//! Forms: `"success"` / `"failure"` (the last step that ran; after
+//! `stopOnError` stopped the batch, `"failure"` holds), `"always"`, `{"var","success"}`,
 //! `{"var","contains"}`, `{"var","regex"}`, a template string that renders truthy,
 //! and `{"not"}`, `{"all":[…]}`, `{"any":[…]}` around them.
 
@@ -14,14 +15,16 @@ use super::template::{self, lookup, shorten, value_text, TemplateError, Template
 pub const REGEX_SIZE_LIMIT: usize = 1 << 20;
 /// Deepest nesting of `not`/`all`/`any`.
 const MAX_DEPTH: usize = 32;
-const EXPECTED_FORMS: &str = "expected \"success\", \"failure\", {\"var\",\"success\"|\"contains\"|\"regex\"}, {\"not\"}, {\"all\"}, {\"any\"} or a template string";
+const EXPECTED_FORMS: &str = "expected \"success\", \"failure\", \"always\", {\"var\",\"success\"|\"contains\"|\"regex\"}, {\"not\"}, {\"all\"}, {\"any\"} or a template string";
 
 #[derive(Debug, Clone)]
 pub enum Condition {
     /// The last step that ran succeeded.
     Success,
-    /// The last step that ran failed.
+    /// The last step that ran failed, or the batch was stopped by a failure.
     Failure,
+    /// Always holds: a cleanup step that runs even after `stopOnError`.
+    Always,
     Var {
         var: String,
         test: VarTest,
@@ -47,6 +50,9 @@ pub enum VarTest {
 pub struct EvalCtx<'a> {
     /// Whether the last step that ran succeeded; `None` when none has run.
     pub last_success: Option<bool>,
+    /// The step whose failure made `stopOnError` stop the batch, if one did:
+    /// then the batch has failed, and `"failure"` holds for every later step.
+    pub stopped_at: Option<usize>,
     /// The template context: `{"vars":{…}, "stepX":{"result","success","error"}}`.
     pub vars: &'a Value,
     pub templates: &'a Templates,
@@ -89,6 +95,7 @@ fn parse_at(v: &Value, templates: &Templates, depth: usize) -> Result<Condition,
     match v {
         Value::String(s) if s == "success" => Ok(Condition::Success),
         Value::String(s) if s == "failure" => Ok(Condition::Failure),
+        Value::String(s) if s == "always" => Ok(Condition::Always),
         Value::String(s) if s.contains("{{") => {
             templates.check(s).map_err(|e| format!("when: {e}"))?;
             Ok(Condition::Template(s.clone()))
@@ -185,6 +192,7 @@ impl std::fmt::Display for Condition {
         match self {
             Condition::Success => f.write_str("\"success\""),
             Condition::Failure => f.write_str("\"failure\""),
+            Condition::Always => f.write_str("\"always\""),
             Condition::Var { var, test } => {
                 let (key, value) = match test {
                     VarTest::Success(b) => ("success", Value::Bool(*b)),
@@ -206,6 +214,18 @@ impl std::fmt::Display for Condition {
 }
 
 impl Condition {
+    /// Does this step run after `stopOnError` stopped the batch? Yes when
+    /// its condition asks for a failure or to always run (also inside an
+    /// `all`/`any`); it is then evaluated as usual. CI systems do the same
+    /// with `if: failure()` / `always()`.
+    pub fn runs_after_stop(&self) -> bool {
+        match self {
+            Condition::Failure | Condition::Always => true,
+            Condition::All(cs) | Condition::Any(cs) => cs.iter().any(Condition::runs_after_stop),
+            _ => false,
+        }
+    }
+
     /// The variables (root names) this condition reads, sorted, once each.
     pub fn referenced_vars(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -217,7 +237,7 @@ impl Condition {
 
     fn collect_vars(&self, out: &mut Vec<String>) {
         match self {
-            Condition::Success | Condition::Failure => {}
+            Condition::Success | Condition::Failure | Condition::Always => {}
             Condition::Var { var, .. } => out.push(var.clone()),
             // Parsing already checked the template, so it has roots.
             Condition::Template(s) => out.extend(template::roots(s).unwrap_or_default()),
@@ -243,9 +263,14 @@ impl Condition {
     /// Whether the condition holds and the detail behind it.
     fn decide(&self, ctx: &EvalCtx) -> Result<(bool, String), TemplateError> {
         Ok(match self {
-            Condition::Success | Condition::Failure => match ctx.last_success {
-                None => (false, "no previous step has run".to_string()),
-                Some(ok) => {
+            Condition::Always => (true, "it always runs".to_string()),
+            Condition::Success | Condition::Failure => match (ctx.stopped_at, ctx.last_success) {
+                (Some(at), _) if matches!(self, Condition::Failure) => (
+                    true,
+                    format!("step {at} failed and stopOnError stopped the batch"),
+                ),
+                (_, None) => (false, "no previous step has run".to_string()),
+                (_, Some(ok)) => {
                     let word = if ok { "succeeded" } else { "failed" };
                     (
                         ok == matches!(self, Condition::Success),

@@ -394,10 +394,7 @@ fn state_name(s: TaskState) -> String {
 }
 
 fn step_name(s: StepState) -> String {
-    serde_json::to_value(s)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
+    s.name().to_string()
 }
 
 fn parse_state(s: &str) -> Option<TaskState> {

@@ -172,7 +172,7 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                     out.send(protocol::reply(
                         "task",
                         &id,
-                        json!({"task": t.to_json(true)}),
+                        json!({"task": t.status_json(r.page())}),
                     ));
                 });
             }
@@ -180,7 +180,7 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                 out.send(protocol::reply(
                     "task",
                     &id,
-                    json!({"task": t.to_json(true)}),
+                    json!({"task": t.status_json(r.page())}),
                 ));
             }
             None => reply_err(&out, &id, unknown_task(&r.task_id)),

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use super::condition::EvalCtx;
 use super::service::Engine;
 use super::state::{StepEvent, StepState, TaskEvent, TaskState};
-use super::step_end::{emit_state, enter_need_user, finish_step, leave_need_user, record};
+use super::step_end::{
+    emit_state, enter_need_user, finish_step, leave_need_user, not_run, record, step_base,
+};
 use super::task::Task;
 use super::uncertain::{settle_uncertain, Uncertain};
 use crate::errors::{ErrorType, HubError};
@@ -57,6 +59,15 @@ pub async fn drive(
     }
     let total = task.plan.steps.len();
     let mut any_failed = false;
+    // Set when a failure stops the batch (`stopOnError`): from then on only
+    // cleanup steps (`when` asks for a failure, or "always") run; the others
+    // are reported not run and stay pending, so a resume runs them.
+    let mut stopped_at: Option<usize> = None;
+    let stop_on = |stopped_at: &mut Option<usize>, i: usize| {
+        if task.plan.options.stop_on_error && stopped_at.is_none() {
+            *stopped_at = Some(i);
+        }
+    };
     for i in start..total {
         if batch_cancel.is_cancelled() {
             break;
@@ -65,15 +76,23 @@ pub async fn drive(
         if state.is_finished() {
             continue; // finished steps never run again
         }
+        if let Some(at) = stopped_at {
+            let cleanup = task.plan.steps[i]
+                .when
+                .as_ref()
+                .is_some_and(|c| c.runs_after_stop());
+            if !cleanup {
+                not_run(&task, i, at, resumed);
+                continue;
+            }
+        }
         if state == StepState::Uncertain {
             match settle_uncertain(&engine, &task, i, &batch_cancel).await {
                 Uncertain::Rerun => task.with(|d| d.steps[i].state = StepState::Pending),
                 Uncertain::Skipped => continue,
                 Uncertain::Failed => {
                     any_failed = true;
-                    if task.plan.options.stop_on_error {
-                        break;
-                    }
+                    stop_on(&mut stopped_at, i);
                     continue;
                 }
             }
@@ -85,12 +104,19 @@ pub async fn drive(
                 _ = batch_cancel.cancelled() => break,
             }
         }
-        let ok = run_step(&engine, &task, i, &batch_cancel, &timed_out, resumed).await;
+        let ok = run_step(
+            &engine,
+            &task,
+            i,
+            &batch_cancel,
+            &timed_out,
+            resumed,
+            stopped_at,
+        )
+        .await;
         if !ok {
             any_failed = true;
-            if task.plan.options.stop_on_error {
-                break;
-            }
+            stop_on(&mut stopped_at, i);
         }
     }
     batch_cancel.cancel(); // stops the deadline timer
@@ -155,23 +181,18 @@ async fn run_step(
     batch_cancel: &CancellationToken,
     timed_out: &AtomicBool,
     resumed: bool,
+    stopped_at: Option<usize>,
 ) -> bool {
     let hub = engine.hub();
     let planned = &task.plan.steps[i];
     let step = &planned.step;
     let templates = engine.templates();
     let (ctx, last_success) = task.with(|d| (Value::Object(d.ctx.clone()), d.last_success));
-    let base = json!({
-        "type": "batch_step_result",
-        "batchId": task.batch_id,
-        "taskId": task.id,
-        "stepIndex": i,
-        "stepId": step.id,
-        "tool": step.tool,
-    });
+    let base = step_base(task, i);
     if let Some(cond) = &planned.when {
         let eval = cond.evaluate(&EvalCtx {
             last_success,
+            stopped_at,
             vars: &ctx,
             templates,
         });

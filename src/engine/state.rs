@@ -139,6 +139,18 @@ impl StepState {
         })
     }
 
+    /// The state's wire name (`"pending"`, `"success"`…), as serde writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepState::Pending => "pending",
+            StepState::Running => "running",
+            StepState::Success => "success",
+            StepState::Failed => "failed",
+            StepState::Skipped => "skipped",
+            StepState::Uncertain => "uncertain",
+        }
+    }
+
     /// A finished step never runs again.
     pub fn is_finished(self) -> bool {
         matches!(self, StepState::Success | StepState::Skipped)
@@ -161,6 +173,16 @@ mod tests {
         TaskEvent::HubStopped,
         TaskEvent::Resume,
     ];
+
+    #[test]
+    fn step_names_are_the_serde_names() {
+        for s in StepState::ALL {
+            assert_eq!(
+                serde_json::to_value(s).ok(),
+                Some(serde_json::json!(s.name()))
+            );
+        }
+    }
 
     #[test]
     fn every_task_transition_is_as_tabled() {

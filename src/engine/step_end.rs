@@ -106,6 +106,35 @@ pub(super) fn finish_step(
     task.emit(msg);
 }
 
+/// Step `i` does not run because step `at` failed and `stopOnError` stopped
+/// the batch: its `batch_step_result` says so, and it stays pending (not
+/// journaled: nothing happened to it), so `resume_task` runs it.
+pub(super) fn not_run(task: &Arc<Task>, i: usize, at: usize, resumed: bool) {
+    let mut msg = step_base(task, i);
+    msg["success"] = json!(false);
+    msg["skipped"] = json!(true);
+    msg["reason"] = json!(format!(
+        "not run: step {at} failed and options.stopOnError stopped the batch (only steps whose \"when\" is \"failure\" or \"always\" run after a stop); resume_task runs it"
+    ));
+    if resumed {
+        msg["resumed"] = json!(true);
+    }
+    task.with(|d| {
+        let mut body = msg.clone();
+        if let Some(o) = body.as_object_mut() {
+            o.remove("type");
+            o.remove("batchId");
+            o.remove("taskId");
+        }
+        d.steps[i].outcome = Some(body);
+        d.updated_ms = crate::util::now_ms();
+    });
+    if let Some(observe) = task.observer() {
+        observe(i, &msg);
+    }
+    task.emit(msg);
+}
+
 pub fn emit_state(task: &Task, step: Option<usize>) {
     let state = task.state();
     task.emit(json!({"type": "task_state", "taskId": task.id, "batchId": task.batch_id, "state": state, "step": step}));

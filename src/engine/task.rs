@@ -227,8 +227,33 @@ impl Task {
         })
     }
 
-    /// The `task` object of `task_status` / `list_tasks`.
+    /// The `task` object of `list_tasks` (`detail` false) or with every
+    /// step and the variables (`hub__tool_batch`'s summary).
     pub fn to_json(&self, detail: bool) -> Value {
+        let all = detail.then(|| 0..self.plan.steps.len());
+        self.json(all)
+    }
+
+    /// The `task` object of `task_status`: the summary (`totalSteps`,
+    /// `stepsCompleted`, `stepCounts` by state), the variables, one page of
+    /// steps and `stepsPage` saying where the next page starts.
+    pub fn status_json(&self, page: crate::protocol::StepPage) -> Value {
+        let (range, info) = page.window(self.plan.steps.len());
+        let mut v = self.json(Some(range));
+        let counts = self.with(|d| {
+            let mut m = Map::new();
+            for s in &d.steps {
+                let n = m.get(s.state.name()).and_then(Value::as_u64).unwrap_or(0);
+                m.insert(s.state.name().to_string(), json!(n + 1));
+            }
+            m
+        });
+        v["stepCounts"] = Value::Object(counts);
+        v["stepsPage"] = info;
+        v
+    }
+
+    fn json(&self, steps: Option<std::ops::Range<usize>>) -> Value {
         self.with(|d| {
             let uncertain = d.steps.iter().position(|s| s.state == StepState::Uncertain);
             let completed = d
@@ -257,11 +282,13 @@ impl Task {
             if let Some(w) = d.waiting_step {
                 v["waitingStep"] = json!(w);
             }
-            if detail {
+            if let Some(range) = steps {
                 v["steps"] = Value::Array(
                     d.steps
                         .iter()
                         .enumerate()
+                        .skip(range.start)
+                        .take(range.len())
                         .map(|(i, s)| {
                             let planned = &self.plan.steps[i].step;
                             let mut o = json!({

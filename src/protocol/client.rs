@@ -102,6 +102,21 @@ pub struct TaskRef {
     /// `task_status` only: answer once the task is no longer running.
     #[serde(default)]
     pub wait: bool,
+    /// `task_status` only: which steps to return (not flattened: serde
+    /// would lose the field's name in errors).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl TaskRef {
+    pub fn page(&self) -> super::StepPage {
+        super::StepPage {
+            offset: self.offset,
+            limit: self.limit,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -31,6 +31,26 @@ pub struct RecordingRef {
     pub recording_id: String,
 }
 
+/// `get_recording`: a recording and one page of its steps.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetReq {
+    pub recording_id: String,
+    #[serde(default)]
+    pub offset: Option<usize>,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl GetReq {
+    pub fn page(&self) -> super::StepPage {
+        super::StepPage {
+            offset: self.offset,
+            limit: self.limit,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
@@ -73,7 +93,7 @@ pub enum RecordingMsg {
     Start(StartReq),
     Stop(StopReq),
     List,
-    Get(RecordingRef),
+    Get(GetReq),
     Delete(RecordingRef),
     Export(ExportReq),
     Replay(ReplayReq),

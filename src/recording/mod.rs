@@ -52,7 +52,7 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             let rec = store::load(&storage, &r.recording_id);
             reply(
                 "recording",
-                rec.map(|rec| json!({"recording": export::json(&rec)})),
+                rec.map(|rec| json!({"recording": export::json_page(&rec, r.page())})),
             );
         }
         RecordingMsg::Delete(r) => {

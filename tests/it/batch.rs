@@ -227,7 +227,11 @@ async fn stop_on_error_ends_the_batch_at_the_first_failure() {
         {"tool": "t__echo", "params": {"message": "never"}},
     ]);
     let (r, done) = run_batch(&mut c, "stop", steps, json!({})).await;
-    assert_eq!(r.len(), 1);
+    assert_eq!(r.len(), 2, "{r:?}");
+    // The rest is reported, not run (issue 16.8).
+    assert_eq!(r[1]["skipped"], true, "{}", r[1]);
+    assert_eq!(r[1]["success"], false, "{}", r[1]);
+    assert!(r[1].get("result").is_none(), "{}", r[1]);
     assert_eq!(done["state"], "failed");
     assert_eq!(done["stepsCompleted"], 1);
     assert_eq!(done["totalSteps"], 2);
@@ -355,4 +359,191 @@ async fn hub_tool_batch_runs_a_batch_from_a_tool_call() {
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(r["result"]["state"], "success");
     assert_eq!(r["result"]["steps"][1]["result"], json!({"sum": 13}), "{r}");
+}
+
+/// The README's batch, as its transcript shows it.
+fn readme_batch() -> Value {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("> {\"type\":\"tool_batch\"") && l.contains("\"when\":\"failure\""))
+        .expect("the README's batch with a cleanup step");
+    serde_json::from_str(&line[2..]).expect("the README's batch is JSON")
+}
+
+async fn send_batch(c: &mut Client, batch: &Value) -> (Vec<Value>, Value) {
+    let id = batch["id"].as_str().unwrap_or("b");
+    run_batch(c, id, batch["steps"].clone(), batch["options"].clone()).await
+}
+
+/// Issue 16.8: after `stopOnError` ends a batch, steps whose `when` asks for
+/// a failure (or "always") still run; the others are reported not run.
+#[tokio::test]
+async fn cleanup_steps_run_after_stop_on_error_as_the_readme_shows() {
+    let hub = TestHub::start(json!({})).await;
+    let mut c = hub.connect().await;
+    // As written, every step passes and the cleanup is skipped.
+    let batch = readme_batch();
+    assert_eq!(batch["options"]["stopOnError"], true);
+    let (r, done) = send_batch(&mut c, &batch).await;
+    assert_eq!(done["success"], true, "{done} {r:?}");
+    assert_eq!(done["stepsCompleted"], 4);
+    assert_eq!(r.len(), 4);
+    assert_eq!(r[3]["stepId"], "cleanup");
+    assert_eq!(r[3]["skipped"], true);
+    assert_eq!(
+        r[3]["reason"],
+        "condition \"failure\" not met (the last step that ran succeeded)"
+    );
+    // The same batch where the read's expectation fails: "show" is not run,
+    // the cleanup runs.
+    let mut failing = batch.clone();
+    failing["id"] = json!("b1-failing");
+    failing["steps"][0]["params"]["content"] = json!("no version");
+    let (r, done) = send_batch(&mut c, &failing).await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["stepsCompleted"], 3, "{done}");
+    assert_eq!(done["totalSteps"], 4);
+    let ids: Vec<&str> = r
+        .iter()
+        .map(|s| s["stepId"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(ids, ["write", "read", "show", "cleanup"], "{r:?}");
+    assert_eq!(r[1]["error"]["errorType"], "ASSERTION_FAILED", "{}", r[1]);
+    assert_eq!(r[2]["skipped"], true, "{}", r[2]);
+    assert_eq!(r[2]["success"], false, "{}", r[2]);
+    assert!(
+        r[2]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("not run: step 1 failed and options.stopOnError stopped the batch"),
+        "{}",
+        r[2]
+    );
+    assert_eq!(r[3]["success"], true, "{}", r[3]);
+    assert!(r[3].get("skipped").is_none(), "{}", r[3]);
+    assert_eq!(r[3]["result"]["exitCode"], 0, "{}", r[3]);
+    // task_status keeps the not-run step pending (a resume runs it).
+    let t = c
+        .request(json!({"type": "task_status", "taskId": done["taskId"]}))
+        .await;
+    assert_eq!(t["task"]["steps"][2]["state"], "pending", "{t}");
+    assert_eq!(t["task"]["steps"][3]["state"], "success", "{t}");
+}
+
+/// After a stop, `"failure"` holds for every later cleanup step (the batch
+/// has failed, whatever the previous cleanup did), `"always"` runs, a failed
+/// cleanup step does not stop the others, and the rest is not run.
+#[tokio::test]
+async fn every_cleanup_step_runs_after_a_stop_and_always_runs_always() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps = json!([
+        {"id": "a", "tool": "t__echo", "params": {"message": "a"}, "when": "always"},
+        {"id": "boom", "tool": "t__fail", "params": {"message": "boom"}},
+        {"id": "plain", "tool": "t__echo", "params": {"message": "never"}},
+        {"id": "c1", "tool": "t__fail", "params": {"message": "cleanup fails"}, "when": "failure"},
+        {"id": "c2", "tool": "t__echo", "params": {"message": "c2"}, "when": "failure"},
+        {"id": "c3", "tool": "t__echo", "params": {"message": "c3"}, "when": "always"},
+        {"id": "ok-only", "tool": "t__echo", "params": {"message": "x"}, "when": "success"},
+        {"id": "c4", "tool": "t__echo", "params": {"message": "c4"},
+         "when": {"all": ["failure", "{{eq vars.x \"no\"}}"]}},
+    ]);
+    let (r, done) = run_batch(&mut c, "many", steps, json!({"variables": {"x": "yes"}})).await;
+    assert_eq!(r.len(), 8, "{r:?}");
+    let summary: Vec<(String, bool, bool)> = r
+        .iter()
+        .map(|s| {
+            (
+                s["stepId"].as_str().unwrap_or("?").to_string(),
+                s["success"] == true,
+                s["skipped"] == true,
+            )
+        })
+        .collect();
+    let want = [
+        ("a", true, false),
+        ("boom", false, false),
+        ("plain", false, true),
+        ("c1", false, false),
+        ("c2", true, false),
+        ("c3", true, false),
+        ("ok-only", false, true),
+        ("c4", true, true),
+    ];
+    let want: Vec<(String, bool, bool)> = want
+        .iter()
+        .map(|(a, b, c)| (a.to_string(), *b, *c))
+        .collect();
+    assert_eq!(summary, want, "{r:?}");
+    assert!(
+        r[7]["reason"].as_str().unwrap_or("").contains("not met"),
+        "{}",
+        r[7]
+    );
+    assert_eq!(done["state"], "failed");
+    assert_eq!(done["stepsCompleted"], 6, "{done}");
+}
+
+/// Issue 16.1: `task_status` (and `hub__task_status`) return one page of
+/// steps, always with the task's summary and where the next page starts.
+#[tokio::test]
+async fn task_status_pages_steps_and_always_gives_the_summary() {
+    let (_hub, mut c) = hub_with_t().await;
+    let steps: Vec<Value> = (0..130)
+        .map(|i| json!({"tool": "t__echo", "params": {"message": format!("m{i}")}}))
+        .collect();
+    let (r, done) = run_batch(&mut c, "paged", json!(steps), json!({"stopOnError": false})).await;
+    assert_eq!(r.len(), 130);
+    let task_id = done["taskId"].clone();
+    let first = c
+        .request(json!({"type": "task_status", "taskId": task_id}))
+        .await;
+    let t = &first["task"];
+    assert_eq!(t["steps"].as_array().map(Vec::len), Some(100), "{t}");
+    assert_eq!(t["totalSteps"], 130);
+    assert_eq!(t["stepsCompleted"], 130);
+    assert_eq!(t["stepCounts"], json!({"success": 130}));
+    assert_eq!(t["state"], "success");
+    assert_eq!(
+        t["stepsPage"],
+        json!({"offset": 0, "limit": 100, "returned": 100, "total": 130, "nextOffset": 100})
+    );
+    // Follow nextOffset to the end: every step exactly once, in order.
+    let mut seen = Vec::new();
+    let mut offset = json!(0);
+    while !offset.is_null() {
+        let page = c
+            .request(
+                json!({"type": "task_status", "taskId": task_id, "offset": offset, "limit": 40}),
+            )
+            .await;
+        for s in page["task"]["steps"].as_array().expect("steps") {
+            seen.push(s["stepIndex"].as_u64().unwrap_or(999));
+        }
+        offset = page["task"]["stepsPage"]["nextOffset"].clone();
+    }
+    assert_eq!(seen, (0..130).collect::<Vec<u64>>());
+    let r = c
+        .call(
+            "hub__task_status",
+            json!({"taskId": task_id, "offset": 128}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(
+        r["result"]["steps"].as_array().map(Vec::len),
+        Some(2),
+        "{r}"
+    );
+    assert_eq!(r["result"]["steps"][0]["result"], "m128");
+    assert_eq!(r["result"]["totalSteps"], 130);
+    let bad = c
+        .call(
+            "hub__task_status",
+            json!({"taskId": task_id, "limit": "all"}),
+        )
+        .await;
+    assert_eq!(bad["success"], false, "{bad}");
+    assert_eq!(bad["error"]["errorType"], "INVALID_PARAMS", "{bad}");
 }

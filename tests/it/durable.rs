@@ -305,3 +305,53 @@ async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
     assert_eq!(idx, vec![1, 2], "{steps:?}");
     assert!(steps.iter().all(|s| s["success"] == true), "{steps:?}");
 }
+
+/// Issue 16.8: cleanup steps that ran after a stop are journaled like any
+/// step: after a restart a resume runs the steps the stop left (they were
+/// reported not run) and never runs the cleanup again.
+#[tokio::test]
+async fn a_resume_after_restart_runs_what_the_stop_left_and_not_the_cleanup() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (hub, mut c) = start(&p, dir).await;
+    c.send(json!({"type": "tool_batch", "id": "cl", "steps": [
+        {"id": "check", "tool": "hub__read_file", "params": {"path": "flag.txt"}},
+        {"id": "after", "tool": "t__echo", "params": {"message": "after"}},
+        {"id": "fix", "tool": "hub__write_file", "params": {"path": "flag.txt", "content": "ok"},
+         "when": "failure"},
+        {"id": "last", "tool": "t__echo", "params": {"message": "last"}}
+    ]}))
+    .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "failed", "{done}");
+    assert_eq!(done["stepsCompleted"], 2, "check failed, fix ran: {done}");
+    let task_id = done["taskId"].clone();
+    assert!(calls(&p, "echo").is_empty(), "nothing after the stop ran");
+    let hub = hub.crash_and_restart().await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let t = c
+        .request(json!({"type": "task_status", "taskId": task_id}))
+        .await;
+    let states: Vec<&str> = t["task"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["state"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(states, ["failed", "pending", "success", "pending"], "{t}");
+    let (steps, done) = resume_to_end(&mut c, &task_id, json!({})).await;
+    assert_eq!(done["state"], "success", "{done}");
+    assert_eq!(done["stepsCompleted"], 4, "{done}");
+    let idx: Vec<_> = steps
+        .iter()
+        .map(|s| s["stepIndex"].as_u64().unwrap_or(99))
+        .collect();
+    assert_eq!(
+        idx,
+        vec![0, 1, 3],
+        "the cleanup did not run again: {steps:?}"
+    );
+    assert!(steps.iter().all(|s| s["success"] == true), "{steps:?}");
+    assert_eq!(calls(&p, "echo").len(), 2);
+}

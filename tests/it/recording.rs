@@ -510,3 +510,77 @@ async fn update_recording_renames_and_edits_steps() {
         "{bad}"
     );
 }
+
+/// Issue 16.1: a recording of more steps than the default page comes back a
+/// page at a time, always with its step count and summary.
+#[tokio::test]
+async fn get_recording_pages_its_steps() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    let started = c
+        .request(json!({"type": "start_recording", "name": "long"}))
+        .await;
+    let id = started["recordingId"].clone();
+    let steps: Vec<Value> = (0..130)
+        .map(|i| json!({"tool": "t__echo", "params": {"message": format!("m{i}")}}))
+        .collect();
+    c.send(json!({"type": "tool_batch", "id": "long", "steps": steps}))
+        .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["stepsCompleted"], 130, "{done}");
+    let stopped = c.request(json!({"type": "stop_recording"})).await;
+    assert_eq!(stopped["stepCount"], 130, "{stopped}");
+    let first = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let rec = &first["recording"];
+    assert_eq!(rec["steps"].as_array().map(Vec::len), Some(100), "{rec}");
+    assert_eq!(rec["stepCount"], 130);
+    assert_eq!(rec["summary"]["stepCount"], 130);
+    assert_eq!(rec["summary"]["name"], "long");
+    assert_eq!(rec["header"]["name"], "long");
+    assert_eq!(
+        rec["stepsPage"],
+        json!({"offset": 0, "limit": 100, "returned": 100, "total": 130, "nextOffset": 100})
+    );
+    let next = c
+        .request(json!({"type": "get_recording", "recordingId": id, "offset": 100}))
+        .await;
+    let rec = &next["recording"];
+    assert_eq!(rec["steps"].as_array().map(Vec::len), Some(30), "{rec}");
+    assert_eq!(rec["steps"][0]["seq"], 100);
+    assert_eq!(rec["steps"][0]["params"]["message"], "m100");
+    assert_eq!(rec["stepsPage"]["nextOffset"], Value::Null);
+    // The control tool pages the same way.
+    let r = c
+        .call(
+            "hub__record_get",
+            json!({"recordingId": id, "offset": 125, "limit": 10}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    let seqs: Vec<u64> = r["result"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, [125, 126, 127, 128, 129]);
+    assert_eq!(r["result"]["stepCount"], 130);
+    // Exports stay whole.
+    let e = c
+        .request(json!({"type": "export_recording", "recordingId": id, "format": "json"}))
+        .await;
+    assert_eq!(e["content"]["steps"].as_array().map(Vec::len), Some(130));
+    // A bad page is refused with the field named.
+    let bad = c
+        .request(json!({"type": "get_recording", "recordingId": id, "offset": -1}))
+        .await;
+    assert_eq!(bad["type"], "error", "{bad}");
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("offset"),
+        "{bad}"
+    );
+}

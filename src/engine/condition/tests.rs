@@ -18,6 +18,7 @@ fn eval(when: Value, last: Option<bool>) -> Result<(bool, String), TemplateError
     let v = vars();
     c.evaluate(&EvalCtx {
         last_success: last,
+        stopped_at: None,
         vars: &v,
         templates: &t,
     })
@@ -190,7 +191,7 @@ fn referenced_vars_lists_every_variable() {
 #[test]
 fn parse_errors_are_precise() {
     assert_eq!(parse_err(json!("succes")),
-        "when: unknown condition form \"succes\"; expected \"success\", \"failure\", {\"var\",\"success\"|\"contains\"|\"regex\"}, {\"not\"}, {\"all\"}, {\"any\"} or a template string");
+        "when: unknown condition form \"succes\"; expected \"success\", \"failure\", \"always\", {\"var\",\"success\"|\"contains\"|\"regex\"}, {\"not\"}, {\"all\"}, {\"any\"} or a template string");
     assert!(
         parse_err(json!({"if": "x"})).starts_with("when: unknown condition form {\"if\":\"x\"}")
     );
@@ -245,4 +246,46 @@ fn display_is_the_json_a_client_writes() {
     assert!(c
         .to_string()
         .starts_with(r#"{"any":[{"not":{"var":"a","regex":"#));
+}
+
+#[test]
+fn always_holds_and_failure_holds_after_a_stop() {
+    let t = Templates::new();
+    let v = vars();
+    let check = |when: Value, last: Option<bool>, stopped_at: Option<usize>| {
+        let c = parse(&when, &t).unwrap();
+        let ctx = EvalCtx {
+            last_success: last,
+            stopped_at,
+            vars: &v,
+            templates: &t,
+        };
+        (c.runs_after_stop(), c.evaluate(&ctx).unwrap())
+    };
+    let (after_stop, (met, why)) = check(json!("always"), None, None);
+    assert!(after_stop && met, "{why}");
+    assert_eq!(why, "condition \"always\" met (it always runs)");
+    // After a stop the batch has failed, whatever the last cleanup step did.
+    let (after_stop, (met, why)) = check(json!("failure"), Some(true), Some(2));
+    assert!(after_stop && met, "{why}");
+    assert!(
+        why.contains("step 2 failed and stopOnError stopped the batch"),
+        "{why}"
+    );
+    let (_, (met, _)) = check(json!("success"), Some(true), Some(2));
+    assert!(met, "\"success\" still looks at the last step that ran");
+    let (after_stop, (met, _)) = check(
+        json!({"all": ["failure", {"var": "step1", "success": true}]}),
+        Some(true),
+        Some(0),
+    );
+    assert!(after_stop && met);
+    for plain in [
+        json!("success"),
+        json!({"var": "step1", "success": true}),
+        json!({"not": "failure"}),
+        json!("{{vars.mode}}"),
+    ] {
+        assert!(!check(plain.clone(), Some(false), None).0, "{plain}");
+    }
 }
