@@ -39,6 +39,12 @@ pub(super) async fn record(
             save_as: step.save_as.as_deref(),
             when: step.when.as_ref(),
             expect: step.expect.as_ref(),
+            variables: task
+                .plan
+                .options
+                .variables
+                .as_ref()
+                .map(|v| (v, task.plan.options.secrets.as_slice())),
             outcome: &out,
             started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
         };

@@ -19,6 +19,9 @@ pub struct Capture<'a> {
     pub save_as: Option<&'a str>,
     pub when: Option<&'a Value>,
     pub expect: Option<&'a Value>,
+    /// A batch step's `options.variables` and the names `options.secrets`
+    /// marks secret (the recorder keeps the others as replay defaults).
+    pub variables: Option<(&'a serde_json::Map<String, Value>, &'a [String])>,
     pub outcome: &'a CallOutcome,
     pub started_at: std::time::SystemTime,
 }

@@ -48,9 +48,10 @@ fn json_of(rec: &Recording, steps: &[Step]) -> Value {
 }
 
 /// A `tool_batch` message that can be sent back as it is:
-/// `{"type":"tool_batch","id":"replay-<recordingId>","steps":[…],"options":{"stopOnError":true}}`,
-/// and the names the batch reads as `{{vars.<name>}}`, which the sender must
-/// supply in `options.variables` (sorted, once each).
+/// `{"type":"tool_batch","id":"replay-<recordingId>","steps":[…],"options":{"stopOnError":true,"variables":{…}}}`
+/// with the recording's [`variable_defaults`], and the names the batch reads
+/// as `{{vars.<name>}}` that have no default, which the sender must supply
+/// in `options.variables` (sorted, once each).
 ///
 /// Tools are named by their qualified name when recorded (else as asked).
 /// Batch steps keep their params template, `saveAs`, `when`, `expect` and id
@@ -59,7 +60,7 @@ fn json_of(rec: &Recording, steps: &[Step]) -> Value {
 /// `\{{` so the batch engine passes the text on literally. A redacted value
 /// `{"$redacted":"password"}` becomes `"{{vars.password}}"`. The names
 /// returned are those secrets plus every `vars.<name>` the recorded templates
-/// read (the original batch's `options.variables` are not recorded).
+/// read that no recorded batch gave a non-secret value.
 pub fn batch(rec: &Recording) -> (Value, Vec<String>) {
     let mut needed = BTreeSet::new();
     let mut ids = HashSet::new();
@@ -68,13 +69,35 @@ pub fn batch(rec: &Recording) -> (Value, Vec<String>) {
         .iter()
         .map(|s| batch_step(s, &mut ids, &mut needed))
         .collect();
+    let defaults = variable_defaults(rec);
+    let mut options = json!({"stopOnError": true});
+    if !defaults.is_empty() {
+        options["variables"] = Value::Object(defaults.clone());
+    }
     let message = json!({
         "type": "tool_batch",
         "id": format!("replay-{}", rec.header.recording_id),
         "steps": steps,
-        "options": {"stopOnError": true},
+        "options": options,
     });
-    (message, needed.into_iter().collect())
+    let required = needed
+        .into_iter()
+        .filter(|n| !defaults.contains_key(n))
+        .collect();
+    (message, required)
+}
+
+/// The recording's variable defaults: the non-secret `options.variables`
+/// of every recorded batch (kept on its first step); when two batches gave
+/// a name different values, the first one recorded wins.
+pub fn variable_defaults(rec: &Recording) -> Map<String, Value> {
+    let mut out = Map::new();
+    for vars in rec.steps.iter().filter_map(|s| s.variables.as_ref()) {
+        for (k, v) in vars {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+    }
+    out
 }
 
 fn batch_step(step: &Step, ids: &mut HashSet<String>, needed: &mut BTreeSet<String>) -> Value {
@@ -148,6 +171,17 @@ fn used_servers(rec: &Recording) -> Vec<&str> {
         .filter_map(|s| s.server.as_deref())
         .filter(|s| seen.insert(*s))
         .collect()
+}
+
+/// The report rows about variables: the defaults a replay uses (compact
+/// JSON) and the names it must be given (the secrets), each `None` when empty.
+fn variable_rows(rec: &Recording) -> (Option<String>, Option<String>) {
+    let defaults = variable_defaults(rec);
+    let (_, required) = batch(rec);
+    (
+        (!defaults.is_empty()).then(|| short_json(&Value::Object(defaults), 300)),
+        (!required.is_empty()).then(|| required.join(", ")),
+    )
 }
 
 /// Succeeded steps and the success rate in percent (the end record's, else

@@ -201,6 +201,7 @@ fn update(
                 save_as: field(&s, "saveAs")?,
                 when: field(&s, "when")?,
                 expect: field(&s, "expect")?,
+                variables: None,
                 timestamp: crate::util::now_rfc3339(),
                 t_offset_ms: 0,
                 duration_ms: 0,

@@ -31,6 +31,8 @@ pub struct Active {
     max_bytes: u64,
     /// Set when the file can no longer be written (size limit, disk error).
     pub stopped: Option<String>,
+    /// Tasks whose variables are already recorded (on their first step).
+    batches: std::collections::HashSet<String>,
 }
 
 /// The recording service: one active recording per recording connection.
@@ -133,6 +135,7 @@ impl Recorder {
             bytes: line.len() as u64,
             max_bytes: cfg.recording.max_bytes,
             stopped: None,
+            batches: Default::default(),
         };
         self.active
             .insert(session.to_string(), Arc::new(Mutex::new(active)));
@@ -193,6 +196,14 @@ impl Recorder {
         }
         let seq = a.seq;
         let (result, images) = externalize(&a.dir, seq, c.outcome);
+        // A batch's variables go with its first recorded step.
+        let variables = match (&c.source.task_id, c.variables) {
+            (Some(task), Some((vars, secret))) if !a.batches.contains(task) => {
+                a.batches.insert(task.clone());
+                defaults(vars, secret, &cfg.security)
+            }
+            _ => None,
+        };
         let mut step = Step {
             seq,
             source: c.source,
@@ -204,6 +215,7 @@ impl Recorder {
             save_as: c.save_as.map(String::from),
             when: c.when.cloned(),
             expect: c.expect.cloned(),
+            variables,
             timestamp: crate::util::rfc3339(c.started_at),
             t_offset_ms: c
                 .started_at
@@ -281,9 +293,33 @@ pub(crate) fn scrub(step: &mut Step, security: &crate::config::SecurityConfig) {
     for v in [&mut step.when, &mut step.expect].into_iter().flatten() {
         *v = redact(v, security);
     }
+    if let Some(vars) = step.variables.take() {
+        if let Value::Object(m) = redact(&Value::Object(vars), security) {
+            step.variables = Some(m);
+        }
+    }
     if let Some(e) = &mut step.error {
         e.message = redact_text(&e.message, security);
         e.suggestion = redact_text(&e.suggestion, security);
+    }
+}
+
+/// The variables a replay may use as defaults: those whose names are not
+/// secret by `security.redactKeys` nor listed in `options.secrets` (their
+/// values still masked if they hold a known secret); `None` when none is left.
+fn defaults(
+    vars: &serde_json::Map<String, Value>,
+    secret: &[String],
+    security: &crate::config::SecurityConfig,
+) -> Option<serde_json::Map<String, Value>> {
+    let kept: serde_json::Map<String, Value> = vars
+        .iter()
+        .filter(|(k, _)| !security.is_secret_key(k) && !secret.contains(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    match crate::history::redact(&Value::Object(kept), security) {
+        Value::Object(m) if !m.is_empty() => Some(m),
+        _ => None,
     }
 }
 

@@ -25,11 +25,33 @@ fn outcome_of(s: &Step) -> Value {
 }
 
 /// The batch a live replay runs: the lossless batch export (templates,
-/// saveAs, when, expect; secrets as `{{vars.name}}`), and the variables it reads.
-pub fn batch_of(rec: &Recording) -> (Vec<BatchStep>, Vec<String>) {
-    let (msg, needed) = super::export::batch(rec);
+/// saveAs, when, expect; secrets as `{{vars.name}}`), the variables it reads
+/// that have no recorded default (they must be given), and the defaults.
+pub fn batch_of(rec: &Recording) -> (Vec<BatchStep>, Vec<String>, Map<String, Value>) {
+    let (msg, required) = super::export::batch(rec);
     let steps = serde_json::from_value(msg["steps"].clone()).unwrap_or_default();
-    (steps, needed)
+    let defaults = match &msg["options"]["variables"] {
+        Value::Object(m) => m.clone(),
+        _ => Map::new(),
+    };
+    (steps, required, defaults)
+}
+
+/// The replay's variables: the recorded defaults, overridden by `given`;
+/// and the required names still missing (sorted).
+fn variables(
+    defaults: &Map<String, Value>,
+    given: Option<&Map<String, Value>>,
+    required: &[String],
+) -> (Map<String, Value>, Vec<String>) {
+    let mut vars = defaults.clone();
+    vars.extend(given.cloned().unwrap_or_default());
+    let missing = required
+        .iter()
+        .filter(|n| !vars.contains_key(*n))
+        .cloned()
+        .collect();
+    (vars, missing)
 }
 
 /// `replay_recording` from a connection: stream, then `replay_complete`.
@@ -60,10 +82,9 @@ pub async fn execute(
         .map_err(|m| HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")))?;
     let replay_id = format!("replay-{}", uuid::Uuid::new_v4().simple());
     let mode = req.mode.unwrap_or(Mode::Live);
-    let vars = req.variables.clone().unwrap_or_default();
     let sink = Sink(out.cloned());
     let mut msg = match mode {
-        Mode::Dry => dry(engine, &sink, &rec, &replay_id, &vars),
+        Mode::Dry => dry(engine, &sink, &rec, &replay_id, req.variables.as_ref()),
         Mode::Offline => offline(&sink, &rec, &replay_id),
         Mode::Live => live(engine, &sink, &rec, &replay_id, req, &ignore).await?,
     };
@@ -121,18 +142,24 @@ fn dry(
     out: &Sink,
     rec: &Recording,
     replay_id: &str,
-    vars: &Map<String, Value>,
+    given: Option<&Map<String, Value>>,
 ) -> Value {
     let hub = engine.hub();
     let tools = hub.tools();
     let templates = engine.templates();
+    let (steps, required, defaults) = batch_of(rec);
+    let (vars, missing) = variables(&defaults, given, &required);
     let mut ctx = Map::new();
-    ctx.insert("vars".into(), Value::Object(vars.clone()));
-    let (steps, _) = batch_of(rec);
+    ctx.insert("vars".into(), Value::Object(vars));
     let mut ok = 0;
     let mut problems_all = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let mut problems = Vec::new();
+        // A variable the replay still needs is named, not a failure: a dry
+        // run says what a live one will ask for.
+        let mut reads = std::collections::BTreeSet::new();
+        crate::engine::redacted::templated(&step.params, false, &mut reads);
+        let step_missing: Vec<&String> = missing.iter().filter(|m| reads.contains(*m)).collect();
         match tools.resolve(&step.tool) {
             Err(e) => problems.push(e.message),
             Ok(info) => {
@@ -140,6 +167,7 @@ fn dry(
                 // the templates parse, render only those that need vars alone.
                 match templates.check_params(&step.params) {
                     Err(e) => problems.push(format!("template: {e}")),
+                    Ok(_) if !step_missing.is_empty() => {}
                     Ok(roots) if roots.iter().all(|r| r == "vars") => {
                         match templates.render_params(&step.params, &Value::Object(ctx.clone())) {
                             Ok(p) => problems.extend(schema::check(&info.input_schema, &p)),
@@ -158,10 +186,14 @@ fn dry(
         out.send(json!({
             "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
             "mode": "dry", "stepIndex": i, "tool": step.tool, "success": problems.is_empty(),
-            "problems": problems, "recorded": outcome_of(&rec.steps[i]), "diff": [],
+            "problems": problems, "missingVariables": step_missing,
+            "recorded": outcome_of(&rec.steps[i]), "diff": [],
         }));
     }
-    complete(steps.len(), ok, problems_all)
+    let mut msg = complete(steps.len(), ok, problems_all);
+    msg["variableDefaults"] = Value::Object(defaults);
+    msg["missingVariables"] = json!(missing);
+    msg
 }
 
 fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
@@ -187,13 +219,8 @@ async fn live(
     req: &ReplayReq,
     ignore: &Ignore,
 ) -> Result<Value, HubError> {
-    let vars = req.variables.clone().unwrap_or_default();
-    let (steps, needed) = batch_of(rec);
-    let missing: Vec<_> = needed
-        .iter()
-        .filter(|s| !vars.contains_key(*s))
-        .cloned()
-        .collect();
+    let (steps, required, defaults) = batch_of(rec);
+    let (vars, missing) = variables(&defaults, req.variables.as_ref(), &required);
     if !missing.is_empty() {
         let e = HubError::new(
             ErrorType::InvalidMessage,
@@ -202,7 +229,7 @@ async fn live(
                 missing.join(", ")
             ),
         )
-        .with_suggestion(format!("pass them in \"variables\", e.g. {{\"variables\": {{\"{}\": \"…\"}}}}", missing[0]));
+        .with_suggestion(format!("pass them in \"variables\", e.g. {{\"variables\": {{\"{}\": \"…\"}}}}; a dry replay lists every missing one", missing[0]));
         return Err(e);
     }
     let batch = BatchReq {
@@ -212,7 +239,7 @@ async fn live(
             timeout: None,
             variables: Some(vars),
             // The values a recording could not keep are secrets.
-            secrets: needed.to_vec(),
+            secrets: required,
         },
     };
     let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;
@@ -295,6 +322,7 @@ mod tests {
             save_as: None,
             when: None,
             expect: None,
+            variables: None,
             timestamp: String::new(),
             t_offset_ms: t,
             duration_ms: d,

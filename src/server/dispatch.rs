@@ -137,6 +137,7 @@ async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
         save_as: None,
         when: None,
         expect: None,
+        variables: None,
         outcome: &outcome,
         started_at,
     };

@@ -207,7 +207,9 @@ async fn exported_batch_runs_and_hostile_ids_are_refused() {
         .await;
     let mut batch = e["content"].clone();
     assert_eq!(batch["type"], "tool_batch");
-    assert_eq!(e["requiredVariables"], json!(["password", "user"]), "{e}");
+    // user was recorded as a default; only the secret must be given.
+    assert_eq!(e["requiredVariables"], json!(["password"]), "{e}");
+    assert_eq!(batch["options"]["variables"], json!({"user": "ann"}), "{e}");
     batch["id"] = json!("exported");
     batch["options"]["variables"] = json!({"user": "ann", "password": "pw"});
     c.send(batch).await;
@@ -583,4 +585,77 @@ async fn get_recording_pages_its_steps() {
             .contains("offset"),
         "{bad}"
     );
+}
+
+/// Issue 16.2: a recorded batch's non-secret variables are the replay's
+/// defaults; only the secret ones must be given, a dry replay names what is
+/// missing instead of failing, and `variables` still overrides.
+#[tokio::test]
+async fn replay_uses_recorded_variables_and_asks_only_for_secrets() {
+    let (hub, mut c) = hub_with_t(json!({})).await;
+    let id = record_flow(&mut c).await;
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let steps = &got["recording"]["steps"];
+    assert_eq!(steps[1]["variables"], json!({"user": "ann"}), "{got}");
+    assert!(steps[0].get("variables").is_none() && steps[2].get("variables").is_none());
+    // A dry replay with no variables: no failure, the missing one named.
+    let (dry, done) = replay(&mut c, json!({"recordingId": id, "mode": "dry"})).await;
+    assert_eq!(done["type"], "replay_complete", "{done}");
+    assert_eq!(done["success"], true, "{done}");
+    assert_eq!(done["missingVariables"], json!(["password"]), "{done}");
+    assert_eq!(done["variableDefaults"], json!({"user": "ann"}), "{done}");
+    assert_eq!(
+        dry[1]["missingVariables"],
+        json!(["password"]),
+        "{}",
+        dry[1]
+    );
+    assert_eq!(dry[1]["success"], true, "{}", dry[1]);
+    assert_eq!(dry[0]["missingVariables"], json!([]), "{}", dry[0]);
+    // A live one asks for the secret only.
+    let (_, refused) = replay(&mut c, json!({"recordingId": id})).await;
+    assert_eq!(refused["type"], "error", "{refused}");
+    let msg = refused["error"]["message"].as_str().unwrap_or("");
+    assert!(msg.ends_with(": password"), "{msg}");
+    let echoed = |hub: &TestHub| -> Vec<Value> {
+        call_log(&hub.path(), "t")
+            .into_iter()
+            .filter(|l| l["tool"] == "echo_structured")
+            .map(|l| l["arguments"]["value"].clone())
+            .collect()
+    };
+    let (_, done) = replay(
+        &mut c,
+        json!({"recordingId": id, "variables": {"password": "pw"}}),
+    )
+    .await;
+    assert_eq!(done["success"], true, "{done}");
+    assert_eq!(
+        echoed(&hub).last(),
+        Some(&json!("ann")),
+        "the default was used"
+    );
+    let (_, done) = replay(
+        &mut c,
+        json!({"recordingId": id, "variables": {"password": "pw", "user": "bob"}}),
+    )
+    .await;
+    assert_eq!(done["type"], "replay_complete", "{done}");
+    assert_eq!(
+        echoed(&hub).last(),
+        Some(&json!("bob")),
+        "variables override"
+    );
+    // The exports show the defaults and what must be given.
+    let md = c
+        .request(json!({"type": "export_recording", "recordingId": id, "format": "markdown"}))
+        .await;
+    let md = md["content"].as_str().unwrap_or("");
+    assert!(
+        md.contains("| Variable defaults | `{\"user\":\"ann\"}` |"),
+        "{md}"
+    );
+    assert!(md.contains("| Variables to give | password |"), "{md}");
 }

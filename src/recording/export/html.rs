@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{clip, diff_fields, short_json, success_summary, used_servers, Replay};
+use super::{clip, diff_fields, short_json, success_summary, used_servers, variable_rows, Replay};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Longest pretty-printed params or result shown per step; recordings may hold
@@ -94,6 +94,13 @@ fn summary(rec: &Recording) -> String {
     let servers = used_servers(rec);
     if !servers.is_empty() {
         rows.push(("Servers", escape(&servers.join(", "))));
+    }
+    let (defaults, required) = variable_rows(rec);
+    if let Some(d) = defaults {
+        rows.push(("Variable defaults", format!("<code>{}</code>", escape(&d))));
+    }
+    if let Some(r) = required {
+        rows.push(("Variables to give", escape(&r)));
     }
     rows.push((
         "Steps",

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{clip, diff_fields, short_json, success_summary, used_servers, Replay};
+use super::{clip, diff_fields, short_json, success_summary, used_servers, variable_rows, Replay};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Longest params text shown in the step table.
@@ -38,6 +38,13 @@ pub fn markdown(rec: &Recording, last_replay: Option<&Value>) -> String {
     let servers = used_servers(rec);
     if !servers.is_empty() {
         row("Servers", text(&servers.join(", ")));
+    }
+    let (defaults, required) = variable_rows(rec);
+    if let Some(d) = defaults {
+        row("Variable defaults", code(&d));
+    }
+    if let Some(r) = required {
+        row("Variables to give", text(&r));
     }
     let (ok, rate) = success_summary(rec);
     row("Steps", rec.steps.len().to_string());

@@ -39,6 +39,7 @@ fn step(seq: usize, tool: &str, params: Value) -> Step {
         save_as: None,
         when: None,
         expect: None,
+        variables: None,
         timestamp: "2026-09-01T10:00:01.000Z".into(),
         t_offset_ms: 1000 * seq as u64,
         duration_ms: 12 + seq as u64,
@@ -579,4 +580,71 @@ fn html_draws_the_flowchart_as_inline_svg() {
         })
         .collect();
     assert!(ys.windows(2).all(|w| w[0] < w[1]), "{ys:?}");
+}
+
+#[test]
+fn recorded_variables_are_defaults_and_only_secrets_are_required() {
+    // Two recorded batches: the first gave user and dir, the second user
+    // again (another value) and mode; the templates also read a secret.
+    let mut s0 = batch_step(
+        0,
+        "login",
+        "login",
+        json!({"user": "{{vars.user}}", "password": {"$redacted": "password"}, "dir": "{{vars.dir}}"}),
+    );
+    s0.variables = Some(
+        json!({"user": "ann", "dir": "/srv"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let mut s1 = batch_step(
+        1,
+        "next",
+        "call",
+        json!({"m": "{{vars.mode}} {{vars.user}}"}),
+    );
+    s1.source.task_id = Some("task_2".into());
+    s1.variables = Some(
+        json!({"user": "bob", "mode": "fast"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let rec = recording(vec![s0, s1], true);
+    assert_eq!(
+        Value::Object(variable_defaults(&rec)),
+        json!({"user": "ann", "dir": "/srv", "mode": "fast"}),
+        "the first recorded value of a name wins"
+    );
+    let (msg, required) = batch(&rec);
+    assert_eq!(required, ["password"]);
+    assert_eq!(
+        msg["options"],
+        json!({"stopOnError": true, "variables": {"user": "ann", "dir": "/srv", "mode": "fast"}})
+    );
+    let md = markdown(&rec, None);
+    assert!(
+        md.contains(
+            "| Variable defaults | `{\"dir\":\"/srv\",\"mode\":\"fast\",\"user\":\"ann\"}` |\n"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| Variables to give | password |\n"), "{md}");
+    let page = html(&rec, None, &|_| None);
+    assert!(
+        page.contains("<dt>Variable defaults</dt><dd><code>{&quot;dir&quot;:&quot;/srv&quot;"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<dt>Variables to give</dt><dd>password</dd>"),
+        "{page}"
+    );
+    // Without recorded variables nothing changes: every name is required.
+    let (msg, required) = batch(&recording(
+        vec![batch_step(0, "a", "t", json!({"x": "{{vars.x}}"}))],
+        true,
+    ));
+    assert_eq!(required, ["x"]);
+    assert_eq!(msg["options"], json!({"stopOnError": true}));
 }

@@ -168,6 +168,7 @@ async fn run(
         save_as: None,
         when: None,
         expect: None,
+        variables: None,
         outcome: &outcome,
         started_at,
     };

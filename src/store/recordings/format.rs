@@ -77,6 +77,11 @@ pub struct Step {
     pub when: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Value>,
+    /// On the first step recorded from a batch: its `options.variables`
+    /// whose names are not secret (`security.redactKeys`, `options.secrets`),
+    /// the recording's variable defaults for a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variables: Option<serde_json::Map<String, Value>>,
     /// RFC 3339 wall-clock time the call started.
     pub timestamp: String,
     /// Milliseconds since the recording started (for `speed` pacing).
