@@ -279,3 +279,19 @@ fn diff_fields(d: &Value) -> (String, String, String, String) {
         value("actual"),
     )
 }
+
+/// Text for HTML (and SVG) content and quoted attribute values.
+fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}

@@ -7,8 +7,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::clip;
-use super::html::escape;
+use super::{clip, escape};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Steps drawn; a longer recording ends in a "… N more steps" box (GitHub

@@ -8,7 +8,9 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{clip, diff_fields, short_json, success_summary, used_servers, variable_rows, Replay};
+use super::{
+    clip, diff_fields, escape, short_json, success_summary, used_servers, variable_rows, Replay,
+};
 use crate::store::recordings::format::{Recording, Step};
 
 /// Longest pretty-printed params or result shown per step; recordings may hold
@@ -301,21 +303,5 @@ fn replay_section(replay: &Replay) -> String {
         }
     }
     out.push_str("</tbody>\n</table>\n");
-    out
-}
-
-/// Text for HTML content and quoted attribute values.
-pub(super) fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
     out
 }

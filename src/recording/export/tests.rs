@@ -1,6 +1,5 @@
 use serde_json::json;
 
-use super::html::escape;
 use super::markdown::{code, text};
 use super::*;
 use crate::b64::encode as base64;
