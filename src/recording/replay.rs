@@ -259,7 +259,13 @@ async fn live(
             let Some(recorded) = rec.steps.get(i) else { return };
             let success = step_msg["success"].as_bool().unwrap_or(false);
             let error: Option<HubError> = serde_json::from_value(step_msg["error"].clone()).ok();
-            let d = diff::compare(
+            // Not run after a stop (stopOnError): nothing to compare; it
+            // counts as not reached.
+            let not_run = !success && step_msg["skipped"] == true;
+            let d = if not_run {
+                Vec::new()
+            } else {
+                diff::compare(
                 recorded.success,
                 &recorded.result,
                 recorded.error.as_ref(),
@@ -267,7 +273,8 @@ async fn live(
                 &step_msg["result"],
                 error.as_ref(),
                 &ignore,
-            );
+            )
+            };
             if let Ok(mut acc) = diffs.lock() {
                 if success {
                     acc.0 += 1;

@@ -1,5 +1,6 @@
-//! Recordings page their steps (issue 16.1) and keep a batch's non-secret
-//! variables as replay defaults (issue 16.2).
+//! Recordings page their steps (issue 16.1), keep a batch's non-secret
+//! variables as replay defaults (issue 16.2), and a replay reports the steps
+//! a stop left as not run (issue 16.8).
 
 use serde_json::{json, Value};
 
@@ -151,4 +152,40 @@ async fn replay_uses_recorded_variables_and_asks_only_for_secrets() {
         "{md}"
     );
     assert!(md.contains("| Variables to give | password |"), "{md}");
+}
+
+/// Issue 16.8 in a replay: the steps a stop leaves are reported not run,
+/// with no differences (they were not reached, not changed).
+#[tokio::test]
+async fn a_replay_stopped_by_a_failure_reports_the_rest_not_run_without_diffs() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    let w = c
+        .call("hub__write_file", json!({"path": "x.txt", "content": "1"}))
+        .await;
+    assert_eq!(w["success"], true, "{w}");
+    let started = c
+        .request(json!({"type": "start_recording", "name": "stop"}))
+        .await;
+    let id = started["recordingId"].clone();
+    c.send(json!({"type": "tool_batch", "id": "sb", "steps": [
+        {"id": "read", "tool": "hub__read_file", "params": {"path": "{{vars.path}}"}},
+        {"id": "after", "tool": "t__echo", "params": {"message": "after"}}
+    ], "options": {"variables": {"path": "x.txt"}}}))
+        .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "success", "{done}");
+    c.request(json!({"type": "stop_recording"})).await;
+    let (steps, done) = replay(
+        &mut c,
+        json!({"recordingId": id, "variables": {"path": "missing.txt"}}),
+    )
+    .await;
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert_eq!(steps[0]["success"], false, "{}", steps[0]);
+    assert_eq!(steps[1]["skipped"], true, "{}", steps[1]);
+    assert_eq!(steps[1]["diff"], json!([]), "{}", steps[1]);
+    let diffs = done["differences"].as_array().expect("differences");
+    assert_eq!(diffs.len(), 1, "{done}");
+    assert_eq!(diffs[0]["stepIndex"], 0);
+    assert_eq!(done["failureCount"], 2, "{done}");
 }
