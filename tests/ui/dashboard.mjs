@@ -1,0 +1,201 @@
+// Drives the dashboard (GET /ui) in headless Chromium against a running hub.
+// Started by tests/it/ui.rs, which prepares the hub (a test server `t`, a
+// confirm rule on echo "danger", a recording of t__counter, a run) and
+// passes HUB (http://127.0.0.1:PORT), TOKEN, OUT (screenshot folder) and
+// RECORDING / RUN (names to open). Every wait is for an element or an
+// event, bounded; nothing sleeps. Prints `ok: …` per check; exit 1 on the
+// first failure.
+
+import { chromium } from "playwright-core";
+
+const HUB = process.env.HUB;
+const TOKEN = process.env.TOKEN;
+const OUT = process.env.OUT;
+const WAIT = 30000;
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  args: ["--no-sandbox"],
+});
+const errors = [];
+let page;
+
+function ok(what) {
+  console.log(`ok: ${what}`);
+}
+
+function check(cond, what) {
+  if (!cond) throw new Error(`check failed: ${what}`);
+  ok(what);
+}
+
+async function shot(name) {
+  await page.screenshot({ path: `${OUT}/${name}.png`, fullPage: true });
+}
+
+async function view(name) {
+  await page.click(`#nav a[data-view="${name}"]`);
+  await page.waitForSelector(`#nav a[data-view="${name}"][aria-current="page"]`, { timeout: WAIT });
+}
+
+async function otherOriginIsRefused() {
+  const ctx = await browser.newContext();
+  const evil = await ctx.newPage();
+  await evil.route("http://evil.test/**", (r) =>
+    r.fulfill({ contentType: "text/html", body: "<!doctype html><title>evil</title><p>evil page</p>" }));
+  await evil.goto("http://evil.test/");
+  const wsUrl = HUB.replace("http://", "ws://") + "/ws";
+  const outcome = await evil.evaluate(([url, token]) => new Promise((resolve) => {
+    const ws = new WebSocket(url, ["toolhub.v1", "toolhub.token." + token]);
+    ws.onopen = () => resolve("open");
+    ws.onclose = (e) => resolve(`closed ${e.code}`);
+  }), [wsUrl, TOKEN]);
+  check(outcome !== "open", `a page from another origin cannot open the socket (${outcome})`);
+  await ctx.close();
+}
+
+async function main() {
+  await otherOriginIsRefused();
+
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+
+  // Access: the token in the fragment, removed from the address bar once read.
+  await page.goto(`${HUB}/ui#token=${TOKEN}`);
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  check(!page.url().includes(TOKEN), "the token is gone from the address bar");
+  check(await page.evaluate(() => sessionStorage.getItem("toolhub.token")) === TOKEN, "the token is kept in sessionStorage");
+
+  // Servers.
+  await page.waitForSelector('[data-server="t"][data-state="running"]', { timeout: WAIT });
+  await page.waitForSelector("#checks li", { timeout: WAIT });
+  ok("servers view shows t running and the health checks");
+  await shot("servers");
+
+  // Tools: the form from the schema, a result.
+  await view("tools");
+  await page.fill("#tool-search", "t__echo");
+  await page.click('button[data-tool="t__echo"]');
+  await page.fill('#tool-detail input[name="message"]', "hello from the page");
+  await page.click('#tool-detail button[type="submit"]');
+  await page.waitForSelector('#tool-result .ok-box >> text=hello from the page', { timeout: WAIT });
+  ok("a tool run from the form returns its result");
+  await shot("tools");
+
+  // A classified error with its suggestion.
+  await page.fill("#tool-search", "t__fail");
+  await page.click('button[data-tool="t__fail"]');
+  await page.fill('#tool-detail input[name="message"]', "ENOENT: no such file or directory, open '/nope'");
+  await page.click('#tool-detail button[type="submit"]');
+  await page.waitForSelector("#tool-result .error >> text=NOT_FOUND", { timeout: WAIT });
+  await page.waitForSelector("#tool-result .suggestion", { timeout: WAIT });
+  ok("a failed call shows its error class and suggestion");
+
+  // Crash the server from the page, then watch it come back.
+  await page.fill("#tool-search", "t__crash");
+  await page.click('button[data-tool="t__crash"]');
+  await page.click('#tool-detail button[type="submit"]');
+  await page.waitForSelector("#tool-result .error >> text=SERVER_UNAVAILABLE", { timeout: WAIT });
+  await view("servers");
+  await page.waitForFunction(() => {
+    const card = document.querySelector('[data-server="t"]');
+    if (!card || card.dataset.state !== "running") return false;
+    const dts = [...card.querySelectorAll("dt")];
+    const restarts = dts.find((d) => d.textContent === "Restarts");
+    return restarts && Number(restarts.nextElementSibling.textContent) >= 1 && card.querySelector(".last-error");
+  }, null, { timeout: WAIT });
+  ok("the servers view shows the crashed server running again, with its restart and last error");
+  await shot("servers-after-crash");
+
+  // Tasks: a batch streams its steps; a need_user approved from the page.
+  await view("tasks");
+  const steps = [
+    { id: "first", tool: "t__echo", params: { message: "first" } },
+    { id: "wait", tool: "t__slow", params: { ms: 200, message: "waited" } },
+    { id: "danger", tool: "t__echo", params: { message: "danger zone" } },
+    { id: "after", tool: "t__echo", params: { message: "after approval" } },
+  ];
+  await page.fill("#batch-steps", JSON.stringify(steps));
+  await page.click('#batch-form button[type="submit"]');
+  await page.waitForSelector('#steps li[data-step="0"][data-state="success"]', { timeout: WAIT });
+  await page.waitForSelector('#need-user article.need', { timeout: WAIT });
+  check(await page.$('#steps li[data-step="1"][data-state="success"]') !== null, "steps before the confirmation are in the timeline");
+  check(await page.$('#steps li[data-step="3"][data-state="pending"]') !== null, "a later step is still pending while the batch waits");
+  ok("a batch streams its steps into the timeline and asks for approval");
+  await shot("tasks-need-user");
+  await page.click('#need-user button:has-text("Approve")');
+  await page.waitForSelector("#batch-done >> text=Finished success", { timeout: WAIT });
+  await page.waitForSelector('#steps li[data-step="3"][data-state="success"]', { timeout: WAIT });
+  check(await page.$("#need-user article.need") === null, "the approval is gone once answered");
+  ok("the approved batch finishes");
+  await shot("tasks");
+
+  // Recordings: replay live, the difference highlighted; export.
+  await view("recordings");
+  await page.click(`#rec-list button:has-text("${process.env.RECORDING}")`);
+  await page.waitForSelector("#rec-steps li", { timeout: WAIT });
+  await page.selectOption("#replay-mode", "live");
+  await page.click('#rec-detail button:has-text("Replay")');
+  await page.waitForSelector("#replay-steps tr.diff ins", { timeout: WAIT });
+  await page.waitForSelector("#replay-summary >> text=with differences", { timeout: WAIT });
+  ok("a recording replayed from the page shows a difference");
+  await page.selectOption("#export-format", "markdown");
+  await page.click('#rec-detail button:has-text("Export")');
+  await page.waitForSelector(`#export-out pre >> text=# ${process.env.RECORDING}`, { timeout: WAIT });
+  ok("the recording exports as Markdown");
+  await shot("recordings");
+
+  // Runs: the log as a timeline.
+  await view("runs");
+  await page.click(`#run-list button:has-text("${process.env.RUN}")`);
+  await page.waitForSelector("#run-log li", { timeout: WAIT });
+  ok("a run's log shows as a timeline");
+  await shot("runs");
+
+  // History: filter by outcome and server.
+  await view("history");
+  await page.waitForSelector("#hist-table tbody tr", { timeout: WAIT });
+  await page.selectOption("#hist-outcome", "failure");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#hist-table tbody tr")];
+    return rows.length > 0 && rows.every((r) => r.textContent.includes("failed"))
+      && rows.some((r) => r.textContent.includes("t__crash"));
+  }, null, { timeout: WAIT });
+  ok("history filters by outcome");
+  await shot("history");
+
+  // Keyboard: Tab from the skip link reaches the first view's link.
+  await page.focus("a.skip");
+  await page.keyboard.press("Tab");
+  check(await page.evaluate(() => document.activeElement?.dataset?.view) === "servers", "the views are reachable by keyboard");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector('#nav a[data-view="servers"][aria-current="page"]', { timeout: WAIT });
+  ok("Enter on a view link opens it");
+
+  // Phone size: nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const v of ["servers", "tools", "tasks"]) {
+    await view(v);
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(wide <= 390, `${v} fits a 390 px wide screen (${wide})`);
+    await shot(`${v}-phone`);
+  }
+
+  check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(" | ")}` : ""}`);
+  await ctx.close();
+}
+
+try {
+  await main();
+  await browser.close();
+  console.log("done");
+} catch (e) {
+  console.log(`FAILED: ${e.stack || e}`);
+  if (page) await page.screenshot({ path: `${OUT}/failure.png`, fullPage: true }).catch(() => {});
+  await browser.close();
+  process.exit(1);
+}
