@@ -9,8 +9,8 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use crate::gate::upgrade_status;
-use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, TestHub};
+use crate::servers::{hub_with, wait_running};
+use crate::support::{call_log, testserver_entry, write_config, TestHub};
 
 /// A plain GET on the hub; the status line and headers (lowercase), and body.
 async fn get(addr: &str, path: &str, host: &str) -> (u16, String, String) {
@@ -116,7 +116,83 @@ async fn toolhub_ui_prints_the_ready_link() {
 }
 
 fn screenshots() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots")
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+    std::fs::create_dir_all(&out).expect("screenshot folder");
+    out
+}
+
+/// `node tests/ui/dashboard.mjs` against `hub`: its output line by line,
+/// its stdin to answer a `restart-now`.
+struct Page {
+    node: tokio::process::Child,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<String>,
+}
+
+impl Page {
+    fn start(hub: &TestHub, env: &[(&str, String)]) -> Page {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/dashboard.mjs");
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(&script)
+            .env("HUB", format!("http://{}", hub.addr))
+            .env("TOKEN", hub.token.clone().expect("token"))
+            .env("OUT", screenshots())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut node = cmd
+            .spawn()
+            .expect("node (tests need Node.js and npm ci --prefix tests)");
+        let stdout = node.stdout.take().expect("stdout");
+        Page {
+            node,
+            lines: BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// The script's next line (`ok: …`, `restart-now`, `done`, `FAILED: …`).
+    async fn next_line(&mut self) -> Option<String> {
+        let l = tokio::time::timeout(std::time::Duration::from_secs(300), self.lines.next_line())
+            .await
+            .expect("the browser script said nothing for 300 s")
+            .ok()
+            .flatten()?;
+        eprintln!("[ui] {l}");
+        self.seen.push(l.clone());
+        Some(l)
+    }
+
+    async fn say(&mut self, line: &str) {
+        let stdin = self.node.stdin.as_mut().expect("stdin");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the script");
+    }
+
+    /// Wait for the script to end and require success.
+    async fn finish(mut self) {
+        while self.next_line().await.is_some() {}
+        let status = tokio::time::timeout(crate::support::WAIT, self.node.wait())
+            .await
+            .expect("the browser script did not exit")
+            .expect("wait");
+        let mut err = String::new();
+        if let Some(mut e) = self.node.stderr.take() {
+            let _ = e.read_to_string(&mut err).await;
+        }
+        assert!(
+            status.success() && self.seen.last().map(String::as_str) == Some("done"),
+            "the page failed (screenshots in {}):\n{}\n{err}",
+            screenshots().display(),
+            self.seen.join("\n")
+        );
+    }
 }
 
 /// The whole dashboard in Chromium: servers (a crash and its restart),
@@ -158,44 +234,15 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     assert_eq!(logged["type"], "run_entry_logged", "{logged}");
 
     let out = screenshots();
-    std::fs::create_dir_all(&out).expect("screenshot folder");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/dashboard.mjs");
-    let mut node = tokio::process::Command::new("node")
-        .arg(&script)
-        .env("HUB", format!("http://{}", hub.addr))
-        .env("TOKEN", hub.token.clone().expect("token"))
-        .env("OUT", &out)
-        .env("RECORDING", "counter demo")
-        .env("RUN", &run_id)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("node (tests need Node.js and npm ci --prefix tests)");
-    let stdout = node.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let mut seen = Vec::new();
-    let status = tokio::time::timeout(std::time::Duration::from_secs(300), async {
-        while let Ok(Some(l)) = lines.next_line().await {
-            eprintln!("[ui] {l}");
-            seen.push(l);
-        }
-        node.wait().await
-    })
-    .await
-    .expect("the browser script did not finish in 300 s")
-    .expect("wait");
-    let mut err = String::new();
-    if let Some(mut e) = node.stderr.take() {
-        let _ = e.read_to_string(&mut err).await;
-    }
-    assert!(
-        status.success(),
-        "the page failed (screenshots in {}):\n{}\n{err}",
-        out.display(),
-        seen.join("\n")
-    );
-    assert_eq!(seen.last().map(String::as_str), Some("done"));
+    Page::start(
+        &hub,
+        &[
+            ("RECORDING", "counter demo".into()),
+            ("RUN", run_id.clone()),
+        ],
+    )
+    .finish()
+    .await;
     // What the page did reached the hub: the approved step ran, once.
     let danger = call_log(&hub.path(), "t")
         .iter()
@@ -215,4 +262,33 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     ] {
         assert!(out.join(format!("{view}.png")).exists(), "{view}.png");
     }
+}
+
+/// The connection state is visible and the page reconnects by itself when
+/// the hub restarts (on the same address, as after an upgrade).
+#[tokio::test]
+async fn the_page_reconnects_after_the_hub_restarts() {
+    let mut hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut page = Page::start(&hub, &[("SCENARIO", "reconnect".into())]);
+    loop {
+        let l = page.next_line().await.expect("the script ended early");
+        if l == "restart-now" {
+            break;
+        }
+    }
+    // Stop the hub (it closes the page's socket with 1001), pin its port in
+    // the config and start it again there.
+    let addr = hub.addr.clone();
+    let config_path = hub.path().join("config.json");
+    let dir = std::mem::replace(&mut hub.dir, tempfile::tempdir().expect("dir"));
+    assert!(hub.terminate().await.success());
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).expect("config"))
+            .expect("json");
+    config["server"]["listen"] = json!(addr);
+    write_config(&config_path, &config);
+    let hub = TestHub::spawn(dir, &config_path).await;
+    assert_eq!(hub.addr, addr);
+    page.say("restarted").await;
+    page.finish().await;
 }

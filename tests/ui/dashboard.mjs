@@ -2,10 +2,13 @@
 // Started by tests/it/ui.rs, which prepares the hub (a test server `t`, a
 // confirm rule on echo "danger", a recording of t__counter, a run) and
 // passes HUB (http://127.0.0.1:PORT), TOKEN, OUT (screenshot folder) and
-// RECORDING / RUN (names to open). Every wait is for an element or an
-// event, bounded; nothing sleeps. Prints `ok: …` per check; exit 1 on the
-// first failure.
+// RECORDING / RUN (names to open). SCENARIO=reconnect instead checks that
+// the page reconnects by itself after the hub restarts: it prints
+// `restart-now` and waits for `restarted` on stdin. Every wait is for an
+// element or an event, bounded; nothing sleeps. Prints `ok: …` per check;
+// exit 1 on the first failure.
 
+import { createInterface } from "node:readline";
 import { chromium } from "playwright-core";
 
 const HUB = process.env.HUB;
@@ -38,6 +41,31 @@ async function view(name) {
   await page.waitForSelector(`#nav a[data-view="${name}"][aria-current="page"]`, { timeout: WAIT });
 }
 
+/** Choose `tool` in the Tools view, fill `fields` (name → text), press Run. */
+async function callFromForm(tool, fields = {}) {
+  await page.fill("#tool-search", tool);
+  await page.click(`button[data-tool="${tool}"]`);
+  for (const [name, value] of Object.entries(fields)) {
+    await page.fill(`#tool-detail input[name="${name}"]`, value);
+  }
+  await page.click('#tool-detail button[type="submit"]');
+}
+
+/** A 1280×800 page on the dashboard, connected; console errors are kept
+ * unless `expected(text)` says this one is part of the scenario. */
+async function openDashboard(expected = () => false) {
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  page.on("console", (m) => {
+    if (m.type() === "error" && !expected(m.text())) errors.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+  // Access: the token in the fragment, removed from the address bar once read.
+  await page.goto(`${HUB}/ui#token=${TOKEN}`);
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  return ctx;
+}
+
 async function otherOriginIsRefused() {
   const ctx = await browser.newContext();
   const evil = await ctx.newPage();
@@ -57,16 +85,7 @@ async function otherOriginIsRefused() {
 async function main() {
   await otherOriginIsRefused();
 
-  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  page = await ctx.newPage();
-  page.on("console", (m) => {
-    if (m.type() === "error") errors.push(`console: ${m.text()}`);
-  });
-  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
-
-  // Access: the token in the fragment, removed from the address bar once read.
-  await page.goto(`${HUB}/ui#token=${TOKEN}`);
-  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  const ctx = await openDashboard();
   check(!page.url().includes(TOKEN), "the token is gone from the address bar");
   check(await page.evaluate(() => sessionStorage.getItem("toolhub.token")) === TOKEN, "the token is kept in sessionStorage");
 
@@ -78,27 +97,19 @@ async function main() {
 
   // Tools: the form from the schema, a result.
   await view("tools");
-  await page.fill("#tool-search", "t__echo");
-  await page.click('button[data-tool="t__echo"]');
-  await page.fill('#tool-detail input[name="message"]', "hello from the page");
-  await page.click('#tool-detail button[type="submit"]');
+  await callFromForm("t__echo", { message: "hello from the page" });
   await page.waitForSelector('#tool-result .ok-box >> text=hello from the page', { timeout: WAIT });
   ok("a tool run from the form returns its result");
   await shot("tools");
 
   // A classified error with its suggestion.
-  await page.fill("#tool-search", "t__fail");
-  await page.click('button[data-tool="t__fail"]');
-  await page.fill('#tool-detail input[name="message"]', "ENOENT: no such file or directory, open '/nope'");
-  await page.click('#tool-detail button[type="submit"]');
+  await callFromForm("t__fail", { message: "ENOENT: no such file or directory, open '/nope'" });
   await page.waitForSelector("#tool-result .error >> text=NOT_FOUND", { timeout: WAIT });
   await page.waitForSelector("#tool-result .suggestion", { timeout: WAIT });
   ok("a failed call shows its error class and suggestion");
 
   // Crash the server from the page, then watch it come back.
-  await page.fill("#tool-search", "t__crash");
-  await page.click('button[data-tool="t__crash"]');
-  await page.click('#tool-detail button[type="submit"]');
+  await callFromForm("t__crash");
   await page.waitForSelector("#tool-result .error >> text=SERVER_UNAVAILABLE", { timeout: WAIT });
   await view("servers");
   await page.waitForFunction(() => {
@@ -189,8 +200,51 @@ async function main() {
   await ctx.close();
 }
 
+const stdin = createInterface({ input: process.stdin });
+
+function line(expected) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no "${expected}" on stdin`)), 120000);
+    stdin.on("line", (l) => {
+      if (l.trim() === expected) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+  });
+}
+
+async function reconnect() {
+  let restarting = false;
+  // While the hub is down each retry is refused, and Chromium logs it.
+  const ctx = await openDashboard((text) => restarting && /WebSocket connection to .* failed/.test(text));
+  await page.waitForSelector('[data-server="t"][data-state="running"]', { timeout: WAIT });
+  await page.evaluate(() => {
+    const el = document.getElementById("conn");
+    window.seenStates = [];
+    new MutationObserver(() => window.seenStates.push(el.dataset.state))
+      .observe(el, { attributes: true, attributeFilter: ["data-state"] });
+  });
+  restarting = true;
+  console.log("restart-now");
+  await line("restarted");
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  restarting = false;
+  const states = await page.evaluate(() => window.seenStates);
+  check(states.includes("closed") && states.at(-1) === "open", `the page saw the hub go and come back (${states.join(" → ")})`);
+  await shot("reconnected");
+  // The new connection carries requests: a call from the form.
+  await view("tools");
+  await callFromForm("t__echo", { message: "after the restart" });
+  await page.waitForSelector("#tool-result .ok-box >> text=after the restart", { timeout: WAIT });
+  ok("a call works over the new connection");
+  check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(" | ")}` : ""}`);
+  await ctx.close();
+}
+
 try {
-  await main();
+  await (process.env.SCENARIO === "reconnect" ? reconnect() : main());
+  stdin.close();
   await browser.close();
   console.log("done");
 } catch (e) {
