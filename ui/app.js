@@ -37,7 +37,7 @@ class Store {
   /** The live record of a task this page owns or was told about. */
   task(taskId) {
     if (!this.tasks.has(taskId)) {
-      this.tasks.set(taskId, { taskId, batchId: null, state: "pending", steps: [], live: true });
+      this.tasks.set(taskId, { taskId, batchId: null, state: "pending", steps: [] });
     }
     return this.tasks.get(taskId);
   }
@@ -66,7 +66,9 @@ const hub = new Hub(`${scheme}//${location.host}/ws`, (state, text) => {
 
 function wireEvents() {
   hub.on("hello", () => {
-    store.tasks.forEach((t) => { t.live = false; });
+    // After a reconnect the hub is the truth again (a task that was running
+    // when it stopped is now recoverable): list_tasks and task_status tell.
+    store.tasks.clear();
     store.needUser.clear();
     refreshBasics();
     store.notify("reconnected");

@@ -83,12 +83,9 @@ export class Hub {
     }
     if (msg.replyTo !== undefined && this.pending.has(msg.replyTo)) {
       const p = this.pending.get(msg.replyTo);
-      // A replay streams events before its reply; only the final message resolves.
-      if (!p.until || p.until(msg)) {
-        this.pending.delete(msg.replyTo);
-        if (msg.type === "error") p.reject(Object.assign(new Error(msg.error?.message), { hubError: msg.error }));
-        else p.resolve(msg);
-      }
+      this.pending.delete(msg.replyTo);
+      if (msg.type === "error") p.reject(Object.assign(new Error(msg.error?.message), { hubError: msg.error }));
+      else p.resolve(msg);
     }
     for (const key of [msg.type, "*"]) {
       for (const fn of this.listeners.get(key) || []) {
@@ -112,14 +109,14 @@ export class Hub {
   }
 
   /** Send with a fresh id; resolves with the reply, rejects with an `error` reply. */
-  request(msg, until) {
+  request(msg) {
     const id = `ui-${++this.nextId}`;
     return new Promise((resolve, reject) => {
       if (!this.open) {
         reject(new Error("not connected to the hub"));
         return;
       }
-      this.pending.set(id, { resolve, reject, until });
+      this.pending.set(id, { resolve, reject });
       this.ws.send(JSON.stringify({ ...msg, id }));
     });
   }

@@ -46,6 +46,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ws", get(ws_upgrade))
         .route("/health", get(health))
         .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
         .route("/ui/{file}", get(ui::file))
         // An explicit fallback so the strict-head layer covers unknown
         // paths too (a layer wraps only the routes added before it).

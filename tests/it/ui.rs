@@ -53,6 +53,7 @@ async fn the_page_is_served_with_strict_headers_and_no_token() {
     let (code, head, _) = get(&hub.addr, "/ui/app.js", &hub.addr).await;
     assert_eq!(code, 200);
     assert!(head.contains("content-type: text/javascript"), "{head}");
+    assert_eq!(get(&hub.addr, "/ui/", &hub.addr).await.0, 200);
     assert_eq!(get(&hub.addr, "/ui/secret.txt", &hub.addr).await.0, 404);
     assert_eq!(get(&hub.addr, "/ui/../health", &hub.addr).await.0, 404);
     // The Host check applies to the page as to everything else.

@@ -145,6 +145,18 @@ async function main() {
   ok("the approved batch finishes");
   await shot("tasks");
 
+  // Cancel a running batch, resume it (it runs again), cancel it again.
+  await page.fill("#batch-steps", JSON.stringify([{ id: "stuck", tool: "t__hang", params: {} }]));
+  await page.click('#batch-form button[type="submit"]');
+  await page.click('#task-list tr.selected button:has-text("Cancel")', { timeout: WAIT });
+  await page.waitForSelector("#batch-done >> text=Finished cancelled", { timeout: WAIT });
+  await page.waitForSelector("#timeline .error >> text=CANCELLED", { timeout: WAIT });
+  ok("Cancel stops a running batch");
+  await page.click('#task-list tr.selected button:has-text("Resume")', { timeout: WAIT });
+  await page.click('#task-list tr.selected button:has-text("Cancel")', { timeout: WAIT });
+  await page.waitForSelector("#batch-done >> text=Finished cancelled", { timeout: WAIT });
+  ok("Resume runs the cancelled task again, live in the timeline");
+
   // Recordings: replay live, the difference highlighted; export.
   await view("recordings");
   await page.click(`#rec-list button:has-text("${process.env.RECORDING}")`);
