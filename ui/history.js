@@ -54,8 +54,16 @@ export function mount(root, { hub }) {
       h("label", { for: "hist-outcome" }, "Outcome"), outcome),
     status, h("div", { class: "scroll" }, table));
   refresh();
-  const offs = [hub.on("tool_result", refresh), hub.on("batch_complete", refresh)];
-  return () => offs.forEach((f) => f());
+  // A burst of finished calls costs one history request.
+  let pending = null;
+  const soon = () => {
+    if (!pending) pending = setTimeout(() => { pending = null; refresh(); }, 300);
+  };
+  const offs = [hub.on("tool_result", soon), hub.on("batch_complete", soon)];
+  return () => {
+    clearTimeout(pending);
+    offs.forEach((f) => f());
+  };
 }
 
 /** History names tools by qualified name, `server__tool`. */

@@ -4,7 +4,7 @@
 
 import { badge, brief, errorBox, fill, h, ms, pre, show } from "./dom.js";
 
-export function mount(root, { hub }) {
+export function mount(root, { hub, store }) {
   const status = h("p", { class: "muted", role: "status", id: "rec-status" });
   const list = h("table", { class: "grid", id: "rec-list" });
   const detail = h("section", { id: "rec-detail", "aria-live": "polite" });
@@ -140,11 +140,14 @@ export function mount(root, { hub }) {
     status,
     h("div", { class: "split" }, h("div", { class: "scroll" }, list), detail));
   refresh();
-  return hub.on("recording_stopped", () => {
+  // A recording ends when its connection does (or hits a limit).
+  const ended = () => {
     recording = null;
     recBtn.textContent = "Start recording this page's calls";
     refresh();
-  });
+  };
+  const offs = [hub.on("recording_stopped", ended), store.sub("reconnected", ended)];
+  return () => offs.forEach((f) => f());
 }
 
 function flowStep(s, i) {
