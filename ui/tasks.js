@@ -127,7 +127,10 @@ export function mount(root, { hub, store }) {
         store.notify("need");
         status.textContent = approve ? "Approved." : "Declined.";
       } catch (e) {
-        status.textContent = `confirm failed: ${e.message}`;
+        // Expired or already answered elsewhere: it is no longer pending.
+        store.needUser.delete(n.taskId);
+        store.notify("need");
+        fill(status, errorBox(e.hubError || { message: e.message }));
       }
       render();
     };

@@ -224,6 +224,9 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     let r = c.call("t__counter", json!({"key": "ui"})).await;
     assert_eq!(r["success"], true, "{r}");
     c.request(json!({"type": "stop_recording"})).await;
+    // A call of another server, for the history's server filter.
+    let r = c.call("hub__list_directory", json!({"path": "."})).await;
+    assert_eq!(r["success"], true, "{r}");
     let run = c
         .request(json!({"type": "create_run", "theme": "Dashboard demo"}))
         .await;

@@ -189,6 +189,19 @@ async function main() {
       && rows.some((r) => r.textContent.includes("t__crash"));
   }, null, { timeout: WAIT });
   ok("history filters by outcome");
+  await page.selectOption("#hist-outcome", "");
+  await page.selectOption("#hist-server", "hub");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#hist-table tbody tr")];
+    return rows.length > 0 && rows.every((r) => r.querySelector("code").textContent.startsWith("hub__"));
+  }, null, { timeout: WAIT });
+  await page.selectOption("#hist-server", "t");
+  await page.fill("#hist-tool", "counter");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#hist-table tbody tr")];
+    return rows.length > 0 && rows.every((r) => r.querySelector("code").textContent === "t__counter");
+  }, null, { timeout: WAIT });
+  ok("history filters by server and tool");
   await shot("history");
 
   // Keyboard: Tab from the skip link reaches the first view's link.
