@@ -21,6 +21,7 @@ class Store {
     this.tools = [];
     this.tasks = new Map();
     this.needUser = new Map();
+    this.recording = null; // the recordingId while this page's connection records
     this.subs = new Map();
   }
 
@@ -69,6 +70,7 @@ function wireEvents() {
     // After a reconnect the hub is the truth again (a task that was running
     // when it stopped is now recoverable): list_tasks and task_status tell.
     store.tasks.clear();
+    store.recording = null; // a recording ends with its connection
     store.needUser.clear();
     refreshBasics();
     store.notify("reconnected");

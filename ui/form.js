@@ -62,7 +62,7 @@ function field(name, prop, required, whole = false) {
       return n;
     };
   } else if (type === "string") {
-    const long = /content|text|body|script|command|code/i.test(name);
+    const long = /^(content|text|body|script|command|code|source|html)$/i.test(name);
     input = long
       ? h("textarea", { ...common, rows: 3 })
       : h("input", { ...common, type: "text", autocomplete: "off", spellcheck: "false" });

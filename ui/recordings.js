@@ -8,8 +8,11 @@ export function mount(root, { hub, store }) {
   const status = h("p", { class: "muted", role: "status", id: "rec-status" });
   const list = h("table", { class: "grid", id: "rec-list" });
   const detail = h("section", { id: "rec-detail", "aria-live": "polite" });
-  const recBtn = h("button", { type: "button", id: "rec-toggle" }, "Start recording this page's calls");
-  let recording = null;
+  const recBtn = h("button", { type: "button", id: "rec-toggle" });
+  // Whether this page's connection records lives in the store: it outlasts the view.
+  const label = () => {
+    recBtn.textContent = store.recording ? "Stop recording" : "Start recording this page's calls";
+  };
 
   async function refresh() {
     try {
@@ -30,21 +33,23 @@ export function mount(root, { hub, store }) {
   }
 
   async function toggleRecording() {
+    let said;
     try {
-      if (recording) {
+      if (store.recording) {
         const r = await hub.request({ type: "stop_recording" });
-        status.textContent = `Stopped: ${r.stepCount} step(s) saved.`;
-        recording = null;
+        said = `Stopped: ${r.stepCount} step(s) saved.`;
+        store.recording = null;
       } else {
         const r = await hub.request({ type: "start_recording", name: `dashboard ${new Date().toLocaleString()}` });
-        recording = r.recordingId;
-        status.textContent = `Recording ${r.recordingId}: calls made from the Tools and Tasks views are kept.`;
+        store.recording = r.recordingId;
+        said = `Recording ${r.recordingId}: calls made from the Tools and Tasks views are kept.`;
       }
     } catch (e) {
-      fill(status, errorBox(e.hubError || { message: e.message }));
+      said = errorBox(e.hubError || { message: e.message });
     }
-    recBtn.textContent = recording ? "Stop recording" : "Start recording this page's calls";
-    refresh();
+    label();
+    await refresh();
+    fill(status, said);
   }
 
   async function open(id) {
@@ -133,6 +138,7 @@ export function mount(root, { hub, store }) {
     }
   }
 
+  label();
   recBtn.addEventListener("click", toggleRecording);
   root.append(
     h("div", { class: "bar" }, h("h2", {}, "Recordings"), recBtn,
@@ -142,8 +148,8 @@ export function mount(root, { hub, store }) {
   refresh();
   // A recording ends when its connection does (or hits a limit).
   const ended = () => {
-    recording = null;
-    recBtn.textContent = "Start recording this page's calls";
+    store.recording = null;
+    label();
     refresh();
   };
   const offs = [hub.on("recording_stopped", ended), store.sub("reconnected", ended)];

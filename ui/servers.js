@@ -78,7 +78,9 @@ export function mount(root, { hub, store, setHealth }) {
     h("h3", {}, "Health checks"), checks);
   render();
   refresh();
-  const offs = [store.sub("servers", render), hub.on("server_status", onStatus)];
+  const offs = [store.sub("servers", render), hub.on("server_status", onStatus),
+    // A re-listed tool may have changed its definition (changedTools).
+    hub.on("tools_updated", onStatus)];
   return () => {
     clearTimeout(pending);
     offs.forEach((f) => f());

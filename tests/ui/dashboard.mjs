@@ -46,7 +46,7 @@ async function callFromForm(tool, fields = {}) {
   await page.fill("#tool-search", tool);
   await page.click(`button[data-tool="${tool}"]`);
   for (const [name, value] of Object.entries(fields)) {
-    await page.fill(`#tool-detail input[name="${name}"]`, value);
+    await page.fill(`#tool-detail [name="${name}"]`, value);
   }
   await page.click('#tool-detail button[type="submit"]');
 }
@@ -122,6 +122,18 @@ async function main() {
   ok("the servers view shows the crashed server running again, with its restart and last error");
   await shot("servers-after-crash");
 
+  // A tool whose definition changes is shown for approval, and approved.
+  await view("tools");
+  await callFromForm("t__add_tool", { name: "dyn", description: "first" });
+  await page.waitForSelector("#tool-result .ok-box", { timeout: WAIT });
+  await callFromForm("t__change_tool", { name: "dyn", description: "second" });
+  await page.waitForSelector("#tool-result .ok-box", { timeout: WAIT });
+  await view("servers");
+  await page.waitForSelector("#pins >> text=t__dyn", { timeout: WAIT });
+  await page.click('#pins button:has-text("Approve changed tools")');
+  await page.waitForFunction(() => document.querySelector("#pins").childElementCount === 0, null, { timeout: WAIT });
+  ok("a changed tool definition is listed and approved from the servers view");
+
   // Tasks: a batch streams its steps; a need_user approved from the page.
   await view("tasks");
   const steps = [
@@ -171,6 +183,21 @@ async function main() {
   await page.waitForSelector(`#export-out pre >> text=# ${process.env.RECORDING}`, { timeout: WAIT });
   ok("the recording exports as Markdown");
   await shot("recordings");
+  await page.selectOption("#replay-mode", "offline");
+  await page.click('#rec-detail button:has-text("Replay")');
+  await page.waitForSelector("#replay-summary >> text=Passed (offline)", { timeout: WAIT });
+  ok("an offline replay passes with the recorded answers");
+
+  // Record this page's own call, then find it in the list.
+  await page.click("#rec-toggle");
+  await page.waitForSelector("#rec-toggle >> text=Stop recording", { timeout: WAIT });
+  await view("tools");
+  await callFromForm("t__echo", { message: "recorded from the page" });
+  await page.waitForSelector("#tool-result .ok-box >> text=recorded from the page", { timeout: WAIT });
+  await view("recordings");
+  await page.click("#rec-toggle >> text=Stop recording");
+  await page.waitForSelector("#rec-status >> text=Stopped: 1 step(s) saved.", { timeout: WAIT });
+  ok("a recording of the page's own call is started and stopped from the page");
 
   // Runs: the log as a timeline.
   await view("runs");
