@@ -92,8 +92,8 @@ fn serve(state: &AppState, headers: &HeaderMap, name: &str) -> Response {
 
 /// The page's policy: its own files only, no inline script or style, no
 /// eval, no framing, and sockets only to this hub. `'self'` covers a
-/// same-origin `ws:` in CSP Level 3 browsers; the explicit `ws://HOST`
-/// keeps older ones working. `host` passed the gate's Host check; on a
+/// same-origin `ws:` in CSP Level 3 browsers (checked in Debian's chromium
+/// 148); the explicit `ws://HOST` keeps older ones working. `host` passed the gate's Host check; on a
 /// non-loopback hub any Host passes, so anything but a host name is dropped
 /// rather than let into the header.
 pub fn csp(host: &str) -> String {
