@@ -196,11 +196,13 @@ impl Page {
     }
 }
 
-/// The whole dashboard in Chromium: servers (a crash and its restart),
-/// tools (a form's result, an error's suggestion), tasks (a streamed
-/// timeline, a need_user approved from the page), recordings (a live replay
-/// with a difference, an export), runs, history, keyboard, phone size, no
-/// console errors, and a page from another origin refused.
+/// The whole dashboard in Chromium: the token from the link or pasted;
+/// servers (a crash and its restart, a changed tool approved); tools (a
+/// form's result, an error's suggestion); tasks (a streamed timeline, a
+/// need_user approved and one denied from the page, cancel, resume);
+/// recordings (a live replay with a difference, offline, export, recording
+/// the page's own call); runs; history filters; keyboard; phone size; no
+/// console errors; and a page from another origin refused.
 #[tokio::test]
 async fn the_dashboard_drives_the_hub_in_chromium() {
     let dir = tempfile::tempdir().expect("dir");
@@ -253,6 +255,12 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         .filter(|l| l["arguments"]["message"] == "danger zone")
         .count();
     assert_eq!(danger, 1, "the step approved from the page ran once");
+    assert!(
+        call_log(&hub.path(), "t")
+            .iter()
+            .all(|l| l["arguments"]["message"] != "danger again"),
+        "the step denied from the page never ran"
+    );
     for view in [
         "servers",
         "servers-after-crash",

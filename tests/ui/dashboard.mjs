@@ -82,8 +82,23 @@ async function otherOriginIsRefused() {
   await ctx.close();
 }
 
+/** Without a token in the link the page asks for one; a pasted token connects. */
+async function pastedToken() {
+  const ctx = await browser.newContext();
+  const p = await ctx.newPage();
+  await p.goto(`${HUB}/ui`);
+  await p.waitForSelector('#conn[data-state="refused"]', { timeout: WAIT });
+  await p.waitForSelector("#token-box:not([hidden])", { timeout: WAIT });
+  await p.fill("#token-input", TOKEN);
+  await p.click('#token-form button[type="submit"]');
+  await p.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  check(await p.isHidden("#token-box"), "a pasted token connects the page and the field goes away");
+  await ctx.close();
+}
+
 async function main() {
   await otherOriginIsRefused();
+  await pastedToken();
 
   const ctx = await openDashboard();
   check(!page.url().includes(TOKEN), "the token is gone from the address bar");
@@ -156,6 +171,14 @@ async function main() {
   check(await page.$("#need-user article.need") === null, "the approval is gone once answered");
   ok("the approved batch finishes");
   await shot("tasks");
+
+  // A denied step fails the batch with SAFETY_BLOCKED.
+  await page.fill("#batch-steps", JSON.stringify([{ id: "nope", tool: "t__echo", params: { message: "danger again" } }]));
+  await page.click('#batch-form button[type="submit"]');
+  await page.click('#need-user button:has-text("Deny")', { timeout: WAIT });
+  await page.waitForSelector("#batch-done >> text=Finished failed", { timeout: WAIT });
+  await page.waitForSelector('#steps li[data-step="0"] .error >> text=SAFETY_BLOCKED', { timeout: WAIT });
+  ok("a step denied from the page fails with SAFETY_BLOCKED");
 
   // Cancel a running batch, resume it (it runs again), cancel it again.
   await page.fill("#batch-steps", JSON.stringify([{ id: "stuck", tool: "t__hang", params: {} }]));
