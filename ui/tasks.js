@@ -80,6 +80,16 @@ export function mount(root, { hub, store }) {
       status.textContent = `task_status: ${e.message}`;
     }
     renderTimeline();
+    // Another client's task sends its events to that client only: ask
+    // again with `wait`, answered once the task is no longer active.
+    if (snapshot && ACTIVE.has(snapshot.state) && !store.tasks.has(taskId)) {
+      hub.request({ type: "task_status", taskId, wait: true }).then((r) => {
+        if (selected === taskId && !store.tasks.has(taskId)) {
+          snapshot = r.task;
+          refresh();
+        }
+      }, () => {});
+    }
   }
 
   function renderTimeline() {

@@ -226,6 +226,13 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     let r = c.call("t__counter", json!({"key": "ui"})).await;
     assert_eq!(r["success"], true, "{r}");
     c.request(json!({"type": "stop_recording"})).await;
+    // Another client's task, running until the page cancels it.
+    c.send(json!({"type": "tool_batch", "id": "elsewhere", "steps": [{"tool": "t__hang"}]}))
+        .await;
+    c.recv_where("elsewhere running", |v| {
+        v["type"] == "task_state" && v["batchId"] == "elsewhere" && v["state"] == "running"
+    })
+    .await;
     // A call of another server, for the history's server filter.
     let r = c.call("hub__list_directory", json!({"path": "."})).await;
     assert_eq!(r["success"], true, "{r}");

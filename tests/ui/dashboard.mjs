@@ -172,6 +172,17 @@ async function main() {
   ok("the approved batch finishes");
   await shot("tasks");
 
+  // Another client's running task: its state from task_status, cancelled
+  // from here, its end seen through task_status with wait.
+  const other = '#task-list tr:has-text("elsewhere")';
+  await page.click(`${other} button.link`, { timeout: WAIT });
+  // (running, or retrying: the page crashed its server above)
+  await page.waitForSelector("#timeline h3 :is(.state-running, .state-retrying)", { timeout: WAIT });
+  await page.click(`${other} button:has-text("Cancel")`);
+  await page.waitForSelector("#timeline h3 .state-cancelled", { timeout: WAIT });
+  await page.waitForSelector(`${other} .state-cancelled`, { timeout: WAIT });
+  ok("another client's task is shown, cancelled from the page, and its end seen");
+
   // A denied step fails the batch with SAFETY_BLOCKED.
   await page.fill("#batch-steps", JSON.stringify([{ id: "nope", tool: "t__echo", params: { message: "danger again" } }]));
   await page.click('#batch-form button[type="submit"]');
