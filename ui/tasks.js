@@ -64,9 +64,9 @@ export function mount(root, { hub, store }) {
       h("td", {}, t.batchId || "–"),
       h("td", {}, badge(t.state)),
       h("td", {}, `${t.stepsCompleted ?? "?"} / ${t.totalSteps ?? "?"}`),
-      h("td", { class: "actions" },
+      h("td", {}, h("div", { class: "actions" },
         ACTIVE.has(t.state) ? h("button", { type: "button", onclick: () => cancel(t.taskId) }, "Cancel") : null,
-        !ACTIVE.has(t.state) && resumable ? h("button", { type: "button", onclick: () => resume(t.taskId) }, "Resume") : null));
+        !ACTIVE.has(t.state) && resumable ? h("button", { type: "button", onclick: () => resume(t.taskId) }, "Resume") : null)));
   }
 
   async function select(taskId) {
