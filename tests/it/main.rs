@@ -21,3 +21,4 @@ mod servers;
 mod spawn;
 mod threats;
 mod tools;
+mod ui;
