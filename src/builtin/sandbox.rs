@@ -332,8 +332,9 @@ impl Sandbox {
     /// refused becomes a `PERMISSION` failure in the ToolResult shape
     /// (`{"ok": false, "error": {…}}` beside `exitCode`, `stdout`, `stderr`,
     /// so nothing the command printed is lost), naming the paths and how to
-    /// allow them. `None` for any other outcome: a success, a failure with
-    /// no refused path, or a path the hub's user could not write either.
+    /// allow them; with `sandboxNetwork: false`, a refused TCP connection
+    /// likewise. `None` for any other outcome: a success, a failure with no
+    /// refused path, or a path the hub's user could not write either.
     pub fn explain(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
         if !matches!(self.verdict, Verdict::Confined { .. }) || !super::command::exit_failed(result)
         {
@@ -347,15 +348,25 @@ impl Sandbox {
                 denied::outside(&abs, writable, &DEVICES) && denied::hub_could_write(&abs)
             })
             .collect();
-        let first = refused.first()?;
-        let mode = self.mode.as_str();
-        let named = refused.join(", ");
         let how = match result.get("exitCode").and_then(Value::as_i64) {
             Some(code) => format!("exited with status {code}"),
             None => "was killed".to_string(),
         };
+        let mode = self.mode.as_str();
+        let Some(first) = refused.first() else {
+            if self.network || !denied::tcp_refused(stderr) {
+                return None;
+            }
+            return failure(
+                result,
+                format!("the sandbox refused a TCP connection: builtin.sandboxNetwork is false, so commands may not connect or listen over TCP; the command {how}"),
+                "this hub keeps commands off the network: fetch what you need another way (a tool of an MCP server), or have the operator set builtin.sandboxNetwork to true in config.json and restart the hub".to_string(),
+                json!({"mode": mode, "network": false}),
+            );
+        };
         let message = format!(
-            "the sandbox refused to write {named}: builtin.sandbox is \"{mode}\", so {}; the command {how}",
+            "the sandbox refused to write {}: builtin.sandbox is \"{mode}\", so {}; the command {how}",
+            refused.join(", "),
             self.reach()
         );
         let suggestion = match self.mode {
@@ -364,24 +375,32 @@ impl Sandbox {
                 "write inside the workspace instead (a relative path, or $TMPDIR for scratch files); if commands must write to {first}, the operator can set builtin.sandbox to \"off\" in config.json and restart the hub"
             ),
         };
-        let mut out = result.clone();
-        let obj = out.as_object_mut()?;
-        obj.insert("ok".into(), json!(false));
-        obj.insert(
-            "error".into(),
-            json!({
-                "code": ErrorType::Permission.as_str(),
-                "message": message,
-                "retriable": false,
-                "suggestion": suggestion,
-            }),
-        );
-        obj.insert(
-            "sandbox".into(),
+        failure(
+            result,
+            message,
+            suggestion,
             json!({"mode": mode, "refusedPaths": refused}),
-        );
-        Some(out)
+        )
     }
+}
+
+/// `result` as a failed ToolResult of class `PERMISSION`, keeping every
+/// field the command produced.
+fn failure(result: &Value, message: String, suggestion: String, sandbox: Value) -> Option<Value> {
+    let mut out = result.clone();
+    let obj = out.as_object_mut()?;
+    obj.insert("ok".into(), json!(false));
+    obj.insert(
+        "error".into(),
+        json!({
+            "code": ErrorType::Permission.as_str(),
+            "message": message,
+            "retriable": false,
+            "suggestion": suggestion,
+        }),
+    );
+    obj.insert("sandbox".into(), sandbox);
+    Some(out)
 }
 
 #[cfg(target_os = "linux")]

@@ -144,3 +144,15 @@ pub fn hub_could_write(path: &Path) -> bool {
     // SAFETY: a valid NUL-terminated path; access only reads it.
     unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
 }
+
+/// True when `stderr` reports a TCP connect or bind refused with EACCES,
+/// as Landlock refuses them (`connect EACCES 127.0.0.1:80` from Node,
+/// `connect: Permission denied` from bash, curl's "Permission denied"
+/// after "Failed to connect").
+pub fn tcp_refused(stderr: &str) -> bool {
+    stderr.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        let net = ["connect", "bind", "listen"].iter().any(|w| l.contains(w));
+        net && (l.contains("eacces") || l.contains("permission denied"))
+    })
+}

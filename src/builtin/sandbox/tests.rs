@@ -196,6 +196,24 @@ fn refused_paths_are_read_from_what_shells_and_tools_print() {
 }
 
 #[test]
+fn refused_tcp_is_recognised_in_node_bash_and_curl_wording() {
+    for yes in [
+        "Error: connect EACCES 127.0.0.1:8765",
+        "bash: connect: Permission denied",
+        "curl: (7) Failed to connect to 127.0.0.1 port 80: Permission denied",
+        "Error: listen EACCES: permission denied 0.0.0.0:3000",
+    ] {
+        assert!(denied::tcp_refused(yes), "{yes}");
+    }
+    for no in [
+        "connect ECONNREFUSED 127.0.0.1:1",
+        "cat: x: Permission denied",
+    ] {
+        assert!(!denied::tcp_refused(no), "{no}");
+    }
+}
+
+#[test]
 fn a_path_is_the_sandbox_s_only_when_outside_every_writable_folder() {
     let ws = PathBuf::from("/w/ws");
     let writable = [PathBuf::from("/w/tmp"), ws.clone()];
