@@ -220,10 +220,10 @@ impl Sandbox {
         let tmp = self.tmp.display();
         match self.mode {
             SandboxMode::WorkspaceWrite => format!(
-                "it may write only in the workspace {}, the current run's folder and its temp dir {tmp} (TMPDIR)",
+                "run_command may write only in the workspace {}, the current run's folder (when one is set) and its temp dir {tmp} (TMPDIR)",
                 self.workspace.display()
             ),
-            _ => format!("it may write nothing but its temp dir {tmp} (TMPDIR)"),
+            _ => format!("run_command may write nothing but its temp dir {tmp} (TMPDIR)"),
         }
     }
 

@@ -293,3 +293,39 @@ async fn the_current_run_folder_is_writable_and_another_run_s_is_not() {
     let r = run(&mut c, &format!("echo o > {}", other.display())).await;
     assert_refused(&r, &other.display().to_string(), "workspace");
 }
+
+/// The shipped config.json (only its port changed) serves the built-in
+/// tools under the default sandbox, and the README's wscat session works.
+#[tokio::test]
+async fn the_shipped_config_runs_the_readme_session_under_the_default_sandbox() {
+    if !confined_kernel() {
+        return;
+    }
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(shipped).expect("config.json"))
+            .expect("json");
+    assert_eq!(
+        config["builtin"].get("sandbox"),
+        None,
+        "the default applies"
+    );
+    config["server"]["listen"] = json!("127.0.0.1:0");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("config.json");
+    std::fs::write(&path, config.to_string()).expect("write");
+    let hub = TestHub::spawn(dir, &path).await;
+    let mut c = hub.connect().await;
+    let w = c
+        .call(
+            "write_file",
+            json!({"path": "notes/hello.txt", "content": "hello world"}),
+        )
+        .await;
+    assert_eq!(w["success"], true, "{w}");
+    let r = run(&mut c, "ls notes && uname -s").await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["result"]["stdout"], "hello.txt\nLinux\n", "{r}");
+    let check = sandbox_check(&mut c).await;
+    assert_eq!(check["ok"], true, "{check}");
+}
