@@ -175,6 +175,7 @@ impl CommandRunner {
                 let refused = self
                     .sandbox
                     .as_ref()
+                    .filter(|_| exit_failed(&v))
                     .and_then(|s| s.explain(&v, &req.cwd, &writable));
                 Ok(refused.unwrap_or(v))
             }

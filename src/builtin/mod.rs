@@ -105,7 +105,7 @@ impl Builtin {
                     return Ok(v);
                 }
                 if let Some(e) = command::exit_error(&v) {
-                    return Err(e);
+                    return Err(self.sandbox.hint(e));
                 }
                 Ok(v)
             }

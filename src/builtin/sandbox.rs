@@ -160,16 +160,20 @@ pub struct Prepared {
 
 impl Sandbox {
     /// Decide for `cfg` on this kernel, create the private temp dir
-    /// `<stateDir>/tmp` (emptied: one hub per state dir) and log what the
-    /// hub does.
+    /// `<stateDir>/tmp` (emptied: one hub per state dir, and the caller
+    /// holds its lock) and log what the hub does.
     pub fn new(
         cfg: &BuiltinConfig,
         workspace: &Path,
         state_dir: &Path,
     ) -> std::io::Result<Sandbox> {
         let tmp = state_dir.join("tmp");
+        // What the last run's commands left. A leftover a command made
+        // unremovable (a folder chmod 0) must not stop the hub from starting.
         if tmp.exists() {
-            std::fs::remove_dir_all(&tmp)?;
+            if let Err(e) = std::fs::remove_dir_all(&tmp) {
+                tracing::warn!(path = %tmp.display(), error = %e, "could not empty run_command's temp dir; its leftovers stay");
+            }
         }
         std::fs::create_dir_all(&tmp)?;
         {
@@ -328,16 +332,16 @@ impl Sandbox {
 }
 
 impl Sandbox {
-    /// A failed confined command whose stderr names paths the sandbox
-    /// refused becomes a `PERMISSION` failure in the ToolResult shape
+    /// The `result` of a failed confined command (the caller checks that it
+    /// failed) whose stderr names paths the sandbox refused becomes a
+    /// `PERMISSION` failure in the ToolResult shape
     /// (`{"ok": false, "error": {…}}` beside `exitCode`, `stdout`, `stderr`,
     /// so nothing the command printed is lost), naming the paths and how to
     /// allow them; with `sandboxNetwork: false`, a refused TCP connection
-    /// likewise. `None` for any other outcome: a success, a failure with no
-    /// refused path, or a path the hub's user could not write either.
+    /// likewise. `None` for any other failure: no refused path, or a path
+    /// the hub's user could not write either.
     pub fn explain(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
-        if !matches!(self.verdict, Verdict::Confined { .. }) || !super::command::exit_failed(result)
-        {
+        if !matches!(self.verdict, Verdict::Confined { .. }) {
             return None;
         }
         let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
@@ -381,6 +385,28 @@ impl Sandbox {
             suggestion,
             json!({"mode": mode, "refusedPaths": refused}),
         )
+    }
+}
+
+impl Sandbox {
+    /// A `PERMISSION` failure of a confined command that [`explain`]
+    /// could not pin on a path still gets the sandbox in its suggestion:
+    /// the refusal may be the sandbox's.
+    ///
+    /// [`explain`]: Sandbox::explain
+    pub fn hint(&self, e: HubError) -> HubError {
+        if e.error_type != ErrorType::Permission
+            || !matches!(self.verdict, Verdict::Confined { .. })
+        {
+            return e;
+        }
+        let mode = self.mode.as_str();
+        let suggestion = format!(
+            "{}; if the command wrote outside the folders it may write, run_command's sandbox refused it (builtin.sandbox \"{mode}\"): {}",
+            e.suggestion,
+            self.reach()
+        );
+        e.with_suggestion(suggestion)
     }
 }
 

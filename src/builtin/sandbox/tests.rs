@@ -120,6 +120,31 @@ fn health_check_and_refusal_say_what_the_hub_does() {
 }
 
 #[test]
+fn a_permission_failure_without_a_path_still_points_at_the_sandbox() {
+    let on = Sandbox::with_verdict(
+        &cfg(SandboxMode::WorkspaceWrite, true),
+        Path::new("/ws"),
+        PathBuf::from("/t"),
+        Verdict::Confined { abi: 7 },
+    );
+    let e = on.hint(HubError::classified("command exited with status 1: EACCES"));
+    assert_eq!(e.error_type, ErrorType::Permission);
+    assert!(
+        e.suggestion.contains("builtin.sandbox \"workspace-write\""),
+        "{}",
+        e.suggestion
+    );
+    let other = on.hint(HubError::classified(
+        "command exited with status 1: no such file",
+    ));
+    assert!(
+        !other.suggestion.contains("sandbox"),
+        "{}",
+        other.suggestion
+    );
+}
+
+#[test]
 fn writable_folders_follow_the_mode() {
     let run = Some(PathBuf::from("/runs/r1"));
     let ww = Sandbox::with_verdict(
