@@ -191,6 +191,8 @@ impl Sandbox {
         Ok(sandbox)
     }
 
+    /// A sandbox with a verdict already made (`new` after deciding; unit
+    /// tests, for any kernel). Creates nothing and logs nothing.
     pub fn with_verdict(
         cfg: &BuiltinConfig,
         workspace: &Path,
