@@ -6,6 +6,10 @@
 
 pub mod command;
 pub mod fs;
+pub mod sandbox;
+
+use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -45,25 +49,44 @@ impl Tool {
     }
 }
 
-/// The workspace and its command runner (`builtin.enabled`).
+/// The workspace, its command runner and the runner's sandbox
+/// (`builtin.enabled`).
 pub struct Builtin {
     ws: fs::Workspace,
     runner: command::CommandRunner,
+    sandbox: Arc<sandbox::Sandbox>,
 }
 
 impl Builtin {
-    /// `None` when `builtin.enabled` is false.
-    pub fn new(cfg: &BuiltinConfig) -> std::io::Result<Option<Builtin>> {
+    /// `None` when `builtin.enabled` is false. The sandbox's private temp
+    /// dir is `<state_dir>/tmp`; `runs` tells it each connection's current
+    /// run folder. Logs what the sandbox does on this kernel.
+    pub fn new(
+        cfg: &BuiltinConfig,
+        state_dir: &Path,
+        runs: Option<Arc<dyn sandbox::RunFolder>>,
+    ) -> std::io::Result<Option<Builtin>> {
         if !cfg.enabled {
             return Ok(None);
         }
         let ws = fs::Workspace::new(&cfg.workspace, cfg.max_read_bytes)?;
+        let sandbox = Arc::new(sandbox::Sandbox::new(cfg, ws.root(), state_dir)?);
         let runner = command::CommandRunner::new(
             ws.root().to_path_buf(),
             cfg.command_timeout,
             cfg.max_output_bytes,
-        );
-        Ok(Some(Builtin { ws, runner }))
+        )
+        .with_sandbox(sandbox.clone(), runs);
+        Ok(Some(Builtin {
+            ws,
+            runner,
+            sandbox,
+        }))
+    }
+
+    /// The sandbox of `run_command`, for `health_status`.
+    pub fn sandbox(&self) -> Arc<sandbox::Sandbox> {
+        self.sandbox.clone()
     }
 
     async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
@@ -73,9 +96,16 @@ impl Builtin {
             Tool::WriteFile => self.ws.write_file(params).await,
             Tool::ListDirectory => self.ws.list_directory(params).await,
             Tool::RunCommand => {
-                let v = self.runner.run(params, call.cancel.clone()).await?;
+                let v = self
+                    .runner
+                    .run_for(params, call.cancel.clone(), call.session)
+                    .await?;
+                // The sandbox's refusal, already in the ToolResult shape.
+                if v.get("ok").and_then(Value::as_bool) == Some(false) {
+                    return Ok(v);
+                }
                 if let Some(e) = command::exit_error(&v) {
-                    return Err(e);
+                    return Err(self.sandbox.hint(e));
                 }
                 Ok(v)
             }
@@ -115,8 +145,10 @@ mod tests {
             command_timeout: std::time::Duration::from_secs(1),
             max_output_bytes: 1024,
             max_read_bytes: 1024,
+            sandbox: crate::config::SandboxMode::WorkspaceWrite,
+            sandbox_network: true,
         };
-        let b = match Builtin::new(&cfg) {
+        let b = match Builtin::new(&cfg, dir.path(), None) {
             Ok(Some(b)) => b,
             Ok(None) => panic!("enabled"),
             Err(e) => panic!("{e}"),

@@ -27,6 +27,7 @@ use dashmap::DashMap;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+use crate::builtin::sandbox::RunFolder;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
@@ -146,6 +147,22 @@ impl Runs {
             return gone(&id, "the hub-wide current_run");
         }
         Current::Unset
+    }
+
+    /// The current run of `session` as [`current`](Self::current) finds
+    /// it, without clearing anything: `None` when there is none or it is
+    /// gone.
+    fn peek(&self, session: &str) -> Option<String> {
+        let storage = self.storage();
+        let exists = |id: &String| store::exists(&storage, id);
+        if let Some(id) = self.sessions.get(session).map(|r| r.clone()) {
+            return exists(&id).then_some(id);
+        }
+        if let Some(id) = &self.env {
+            return exists(id).then(|| id.clone());
+        }
+        let default = self.default.lock().ok().and_then(|d| d.clone())?;
+        exists(&default).then_some(default)
     }
 
     /// Forget the hub-wide default (memory and file) when it is `run_id`.
@@ -378,6 +395,14 @@ impl Runs {
             }
             Err(e) => tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot"),
         }
+    }
+}
+
+/// `run_command`'s sandbox leaves the current run's folder writable.
+impl RunFolder for Runs {
+    fn folder(&self, session: &str) -> Option<PathBuf> {
+        let id = self.peek(session)?;
+        store::dir_of(&self.storage(), &id).ok()
     }
 }
 

@@ -16,6 +16,7 @@ mod recording;
 mod reload;
 mod runs;
 mod safety;
+mod sandbox;
 mod secrets;
 mod servers;
 mod spawn;
