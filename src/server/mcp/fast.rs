@@ -66,6 +66,8 @@ pub struct FastPath {
     known: DashMap<Arc<str>, Known>,
     /// (session id, JSON-RPC id as JSON text) → the call's cancel token.
     inflight: DashMap<(Arc<str>, String), CancellationToken>,
+    /// Told when a session is added.
+    added: tokio::sync::Notify,
 }
 
 impl FastPath {
@@ -74,6 +76,7 @@ impl FastPath {
             epoch: Instant::now(),
             known: DashMap::new(),
             inflight: DashMap::new(),
+            added: tokio::sync::Notify::new(),
         }
     }
 
@@ -113,6 +116,25 @@ impl FastPath {
                 last_seen: AtomicU64::new(self.now_ms()),
             },
         );
+        self.added.notify_waiters();
+    }
+
+    /// Wait (at most `limit`) until rmcp's handler has seen the session's
+    /// `notifications/initialized`, so the session's first call after the
+    /// `202` can already take the direct path.
+    async fn wait_added(&self, id: &str, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let added = self.added.notified();
+            tokio::pin!(added);
+            added.as_mut().enable();
+            if self.known.contains_key(id) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, added).await.is_err() {
+                return; // served by rmcp until it is known
+            }
+        }
     }
 
     /// The session ended (its last handler was dropped).
@@ -179,6 +201,7 @@ enum Plan {
         params: CallToolRequestParams,
     },
     Cancel(String),
+    Initialized,
     Pass,
 }
 
@@ -204,6 +227,7 @@ fn plan(body: &[u8]) -> Plan {
                 Err(_) => Plan::Pass, // rmcp says what is wrong with it
             }
         }
+        Some("notifications/initialized") => Plan::Initialized,
         Some("notifications/cancelled") => match m.get("params").and_then(|p| p.get("requestId")) {
             Some(id) => Plan::Cancel(id.to_string()),
             None => Plan::Pass,
@@ -238,10 +262,8 @@ pub async fn direct(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -
     let Some(sid) = sid else {
         return next.run(req).await;
     };
-    if !fast.touch(&sid)
-        || req.method() != Method::POST
-        || !servable_headers(fast, &sid, req.headers())
-    {
+    let known = fast.touch(&sid);
+    if req.method() != Method::POST || (known && !servable_headers(fast, &sid, req.headers())) {
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
@@ -255,33 +277,43 @@ pub async fn direct(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -
             return (StatusCode::PAYLOAD_TOO_LARGE, msg).into_response();
         }
     };
+    let pass = |parts, bytes| next.run(Request::from_parts(parts, Body::from(bytes)));
     match plan(&bytes) {
-        Plan::Call { id, params } => call(&ep, sid, id, params).await,
-        Plan::Cancel(id) => match fast.inflight.get(&(sid.clone(), id)) {
-            Some(token) => {
+        Plan::Call { id, params } if known && name_agrees(&parts.headers, &params) => {
+            call(&ep, sid, id, params).await
+        }
+        Plan::Cancel(id) if fast.inflight.contains_key(&(sid.clone(), id.clone())) => {
+            if let Some(token) = fast.inflight.get(&(sid, id)) {
                 token.cancel();
-                StatusCode::ACCEPTED.into_response()
             }
-            None => {
-                next.run(Request::from_parts(parts, Body::from(bytes)))
-                    .await
+            StatusCode::ACCEPTED.into_response()
+        }
+        Plan::Initialized if !known => {
+            let resp = pass(parts, bytes).await;
+            if resp.status().is_success() {
+                fast.wait_added(&sid, Duration::from_secs(2)).await;
             }
-        },
-        Plan::Pass => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
+            resp
+        }
+        Plan::Call { .. } | Plan::Cancel(_) | Plan::Initialized | Plan::Pass => {
+            pass(parts, bytes).await
         }
     }
 }
 
 /// Headers the direct path can answer for: a known plain session, the
-/// negotiated version (or none), and no SEP-2243 routing headers (rmcp
-/// validates those against the body).
+/// negotiated version (or none), and SEP-2243 routing headers only as far as
+/// they are checked here (`Mcp-Method: tools/call`, `Mcp-Name` in `names`);
+/// `Mcp-Param-*` headers go to rmcp, which validates them against the schema.
 fn servable_headers(fast: &FastPath, sid: &str, h: &HeaderMap) -> bool {
     let Some(k) = fast.known.get(sid) else {
         return false;
     };
-    if !k.plain || h.contains_key("mcp-method") || h.contains_key("mcp-name") {
+    let method_ok = h
+        .get("mcp-method")
+        .is_none_or(|m| m.as_bytes() == b"tools/call");
+    let params_in_headers = h.keys().any(|k| k.as_str().starts_with("mcp-param-"));
+    if !k.plain || !method_ok || params_in_headers {
         return false;
     }
     let accepts_json = h
@@ -295,6 +327,13 @@ fn servable_headers(fast: &FastPath, sid: &str, h: &HeaderMap) -> bool {
         Some(Err(_)) => false,
     };
     accepts_json && version_ok
+}
+
+/// An `Mcp-Name` header, when present, names the tool the body calls (a
+/// plain value; an encoded or differing one is rmcp's to judge).
+fn name_agrees(h: &HeaderMap, params: &CallToolRequestParams) -> bool {
+    h.get("mcp-name")
+        .is_none_or(|n| n.as_bytes() == params.name.as_bytes())
 }
 
 async fn call(ep: &Endpoint, sid: Arc<str>, id: Value, params: CallToolRequestParams) -> Response {

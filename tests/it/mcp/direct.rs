@@ -15,6 +15,16 @@ struct Reply {
 }
 
 async fn post(hub: &TestHub, session: Option<&str>, auth: bool, body: Value) -> Reply {
+    post_with(hub, session, auth, body, &[]).await
+}
+
+async fn post_with(
+    hub: &TestHub,
+    session: Option<&str>,
+    auth: bool,
+    body: Value,
+    extra: &[(&str, &str)],
+) -> Reply {
     let body = body.to_string();
     let mut req = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -28,6 +38,9 @@ async fn post(hub: &TestHub, session: Option<&str>, auth: bool, body: Value) -> 
         req.push_str(&format!(
             "Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-06-18\r\n"
         ));
+    }
+    for (k, v) in extra {
+        req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
     req.push_str(&body);
@@ -101,6 +114,24 @@ async fn a_plain_call_is_answered_as_one_json_object_and_the_rest_as_sse() {
     // The call went through the hub's call path: it is in the history.
     let h = ws.request(json!({"type": "history", "limit": 5})).await;
     assert!(h.to_string().contains("t__echo"), "{h}");
+
+    // SEP-2243 headers that agree with the body (rmcp's client sends them)
+    // are served directly; a name that disagrees is left to rmcp.
+    let routed = [("Mcp-Method", "tools/call"), ("Mcp-Name", "t__echo")];
+    let r = post_with(&hub, Some(&sid), true, echo(6, None), &routed).await;
+    assert!(
+        r.headers.contains("content-type: application/json"),
+        "{}",
+        r.headers
+    );
+    assert!(r.body.contains("\"direct\""), "{}", r.body);
+    let wrong = [("Mcp-Method", "tools/call"), ("Mcp-Name", "t__other")];
+    let r = post_with(&hub, Some(&sid), true, echo(7, None), &wrong).await;
+    assert!(
+        r.headers.contains("text/event-stream") || r.status >= 400,
+        "a disagreeing Mcp-Name is rmcp's to judge: {}",
+        r.headers
+    );
 
     // A progress token needs a request stream: rmcp's SSE.
     let r = post(
