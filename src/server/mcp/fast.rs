@@ -46,13 +46,13 @@ use super::Endpoint;
 pub const IDLE: Duration = Duration::from_secs(300);
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The first protocol version without sessions.
+const STATELESS_ERA: &str = "2026-07-28";
 
 /// A session the direct path may serve.
 struct Known {
     state: Arc<SessionState>,
     peer: Peer<RoleServer>,
-    /// The protocol version the session negotiated.
-    version: String,
     /// The client can be asked nothing back (no sampling, no elicitation):
     /// its calls need no request stream.
     plain: bool,
@@ -103,7 +103,6 @@ impl FastPath {
         };
         let caps = &info.capabilities;
         let plain = caps.sampling.is_none() && caps.elicitation.is_none();
-        let version = info.protocol_version.to_string();
         let id: Arc<str> = id.into();
         state.set_http_id(id.clone());
         self.known.insert(
@@ -111,7 +110,6 @@ impl FastPath {
             Known {
                 state,
                 peer,
-                version,
                 plain,
                 last_seen: AtomicU64::new(self.now_ms()),
             },
@@ -301,8 +299,8 @@ pub async fn direct(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -
     }
 }
 
-/// Headers the direct path can answer for: a known plain session, the
-/// negotiated version (or none), and SEP-2243 routing headers only as far as
+/// Headers the direct path can answer for: a known plain session, a
+/// session-era version (or none), and SEP-2243 routing headers only as far as
 /// they are checked here (`Mcp-Method: tools/call`, `Mcp-Name` in `names`);
 /// `Mcp-Param-*` headers go to rmcp, which validates them against the schema.
 fn servable_headers(fast: &FastPath, sid: &str, h: &HeaderMap) -> bool {
@@ -323,10 +321,19 @@ fn servable_headers(fast: &FastPath, sid: &str, h: &HeaderMap) -> bool {
         .any(|v| v.contains("application/json") || v.contains("*/*"));
     let version_ok = match h.get(VERSION_HEADER).map(|v| v.to_str()) {
         None => true,
-        Some(Ok(v)) => v == k.version,
+        Some(Ok(v)) => legacy_version(v),
         Some(Err(_)) => false,
     };
     accepts_json && version_ok
+}
+
+/// A version rmcp knows that has sessions (before 2026-07-28, whose
+/// requests rmcp always serves statelessly); the dates order as strings.
+fn legacy_version(v: &str) -> bool {
+    v < STATELESS_ERA
+        && rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .any(|k| k.as_str() == v)
 }
 
 /// An `Mcp-Name` header, when present, names the tool the body calls (a
@@ -387,5 +394,13 @@ mod tests {
         let cancel =
             br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}"#;
         assert!(matches!(plan(cancel), Plan::Cancel(id) if id == "\"a\""));
+    }
+
+    #[test]
+    fn only_session_era_versions_are_served_directly() {
+        assert!(legacy_version("2025-06-18"));
+        assert!(legacy_version("2025-11-25"));
+        assert!(!legacy_version("2026-07-28"), "served statelessly by rmcp");
+        assert!(!legacy_version("1999-01-01"), "unknown: rmcp says so");
     }
 }

@@ -35,9 +35,13 @@ async fn post_with(
         req.push_str(&format!("Authorization: Bearer {t}\r\n"));
     }
     if let Some(s) = session {
-        req.push_str(&format!(
-            "Mcp-Session-Id: {s}\r\nMcp-Protocol-Version: 2025-06-18\r\n"
-        ));
+        req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+        if !extra
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("mcp-protocol-version"))
+        {
+            req.push_str("Mcp-Protocol-Version: 2025-06-18\r\n");
+        }
     }
     for (k, v) in extra {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -59,12 +63,17 @@ async fn post_with(
 
 /// initialize + notifications/initialized; the session id.
 async fn open(hub: &TestHub, capabilities: Value) -> String {
+    open_asking(hub, capabilities, "2025-06-18").await.0
+}
+
+/// The same, asking for `version`: (session id, the negotiated version).
+async fn open_asking(hub: &TestHub, capabilities: Value, version: &str) -> (String, String) {
     let r = post(
         hub,
         None,
         true,
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": capabilities,
+            "protocolVersion": version, "capabilities": capabilities,
             "clientInfo": {"name": "raw", "version": "0"}}}),
     )
     .await;
@@ -75,6 +84,13 @@ async fn open(hub: &TestHub, capabilities: Value) -> String {
         .find_map(|l| l.strip_prefix("mcp-session-id:"))
         .map(|v| v.trim().to_string())
         .expect("a session id");
+    let negotiated = r
+        .body
+        .split("\"protocolVersion\":\"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+        .unwrap_or("")
+        .to_string();
     let r = post(
         hub,
         Some(&sid),
@@ -83,7 +99,7 @@ async fn open(hub: &TestHub, capabilities: Value) -> String {
     )
     .await;
     assert_eq!(r.status, 202, "{}", r.body);
-    sid
+    (sid, negotiated)
 }
 
 fn echo(id: u64, meta: Option<Value>) -> Value {
@@ -130,6 +146,21 @@ async fn a_plain_call_is_answered_as_one_json_object_and_the_rest_as_sse() {
     assert!(
         r.headers.contains("text/event-stream") || r.status >= 400,
         "a disagreeing Mcp-Name is rmcp's to judge: {}",
+        r.headers
+    );
+
+    // rmcp's own client asks for the newest version in its initialize and
+    // then sends the one negotiated down to: still the direct path.
+    let (newest, negotiated) = open_asking(&hub, json!({}), "2026-07-28").await;
+    assert!(
+        negotiated.as_str() < "2026-07-28" && !negotiated.is_empty(),
+        "{negotiated}"
+    );
+    let v = [("Mcp-Protocol-Version", negotiated.as_str())];
+    let r = post_with(&hub, Some(&newest), true, echo(8, None), &v).await;
+    assert!(
+        r.headers.contains("content-type: application/json"),
+        "{}",
         r.headers
     );
 
