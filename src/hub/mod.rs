@@ -324,6 +324,16 @@ impl Hub {
         let next = Arc::new(ToolSnapshot::build(all, BUILTIN_SERVER).with_unavailable(unavailable));
         let prev = self.tools();
         let diff = prev.diff(&next);
+        let ambiguous = prev.newly_ambiguous(&next);
+        for a in &ambiguous {
+            tracing::warn!(
+                reason,
+                name = %a.name,
+                tools = %a.tools.join(", "),
+                "bare tool name is now offered by several servers; calling it bare fails with \
+                 AMBIGUOUS_TOOL, call it by one of the qualified names"
+            );
+        }
         let rug = self.pins.observe(&next);
         if !rug.is_empty() {
             let pinned = self.config().security.pin_tools;
@@ -351,6 +361,7 @@ impl Hub {
                 "added": diff.added,
                 "removed": diff.removed,
                 "changed": diff.changed,
+                "ambiguous": ambiguous,
                 "reason": reason,
             }));
         }
