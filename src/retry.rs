@@ -3,7 +3,7 @@
 //!
 //! Decisions look at the [`ErrorType`] only, never at error text: the
 //! classifier in `errors` is the one place that reads text. Strategies come
-//! from `retry.strategies` (class defaults from PROTOCOL.md, merged in
+//! from `retry.strategies` (class defaults from docs/protocol.md, merged in
 //! `config`); a call or step may disable retries or bring its own strategy.
 
 use std::time::Duration;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::{Access, SharedAccess};
 use crate::assertions::Assertions;
 use crate::builtin::Builtin;
 use crate::config::Config;
@@ -41,11 +42,17 @@ pub struct App {
     pub runs: Arc<Runs>,
     /// Everyone told of a finished call: the recorder, then runs.
     pub observer: Arc<dyn CallObserver>,
+    /// The token and origins the gate checks; replaced on a config reload.
+    pub access: SharedAccess,
 }
 
 impl App {
     /// Build every service and start the servers and background work.
-    pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<App> {
+    pub fn start(
+        config: Config,
+        access: SharedAccess,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<App> {
         let builtin = Builtin::new(&config.builtin)?;
         let hub = Hub::new(config, shutdown)?;
         let recorder = Arc::new(Recorder::new(hub.clone()));
@@ -61,10 +68,9 @@ impl App {
             recorder,
             runs: runs.clone(),
             observer,
+            access: access.clone(),
         };
-        if let Some(b) = builtin {
-            hub.mount(BUILTIN_SERVER, Arc::new(b));
-        }
+        hub.mount(BUILTIN_SERVER, Arc::new(builtin));
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
         hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
@@ -72,6 +78,7 @@ impl App {
         engine.recover();
         crate::engine::durable::spawn_retention(engine);
         crate::hub::reload_watcher(hub.clone());
+        spawn_access_reload(hub.clone(), access);
         crate::hub::health::spawn_prober(hub);
         Ok(app)
     }
@@ -93,4 +100,50 @@ impl App {
         self.recorder.connection_closed(session);
         self.runs.connection_closed(session);
     }
+}
+
+/// On every applied config reload, give the gate the token and origins now
+/// configured. New connections are checked against them; connections
+/// already open stay (they presented the token in force when they
+/// connected; restart the hub to drop every client at once).
+fn spawn_access_reload(hub: Hub, access: SharedAccess) {
+    let mut rx = hub.watch_config();
+    let mut applied = (
+        hub.config().server.token.clone(),
+        hub.config().server.allowed_origins.clone(),
+    );
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hub.shutdown.cancelled() => break,
+                changed = rx.changed() => if changed.is_err() { break },
+            }
+            let cfg = rx.borrow_and_update().clone();
+            let now = (cfg.server.token.clone(), cfg.server.allowed_origins.clone());
+            if now == applied {
+                continue;
+            }
+            match Access::resolve(&cfg) {
+                Ok(a) => {
+                    if let Some(t) = &a.token {
+                        cfg.security.secrets.add(t);
+                        crate::secrets::mask_logs_with(&cfg.security.secrets);
+                    }
+                    for w in a.warnings() {
+                        tracing::warn!("{w}");
+                    }
+                    let token_changed = now.0 != applied.0;
+                    access.replace(a);
+                    tracing::info!(
+                        token_changed,
+                        origins = ?now.1,
+                        "gate updated from the config: new connections are checked against the new token and origins; open connections stay"
+                    );
+                    applied = now;
+                }
+                Err(e) => tracing::error!(error = %e,
+                    "server.token/allowedOrigins not applied; the gate keeps the previous values"),
+            }
+        }
+    });
 }

@@ -91,6 +91,19 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
             )),
         },
     });
+    let restart = hub.restart_needed();
+    if !restart.is_empty() {
+        checks.push(Check {
+            name: "restartNeeded".into(),
+            ok: false,
+            message: format!(
+                "{} changed in {}: restart needed, the hub runs with the value it started with until then",
+                restart.join(", "),
+                cfg.path.display()
+            ),
+            fix: Some("restart the hub (every other change in the file is already applied)".into()),
+        });
+    }
     checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
     checks.extend(extra);
     let changed_tools = hub.changed_tools();
@@ -155,6 +168,7 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         "toolsHash": tools.hash(),
         "servers": servers,
         "changedTools": changed_tools,
+        "restartNeeded": restart,
         "ambiguousTools": ambiguous,
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
