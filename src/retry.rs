@@ -85,6 +85,11 @@ pub struct RetryRecord {
     pub error_type: ErrorType,
     pub delay_ms: u64,
     pub action: &'static str,
+    /// What the action's helper tool (`recoveryTool`, `snapshotTool`) did
+    /// when it did not simply succeed: refused by the safety gate, failed,
+    /// or not offered by the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn action_name(a: RetryAction) -> &'static str {
