@@ -157,9 +157,12 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                 HubError::new(
                     ErrorType::InvalidMessage,
                     format!(
-                        "task {} is {:?}, not running; nothing to cancel",
+                        "task {} is {}, not running; nothing to cancel",
                         r.task_id,
-                        t.state()
+                        serde_json::to_value(t.state())
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
                     ),
                 ),
             ),

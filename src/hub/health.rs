@@ -56,7 +56,7 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
                 name: format!("server:{}", st.name),
                 ok: false,
                 message: format!(
-                    "server {} is {:?}: {}",
+                    "server {} is {}: {}",
                     st.name,
                     st.state,
                     st.last_error

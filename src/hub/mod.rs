@@ -344,7 +344,7 @@ impl Hub {
                         };
                         unavailable.insert(
                             h.name.clone(),
-                            format!("{}{why}", format!("{other:?}").to_lowercase()),
+                            format!("{other}{why}"),
                         );
                     }
                 }
