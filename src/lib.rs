@@ -6,7 +6,8 @@
 //! - ground: `access` (the token and origins in force), `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
-//!   `secrets` (secret values masked wherever the hub writes), `shell` (the
+//!   `secrets` (secret values masked wherever the hub writes), `trim`
+//!   (heap given back after bulk frees), `shell` (the
 //!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
@@ -47,6 +48,7 @@ pub mod server;
 pub mod shell;
 pub mod store;
 pub mod suggest;
+pub mod trim;
 pub mod util;
 
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "ground",
         &[
             "access", "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store",
-            "lock", "process", "secrets", "shell",
+            "lock", "process", "secrets", "shell", "trim",
         ],
     ),
     ("mcp", &["mcp"]),

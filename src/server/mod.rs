@@ -6,7 +6,6 @@ mod dispatch;
 pub mod gate;
 pub mod mcp;
 pub mod stdio;
-mod trim;
 
 use std::sync::atomic::Ordering;
 
