@@ -342,10 +342,7 @@ impl Hub {
                             Some(e) => format!(": {e}"),
                             None => String::new(),
                         };
-                        unavailable.insert(
-                            h.name.clone(),
-                            format!("{other}{why}"),
-                        );
+                        unavailable.insert(h.name.clone(), format!("{other}{why}"));
                     }
                 }
             }
