@@ -14,7 +14,8 @@
 //! tokio-tungstenite client to the real `toolhub` binary. Hub CPU comes from
 //! `/proc/<pid>/stat` (the hub process only), RSS from `/proc/<pid>/status`.
 //! This machine is shared and noisy: read the ratios, not the absolute times.
-//! `relay/runs.rs` adds the `list_runs` figure over 1,000 runs.
+//! `relay/runs.rs` adds the `list_runs` figure over 1,000 runs,
+//! `relay/retention.rs` the RSS after 1,000 and 10,000 small batches.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -29,6 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "relay/retention.rs"]
+mod retention;
 #[path = "relay/runs.rs"]
 mod runs;
 
@@ -546,6 +549,15 @@ async fn main() {
         }
         println!(" {:.2} |", row[row.len() - 1] / row[1]);
     }
+
+    // Steady use: RSS after 1,000 and 10,000 small batches (before the
+    // runs figure, whose create_run makes every later call a run's log entry).
+    let (first, total) = match (bench, quick) {
+        (false, _) => (100, 300),
+        (true, true) => (1_000, 3_000),
+        (true, false) => (1_000, 10_000),
+    };
+    retention::steady_batches(&hub, client.as_ref(), first, total).await;
 
     runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
 

@@ -3,10 +3,11 @@
 //! Layers, bottom first; a module imports only its own layer and the ones
 //! below (checked by `tests/layers.rs`, which holds the list):
 //!
-//! - ground: `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
+//! - ground: `access` (the token and origins in force), `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
-//!   `secrets` (secret values masked wherever the hub writes), `shell` (the
+//!   `secrets` (secret values masked wherever the hub writes), `trim`
+//!   (heap given back after bulk frees), `shell` (the
 //!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
@@ -23,6 +24,7 @@
 //!
 //! See ARCHITECTURE.md for the map and the invariants.
 
+pub mod access;
 pub mod app;
 pub mod assertions;
 pub mod b64;
@@ -46,6 +48,7 @@ pub mod server;
 pub mod shell;
 pub mod store;
 pub mod suggest;
+pub mod trim;
 pub mod util;
 
 use std::net::SocketAddr;
@@ -68,21 +71,17 @@ pub async fn run(
     let bound: SocketAddr = listener
         .local_addr()
         .map_err(|e| format!("listener: {e}"))?;
-    let token = server::gate::resolve_token(&config)?;
-    if config
-        .server
-        .allowed_origins
-        .iter()
-        .any(|o| o == "chrome-extension://*")
-    {
-        tracing::warn!("server.allowedOrigins contains the wildcard chrome-extension://*: any installed extension may connect; pin your extension's id (chrome-extension://<id>)");
+    let access = access::Access::resolve(&config)?;
+    for w in access.warnings() {
+        tracing::warn!("{w}");
     }
-    if let Some(t) = &token {
+    if let Some(t) = &access.token {
         config.security.secrets.add(t);
     }
     secrets::mask_logs_with(&config.security.secrets);
-    let gate = server::gate::Gate::new(&config, token, bound);
-    let app = app::App::start(config, shutdown.clone())
+    let access = access::SharedAccess::new(access);
+    let gate = server::gate::Gate::new(access.clone(), bound);
+    let app = app::App::start(config, access, shutdown.clone())
         .map_err(|e| format!("cannot start the hub: {e}"))?;
     let hub = app.hub.clone();
     tracing::info!("listening on ws://{bound}/ws");

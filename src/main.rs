@@ -50,11 +50,18 @@ fn main() -> ExitCode {
     }
     // stdout carries MCP in stdio mode: logs stay on stderr, and quieter.
     let default_filter = if stdio { "warn" } else { "info" };
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
+    // rmcp logs each handshake at info as a Rust debug dump
+    // ("peer_info=Some(ServerPeerInfo { … })"); the hub says in words which
+    // server started. Its lines still show when RUST_LOG names rmcp.
+    if !std::env::var("RUST_LOG").is_ok_and(|v| v.contains("rmcp")) {
+        if let Ok(quiet) = "rmcp=warn".parse() {
+            filter = filter.add_directive(quiet);
+        }
+    }
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
-        )
+        .with_env_filter(filter)
         // Every line passes the secret-value mask (toolhub::secrets).
         .with_writer(|| MaskedStderr)
         // Colours only for a person at a terminal, never in files or pipes.

@@ -3,7 +3,7 @@
 //!
 //! Decisions look at the [`ErrorType`] only, never at error text: the
 //! classifier in `errors` is the one place that reads text. Strategies come
-//! from `retry.strategies` (class defaults from PROTOCOL.md, merged in
+//! from `retry.strategies` (class defaults from docs/protocol.md, merged in
 //! `config`); a call or step may disable retries or bring its own strategy.
 
 use std::time::Duration;
@@ -85,6 +85,11 @@ pub struct RetryRecord {
     pub error_type: ErrorType,
     pub delay_ms: u64,
     pub action: &'static str,
+    /// What the action's helper tool (`recoveryTool`, `snapshotTool`) did
+    /// when it did not simply succeed: refused by the safety gate, failed,
+    /// or not offered by the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 pub fn action_name(a: RetryAction) -> &'static str {

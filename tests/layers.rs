@@ -16,8 +16,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "ground",
         &[
-            "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store", "lock",
-            "process", "secrets", "shell",
+            "access", "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store",
+            "lock", "process", "secrets", "shell", "trim",
         ],
     ),
     ("mcp", &["mcp"]),

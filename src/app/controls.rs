@@ -196,9 +196,9 @@ impl Controls {
                     let _stop = StopOnDrop(engine.get(id));
                     let _ = handle.await;
                 }
-                let t = engine.get(id).ok_or_else(|| {
-                    HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
-                })?;
+                let t = engine
+                    .get(id)
+                    .ok_or_else(|| crate::engine::unknown_task(id))?;
                 Ok(t.status_json(page))
             }
             Tool::ListTasks => Ok(crate::engine::list_json(engine)),

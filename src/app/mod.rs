@@ -19,8 +19,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::{Access, SharedAccess};
 use crate::assertions::Assertions;
-use crate::builtin::sandbox::{RunFolder, Sandbox};
+use crate::builtin::sandbox::RunFolder;
 use crate::builtin::Builtin;
 use crate::config::Config;
 use crate::engine::Engine;
@@ -42,24 +43,30 @@ pub struct App {
     pub runs: Arc<Runs>,
     /// Everyone told of a finished call: the recorder, then runs.
     pub observer: Arc<dyn CallObserver>,
-    /// `run_command`'s sandbox (when the workspace tools are on), for
-    /// `health_status`.
-    pub sandbox: Option<Arc<Sandbox>>,
+    /// The workspace tools (and `run_command`'s sandbox, for
+    /// `health_status`); reconfigured on a config reload.
+    pub builtin: Arc<Builtin>,
+    /// The token and origins the gate checks; replaced on a config reload.
+    pub access: SharedAccess,
 }
 
 impl App {
     /// Build every service and start the servers and background work.
-    pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<App> {
+    pub fn start(
+        config: Config,
+        access: SharedAccess,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<App> {
         let builtin_cfg = config.builtin.clone();
         let state_dir = config.task_engine.state_dir.clone();
         let hub = Hub::new(config, shutdown)?;
         let recorder = Arc::new(Recorder::new(hub.clone()));
         let runs = Arc::new(Runs::new(hub.clone()));
-        let builtin = Builtin::new(
+        let builtin = Arc::new(Builtin::new(
             &builtin_cfg,
             &state_dir,
             Some(runs.clone() as Arc<dyn RunFolder>),
-        )?;
+        )?);
         let observer: Arc<dyn CallObserver> = Arc::new(Observers(vec![
             recorder.clone() as Arc<dyn CallObserver>,
             runs.clone(),
@@ -71,11 +78,10 @@ impl App {
             recorder,
             runs: runs.clone(),
             observer,
-            sandbox: builtin.as_ref().map(Builtin::sandbox),
+            builtin: builtin.clone(),
+            access: access.clone(),
         };
-        if let Some(b) = builtin {
-            hub.mount(BUILTIN_SERVER, Arc::new(b));
-        }
+        hub.mount(BUILTIN_SERVER, builtin);
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
         hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
@@ -83,6 +89,7 @@ impl App {
         engine.recover();
         crate::engine::durable::spawn_retention(engine);
         crate::hub::reload_watcher(hub.clone());
+        spawn_access_reload(hub.clone(), access);
         crate::hub::health::spawn_prober(hub);
         Ok(app)
     }
@@ -92,7 +99,7 @@ impl App {
     pub async fn health(&self) -> Value {
         let tasks = self.engine.health();
         let mut checks = tasks.checks;
-        checks.extend(self.sandbox.as_ref().map(|s| s.check()));
+        checks.extend(self.builtin.sandbox().map(|s| s.check()));
         let mut report = crate::hub::health::report(&self.hub, checks).await;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("tasks".into(), tasks.summary);
@@ -106,4 +113,50 @@ impl App {
         self.recorder.connection_closed(session);
         self.runs.connection_closed(session);
     }
+}
+
+/// On every applied config reload, give the gate the token and origins now
+/// configured. New connections are checked against them; connections
+/// already open stay (they presented the token in force when they
+/// connected; restart the hub to drop every client at once).
+fn spawn_access_reload(hub: Hub, access: SharedAccess) {
+    let mut rx = hub.watch_config();
+    let mut applied = (
+        hub.config().server.token.clone(),
+        hub.config().server.allowed_origins.clone(),
+    );
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = hub.shutdown.cancelled() => break,
+                changed = rx.changed() => if changed.is_err() { break },
+            }
+            let cfg = rx.borrow_and_update().clone();
+            let now = (cfg.server.token.clone(), cfg.server.allowed_origins.clone());
+            if now == applied {
+                continue;
+            }
+            match Access::resolve(&cfg) {
+                Ok(a) => {
+                    if let Some(t) = &a.token {
+                        cfg.security.secrets.add(t);
+                        crate::secrets::mask_logs_with(&cfg.security.secrets);
+                    }
+                    for w in a.warnings() {
+                        tracing::warn!("{w}");
+                    }
+                    let token_changed = now.0 != applied.0;
+                    access.replace(a);
+                    tracing::info!(
+                        token_changed,
+                        origins = ?now.1,
+                        "gate updated from the config: new connections are checked against the new token and origins; open connections stay"
+                    );
+                    applied = now;
+                }
+                Err(e) => tracing::error!(error = %e,
+                    "server.token/allowedOrigins not applied; the gate keeps the previous values"),
+            }
+        }
+    });
 }

@@ -8,8 +8,8 @@ pub mod command;
 pub mod fs;
 pub mod sandbox;
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
@@ -49,23 +49,101 @@ impl Tool {
     }
 }
 
-/// The workspace, its command runner and the runner's sandbox
-/// (`builtin.enabled`).
+/// The workspace tools, reconfigured on a config reload: `builtin.*`
+/// applies to the next call (a call already running keeps the settings it
+/// started with); with `builtin.enabled` false they are not listed.
 pub struct Builtin {
+    active: RwLock<Active>,
+    /// For the sandbox's private temp dir (`<stateDir>/tmp`).
+    state_dir: PathBuf,
+    /// Each connection's current run folder, writable by its commands.
+    runs: Option<Arc<dyn sandbox::RunFolder>>,
+}
+
+/// The settings in force and, when enabled, the tools built from them.
+struct Active {
+    cfg: BuiltinConfig,
+    tools: Option<Arc<Workspace>>,
+}
+
+/// The workspace and its command runner.
+struct Workspace {
     ws: fs::Workspace,
     runner: command::CommandRunner,
     sandbox: Arc<sandbox::Sandbox>,
 }
 
 impl Builtin {
-    /// `None` when `builtin.enabled` is false. The sandbox's private temp
-    /// dir is `<state_dir>/tmp`; `runs` tells it each connection's current
-    /// run folder. Logs what the sandbox does on this kernel.
+    /// Fails when the workspace folder cannot be created. The sandbox's
+    /// private temp dir is `<state_dir>/tmp`; `runs` tells it each
+    /// connection's current run folder. Logs what the sandbox does on this
+    /// kernel.
     pub fn new(
         cfg: &BuiltinConfig,
         state_dir: &Path,
         runs: Option<Arc<dyn sandbox::RunFolder>>,
-    ) -> std::io::Result<Option<Builtin>> {
+    ) -> std::io::Result<Builtin> {
+        Ok(Builtin {
+            active: RwLock::new(Active {
+                cfg: cfg.clone(),
+                tools: Workspace::new(cfg, state_dir, &runs)?.map(Arc::new),
+            }),
+            state_dir: state_dir.to_path_buf(),
+            runs,
+        })
+    }
+
+    /// The sandbox of `run_command` in force (when the workspace tools are
+    /// on), for `health_status`.
+    pub fn sandbox(&self) -> Option<Arc<sandbox::Sandbox>> {
+        self.current().map(|w| w.sandbox.clone())
+    }
+
+    fn current(&self) -> Option<Arc<Workspace>> {
+        match self.active.read() {
+            Ok(a) => a.tools.clone(),
+            Err(poisoned) => poisoned.into_inner().tools.clone(),
+        }
+    }
+
+    /// Apply new `builtin` settings; on a workspace that cannot be created
+    /// the old settings stay (logged).
+    fn apply(&self, cfg: &BuiltinConfig) {
+        let same = match self.active.read() {
+            Ok(a) => a.cfg == *cfg,
+            Err(poisoned) => poisoned.into_inner().cfg == *cfg,
+        };
+        if same {
+            return;
+        }
+        let tools = match Workspace::new(cfg, &self.state_dir, &self.runs) {
+            Ok(t) => t.map(Arc::new),
+            Err(e) => {
+                tracing::error!(workspace = %cfg.workspace.display(), error = %e,
+                    "builtin settings not applied: cannot use the workspace; the previous builtin settings stay in force");
+                return;
+            }
+        };
+        tracing::info!(enabled = cfg.enabled, workspace = %cfg.workspace.display(),
+            "builtin settings applied (the next call uses them)");
+        let next = Active {
+            cfg: cfg.clone(),
+            tools,
+        };
+        match self.active.write() {
+            Ok(mut a) => *a = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+    }
+}
+
+impl Workspace {
+    /// `None` when `builtin.enabled` is false.
+    fn new(
+        cfg: &BuiltinConfig,
+        state_dir: &Path,
+        runs: &Option<Arc<dyn sandbox::RunFolder>>,
+    ) -> std::io::Result<Option<Workspace>> {
         if !cfg.enabled {
             return Ok(None);
         }
@@ -76,17 +154,12 @@ impl Builtin {
             cfg.command_timeout,
             cfg.max_output_bytes,
         )
-        .with_sandbox(sandbox.clone(), runs);
-        Ok(Some(Builtin {
+        .with_sandbox(sandbox.clone(), runs.clone());
+        Ok(Some(Workspace {
             ws,
             runner,
             sandbox,
         }))
-    }
-
-    /// The sandbox of `run_command`, for `health_status`.
-    pub fn sandbox(&self) -> Arc<sandbox::Sandbox> {
-        self.sandbox.clone()
     }
 
     async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
@@ -115,6 +188,9 @@ impl Builtin {
 
 impl LocalTools for Builtin {
     fn tools(&self) -> Vec<RawTool> {
+        if self.current().is_none() {
+            return Vec::new();
+        }
         fs::tool_definitions()
             .into_iter()
             .map(|(name, description, schema)| RawTool {
@@ -128,7 +204,12 @@ impl LocalTools for Builtin {
 
     fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>> {
         let tool = Tool::from_name(tool)?;
-        Some(Box::pin(self.run(tool, call)))
+        let ws = self.current()?;
+        Some(Box::pin(async move { ws.run(tool, call).await }))
+    }
+
+    fn reconfigure(&self, config: &crate::config::Config) {
+        self.apply(&config.builtin);
     }
 }
 
@@ -149,8 +230,7 @@ mod tests {
             sandbox_network: true,
         };
         let b = match Builtin::new(&cfg, dir.path(), None) {
-            Ok(Some(b)) => b,
-            Ok(None) => panic!("enabled"),
+            Ok(b) => b,
             Err(e) => panic!("{e}"),
         };
         let tools = b.tools();
@@ -162,5 +242,34 @@ mod tests {
                 t.name
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+
+    #[test]
+    fn disabling_and_enabling_the_builtin_tools_takes_effect_without_a_restart() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut cfg = BuiltinConfig {
+            enabled: true,
+            workspace: dir.path().join("ws"),
+            command_timeout: std::time::Duration::from_secs(1),
+            max_output_bytes: 1024,
+            max_read_bytes: 1024,
+            sandbox: crate::config::SandboxMode::WorkspaceWrite,
+            sandbox_network: true,
+        };
+        let b = Builtin::new(&cfg, dir.path(), None).expect("builtin");
+        assert_eq!(b.tools().len(), 4);
+        cfg.enabled = false;
+        b.apply(&cfg);
+        assert!(b.tools().is_empty());
+        cfg.enabled = true;
+        cfg.workspace = dir.path().join("other");
+        b.apply(&cfg);
+        assert_eq!(b.tools().len(), 4);
+        assert!(dir.path().join("other").is_dir());
     }
 }

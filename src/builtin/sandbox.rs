@@ -83,7 +83,7 @@ pub enum Verdict {
 /// The pure decision: the mode, whether TCP is allowed, and the kernel's
 /// Landlock ABI (`<= 0`: none) → what `run_command` does.
 pub fn decide(mode: SandboxMode, network: bool, abi: i32) -> Verdict {
-    let off = "or set builtin.sandbox to \"off\" in config.json and restart the hub to run commands unconfined (they can then write anywhere the hub's user can)";
+    let off = "or set builtin.sandbox to \"off\" in config.json (a config reload applies it) to run commands unconfined (they can then write anywhere the hub's user can)";
     if mode == SandboxMode::Off {
         return Verdict::Unconfined;
     }
@@ -273,7 +273,7 @@ impl Sandbox {
                 name: "sandbox".into(),
                 ok: false,
                 message: "builtin.sandbox is \"off\": run_command runs UNCONFINED, with every right of the hub's user (it can write anywhere the hub can, e.g. ~/.bashrc)".into(),
-                fix: Some("set builtin.sandbox to \"workspace-write\" (the default) in config.json and restart the hub".into()),
+                fix: Some("set builtin.sandbox to \"workspace-write\" (the default) in config.json (a config reload applies it)".into()),
             },
         }
     }
@@ -327,7 +327,7 @@ impl Sandbox {
                         ErrorType::Permission,
                         format!("run_command is refused: its Landlock sandbox could not be built: {e}"),
                     )
-                    .with_suggestion("check that the workspace and the state dir's tmp folder exist; health_check shows the sandbox; or set builtin.sandbox to \"off\" and restart the hub to run commands unconfined")
+                    .with_suggestion("check that the workspace and the state dir's tmp folder exist; health_check shows the sandbox; or set builtin.sandbox to \"off\" (a config reload applies it) to run commands unconfined")
                 }),
         }
     }
@@ -366,7 +366,7 @@ impl Sandbox {
             return failure(
                 result,
                 format!("the sandbox refused a TCP connection: builtin.sandboxNetwork is false, so commands may not connect or listen over TCP; the command {how}"),
-                "this hub keeps commands off the network: fetch what you need another way (a tool of an MCP server), or have the operator set builtin.sandboxNetwork to true in config.json and restart the hub".to_string(),
+                "this hub keeps commands off the network: fetch what you need another way (a tool of an MCP server), or have the operator set builtin.sandboxNetwork to true in config.json (a config reload applies it)".to_string(),
                 json!({"mode": mode, "network": false}),
             );
         };
@@ -376,9 +376,9 @@ impl Sandbox {
             self.reach()
         );
         let suggestion = match self.mode {
-            SandboxMode::ReadOnly => "this hub lets commands only read (builtin.sandbox \"read-only\"): write files with write_file, or have the operator set builtin.sandbox to \"workspace-write\" in config.json and restart the hub".to_string(),
+            SandboxMode::ReadOnly => "this hub lets commands only read (builtin.sandbox \"read-only\"): write files with write_file, or have the operator set builtin.sandbox to \"workspace-write\" in config.json (a config reload applies it)".to_string(),
             _ => format!(
-                "write inside the workspace instead (a relative path, or $TMPDIR for scratch files); if commands must write to {first}, the operator can set builtin.sandbox to \"off\" in config.json and restart the hub"
+                "write inside the workspace instead (a relative path, or $TMPDIR for scratch files); if commands must write to {first}, the operator can set builtin.sandbox to \"off\" in config.json (a config reload applies it)"
             ),
         };
         failure(

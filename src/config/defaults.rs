@@ -1,5 +1,5 @@
 //! Default values for every key (the table in spec/config.md), the default
-//! retry strategies (PROTOCOL.md) and the default safety rules.
+//! retry strategies (docs/protocol.md) and the default safety rules.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -58,7 +58,7 @@ pub fn default_redact_keys() -> Vec<String> {
     .to_vec()
 }
 
-/// The default strategy for every class that has one (PROTOCOL.md).
+/// The default strategy for every class that has one (docs/protocol.md).
 pub fn default_strategies() -> BTreeMap<ErrorType, Strategy> {
     use ErrorType as E;
     use RetryAction as A;

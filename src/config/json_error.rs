@@ -25,9 +25,6 @@ pub(super) fn json_error(
             .map_or(msg.len(), |i| at + 10 + i);
         msg.replace_range(at..end, "an object");
     }
-    if let Some(place) = loc.and_then(|l| l.display_at(e.line(), e.column())) {
-        msg = format!("{place}: {msg}");
-    }
     let line = e.line().max(1);
     // serde_json counts bytes; report characters like everything else.
     let line_text = text.lines().nth(line - 1).unwrap_or("");
@@ -37,6 +34,19 @@ pub(super) fn json_error(
         .take_while(|(i, _)| *i < byte_col - 1)
         .count()
         + 1;
+    // serde_json says "expected value" or "key must be a string" when it
+    // meets a comma where a value or key belongs (`1,,2`, `{,`): say what a
+    // person would look for.
+    if e.is_syntax()
+        && line_text
+            .get(byte_col - 1..)
+            .is_some_and(|r| r.starts_with(','))
+    {
+        msg = "unexpected ',' — a value is missing or there is an extra comma".to_string();
+    }
+    if let Some(place) = loc.and_then(|l| l.display_at(e.line(), e.column())) {
+        msg = format!("{place}: {msg}");
+    }
     ConfigError::Invalid {
         path: path.to_path_buf(),
         line,
@@ -57,6 +67,20 @@ mod tests {
         );
         assert_eq!((l, c), (4, 5), "{m}");
         assert!(m.contains("expected `,` or `}`"), "{m}");
+    }
+
+    #[test]
+    fn a_doubled_comma_is_named_in_words_with_line_and_column() {
+        let (l, c, m) =
+            bad("{\n  \"server\": {\n    \"maxConnections\": 4,,\n    \"token\": \"x\"\n  }\n}");
+        assert_eq!((l, c), (3, 25), "{m}");
+        assert!(
+            m.contains("unexpected ',' — a value is missing or there is an extra comma"),
+            "{m}"
+        );
+        let (l, c, m) = bad("{\"mcpServers\": {},\n \"x\": [1,,2]}");
+        assert_eq!((l, c), (2, 10), "{m}");
+        assert!(m.contains("unexpected ','"), "{m}");
     }
 
     #[test]

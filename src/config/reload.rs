@@ -156,6 +156,41 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
     d
 }
 
+/// The keys read only at start-up. A reload cannot apply them: they keep
+/// the value the hub started with (so the config in force says what the hub
+/// does) and are named as needing a restart.
+pub const RESTART_KEYS: [&str; 4] = [
+    "server.listen",
+    "server.mcpEndpoint",
+    "server.handshakeTimeout",
+    "taskEngine.stateDir",
+];
+
+/// Set the start-up-only keys of `new` back to their values in `started`;
+/// returns the keys whose value differed (in [`RESTART_KEYS`] order).
+pub fn keep_restart_keys(started: &Config, new: &mut Config) -> Vec<&'static str> {
+    let mut differ = Vec::new();
+    let (s, n) = (&started.server, &mut new.server);
+    if s.listen != n.listen {
+        n.listen = s.listen;
+        differ.push(RESTART_KEYS[0]);
+    }
+    if s.mcp_endpoint != n.mcp_endpoint {
+        n.mcp_endpoint = s.mcp_endpoint;
+        differ.push(RESTART_KEYS[1]);
+    }
+    if s.handshake_timeout != n.handshake_timeout {
+        n.handshake_timeout = s.handshake_timeout;
+        differ.push(RESTART_KEYS[2]);
+    }
+    let (s, n) = (&started.task_engine, &mut new.task_engine);
+    if s.state_dir != n.state_dir {
+        n.state_dir = s.state_dir.clone();
+        differ.push(RESTART_KEYS[3]);
+    }
+    differ
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

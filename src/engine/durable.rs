@@ -195,6 +195,16 @@ impl Engine {
                 },
             );
         }
+        if state == TaskState::Success {
+            // Final: nothing is appended again, and nothing resumes it.
+            task.compact();
+            // Retention as tasks finish, not only hourly: a busy hour must
+            // not carry more than `maxTasks` tasks (and journals).
+            let cfg = self.hub().config();
+            if self.tasks.len() > cfg.task_engine.retention.max_tasks {
+                self.prune_by(&cfg, Prune::Count);
+            }
+        }
     }
 
     /// Load every journal: running tasks become `recoverable`, started but
@@ -339,6 +349,10 @@ impl Engine {
     /// oldest successful ones beyond `maxTasks`. Running or resumable tasks
     /// (failed, recoverable, cancelled) are never pruned.
     pub fn prune(&self, cfg: &Config) -> usize {
+        self.prune_by(cfg, Prune::AgeAndCount)
+    }
+
+    fn prune_by(&self, cfg: &Config, by: Prune) -> usize {
         let now = crate::util::now_ms();
         let max_age = cfg.task_engine.retention.max_age.as_millis() as u64;
         let mut done: Vec<(u64, String)> = self
@@ -352,7 +366,7 @@ impl Engine {
         let over = total.saturating_sub(cfg.task_engine.retention.max_tasks);
         let mut pruned = 0usize;
         for (i, (updated, id)) in done.iter().enumerate() {
-            let too_old = now.saturating_sub(*updated) > max_age;
+            let too_old = by == Prune::AgeAndCount && now.saturating_sub(*updated) > max_age;
             if too_old || i < over {
                 let path = self.store.dir.join(format!("{id}.jsonl"));
                 if let Err(e) = journal::remove(&path) {
@@ -366,13 +380,28 @@ impl Engine {
             }
         }
         if pruned > 0 {
-            tracing::info!(pruned, "finished tasks pruned (taskEngine.retention)");
+            // Each success past maxTasks prunes one: not worth an info line.
+            if by == Prune::AgeAndCount {
+                tracing::info!(pruned, "finished tasks pruned (taskEngine.retention)");
+            } else {
+                tracing::debug!(pruned, "finished tasks pruned (taskEngine.retention)");
+            }
+            crate::trim::soon();
         }
         pruned
     }
 }
 
-/// Prune at start-up, then every hour until shutdown.
+/// What a prune looks at: the hourly tick (and start-up) checks age and
+/// count; a finishing task only the count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prune {
+    AgeAndCount,
+    Count,
+}
+
+/// Prune at start-up, then every hour until shutdown (age and count); the
+/// count is also enforced each time a task succeeds.
 pub fn spawn_retention(engine: Engine) {
     tokio::spawn(async move {
         let hub = engine.hub().clone();

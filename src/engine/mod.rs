@@ -157,9 +157,12 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                 HubError::new(
                     ErrorType::InvalidMessage,
                     format!(
-                        "task {} is {:?}, not running; nothing to cancel",
+                        "task {} is {}, not running; nothing to cancel",
                         r.task_id,
-                        t.state()
+                        serde_json::to_value(t.state())
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default()
                     ),
                 ),
             ),
@@ -251,10 +254,7 @@ pub fn resume(
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     if !crate::store::valid_id(task_id) {
-        return Err(HubError::new(
-            ErrorType::InvalidMessage,
-            format!("{task_id:?} is not a task id"),
-        ));
+        return Err(unknown_task(task_id));
     }
     let t = engine.get(task_id).ok_or_else(|| unknown_task(task_id))?;
     if let Err(why) = t.state().resumable() {
@@ -349,7 +349,22 @@ pub fn list_json(engine: &Engine) -> Value {
     json!({"tasks": tasks, "problems": engine.store.problems()})
 }
 
-fn unknown_task(id: &str) -> HubError {
+/// The error for a task id no task has: a value that cannot be a task id
+/// (the hub makes every one a UUID) says what an id looks like; a UUID
+/// that names no task is `NOT_FOUND`.
+pub fn unknown_task(id: &str) -> HubError {
+    if uuid::Uuid::try_parse(id).is_err() {
+        return HubError::new(
+            ErrorType::InvalidMessage,
+            format!(
+                "{:?} is not a task id: task ids are UUIDs, see list_tasks",
+                crate::util::truncate(id, 80)
+            ),
+        )
+        .with_suggestion(
+            "use a taskId from tool_batch's task_state, or send {\"type\":\"list_tasks\"}",
+        );
+    }
     HubError::new(ErrorType::NotFound, format!("no task with id {id:?}"))
         .with_suggestion("send {\"type\":\"list_tasks\"} to see the known tasks")
 }

@@ -155,6 +155,23 @@ impl Task {
         }
     }
 
+    /// A task that succeeded keeps only what `task_status` shows: its
+    /// journal file is closed (one open file per finished task would run
+    /// into the descriptor limit), and the replay hooks and the saved step
+    /// results of the template context (each step's outcome stays) go.
+    pub fn compact(&self) {
+        self.set_journal(None);
+        if let Ok(mut o) = self.observer.lock() {
+            *o = None;
+        }
+        if let Ok(mut d) = self.delays.lock() {
+            *d = Vec::new();
+        }
+        self.with(|d| {
+            d.ctx.retain(|k, _| k == super::validate::VARS);
+        });
+    }
+
     pub fn state(&self) -> TaskState {
         self.with(|d| d.state)
     }

@@ -193,7 +193,7 @@ pub fn suggestion_for(t: ErrorType, message: &str) -> String {
         ErrorType::TemplateError => "a {{…}} reference could not be rendered: it must name a variable saved by an earlier step's saveAs, or vars.<name> from options.variables; check the spelling and that the step ran".to_string(),
         ErrorType::SafetyBlocked => "a safety rule blocked this call: change the call, approve it when asked (confirm), or have the operator adjust the safety rules in config.json".to_string(),
         ErrorType::Cancelled => "the call was cancelled (cancel_task, a client disconnect, or the server aborted it): run it again, or continue the task with resume_task".to_string(),
-        ErrorType::InvalidMessage => r#"send one JSON object per WebSocket frame with a known `type` and the fields PROTOCOL.md lists for it, e.g. {"type":"list_tools"}"#.to_string(),
+        ErrorType::InvalidMessage => r#"send one JSON object per WebSocket frame with a known `type` and the fields docs/protocol.md lists for it, e.g. {"type":"list_tools"}"#.to_string(),
         ErrorType::Unauthorized => "the credentials were rejected: check the token you connect to the hub with, or the API key the server reads from its env in config.json, and that it has not expired".to_string(),
         ErrorType::LimitExceeded => limit_exceeded(message),
         ErrorType::RateLimited => rate_limited(message),

@@ -277,3 +277,15 @@ fn suggestions_use_the_message() {
     assert_eq!(s.error_type, ErrorType::NotFound);
     assert!(s.suggestion.contains("/work/ws/new") && s.suggestion.contains("create_directory"));
 }
+
+#[test]
+fn suggestions_point_to_docs_protocol_md_not_the_shared_protocol_file() {
+    // A clone has docs/protocol.md; PROTOCOL.md lives in a folder beside it
+    // that a user does not have.
+    for t in ErrorType::ALL {
+        let s = suggestion_for(t, "");
+        assert!(!s.contains("PROTOCOL.md"), "{t}: {s}");
+    }
+    let s = suggestion_for(ErrorType::InvalidMessage, "");
+    assert!(s.contains("docs/protocol.md"), "{s}");
+}

@@ -32,7 +32,7 @@ pub(super) async fn run(hub: Hub, mut rx: mpsc::UnboundedReceiver<Envelope>) {
                 }
                 hub.broadcast(msg);
                 // A server that went down makes its tools unavailable.
-                hub.rebuild_tools(&format!("server {} is {:?}", status.name, status.state));
+                hub.rebuild_tools(&format!("server {} is {}", status.name, status.state));
             }
             SupervisorEvent::Tools { tools, reason } => {
                 if let Ok(mut st) = hub.server_tools.lock() {

@@ -56,7 +56,7 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
                 name: format!("server:{}", st.name),
                 ok: false,
                 message: format!(
-                    "server {} is {:?}: {}",
+                    "server {} is {}: {}",
                     st.name,
                     st.state,
                     st.last_error
@@ -91,6 +91,19 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
             )),
         },
     });
+    let restart = hub.restart_needed();
+    if !restart.is_empty() {
+        checks.push(Check {
+            name: "restartNeeded".into(),
+            ok: false,
+            message: format!(
+                "{} changed in {}: restart needed, the hub runs with the value it started with until then",
+                restart.join(", "),
+                cfg.path.display()
+            ),
+            fix: Some("restart the hub (every other change in the file is already applied)".into()),
+        });
+    }
     checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
     checks.extend(extra);
     let changed_tools = hub.changed_tools();
@@ -114,6 +127,30 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
             )),
         });
     }
+    let tools = hub.tools();
+    let ambiguous = tools.ambiguous();
+    if !ambiguous.is_empty() {
+        // Informational: the person enabled both servers; nothing is broken,
+        // but a bare name they may rely on no longer picks one tool.
+        let list: Vec<String> = ambiguous.iter().map(ToString::to_string).collect();
+        checks.push(Check {
+            name: "ambiguousTools".into(),
+            ok: true,
+            message: format!(
+                "bare names offered by several servers (calling them bare fails with \
+                 AMBIGUOUS_TOOL): {}",
+                list.join("; ")
+            ),
+            fix: Some(format!(
+                "call these tools by their qualified name, e.g. \"{}\"",
+                ambiguous
+                    .first()
+                    .and_then(|a| a.tools.first())
+                    .map(String::as_str)
+                    .unwrap_or_default()
+            )),
+        });
+    }
     let all_ok = checks.iter().all(|c| c.ok);
     let status = if enabled > 0 && running == 0 && !cfg.builtin.enabled {
         "down"
@@ -122,7 +159,6 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     } else {
         "degraded"
     };
-    let tools = hub.tools();
     json!({
         "status": status,
         "version": env!("CARGO_PKG_VERSION"),
@@ -132,6 +168,8 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         "toolsHash": tools.hash(),
         "servers": servers,
         "changedTools": changed_tools,
+        "restartNeeded": restart,
+        "ambiguousTools": ambiguous,
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
         })).collect::<Vec<_>>(),

@@ -36,6 +36,10 @@ pub trait LocalTools: Send + Sync {
 
     /// Run `tool`, or `None` when this provider does not have it.
     fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>>;
+
+    /// A config reload was accepted: take up the settings this provider
+    /// reads (before the tool list is rebuilt). Most read nothing.
+    fn reconfigure(&self, _config: &crate::config::Config) {}
 }
 
 /// The providers mounted under one server name, in mount order.
@@ -53,6 +57,10 @@ impl Mounted {
 
     pub fn tools(&self) -> Vec<RawTool> {
         self.0.iter().flat_map(|p| p.tools()).collect()
+    }
+
+    pub fn reconfigure(&self, config: &crate::config::Config) {
+        self.0.iter().for_each(|p| p.reconfigure(config));
     }
 
     pub fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>> {

@@ -64,6 +64,13 @@ pub struct Inner {
     pub shutdown: CancellationToken,
     /// The last refused config reload, shown by `health_status`.
     config_error: Mutex<Option<String>>,
+    /// The config the hub started with: the keys a reload cannot apply keep
+    /// its values (`config::reload::RESTART_KEYS`).
+    started_config: Arc<Config>,
+    /// The keys the file changed that only a restart applies.
+    restart_needed: Mutex<Vec<&'static str>>,
+    /// The config in force, for services above that take up a reload.
+    config_tx: watch::Sender<Arc<Config>>,
     pub connections: AtomicUsize,
     started: std::time::Instant,
     /// Approved tool definitions and the ones changed since (rug pulls).
@@ -96,8 +103,13 @@ impl Hub {
             BUILTIN_SERVER,
         ));
         let (tools_tx, _) = watch::channel(empty.clone());
+        let config = Arc::new(config);
+        let (config_tx, _) = watch::channel(config.clone());
         let hub = Hub(Arc::new(Inner {
-            config: RwLock::new(Arc::new(config)),
+            started_config: config.clone(),
+            restart_needed: Mutex::new(Vec::new()),
+            config_tx,
+            config: RwLock::new(config),
             servers: DashMap::new(),
             generation: AtomicU64::new(0),
             tools: RwLock::new(empty),
@@ -167,10 +179,27 @@ impl Hub {
             .secrets
             .adopt(&self.config().security.secrets);
         crate::secrets::mask_logs_with(&config.security.secrets);
+        let config = Arc::new(config);
         match self.0.config.write() {
-            Ok(mut c) => *c = Arc::new(config),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+            Ok(mut c) => *c = config.clone(),
+            Err(poisoned) => *poisoned.into_inner() = config.clone(),
         }
+        self.config_tx.send_replace(config);
+    }
+
+    /// Wakes whenever a config reload is applied (the value is the config
+    /// now in force).
+    pub fn watch_config(&self) -> watch::Receiver<Arc<Config>> {
+        self.config_tx.subscribe()
+    }
+
+    /// The keys changed in the file that take effect only after a restart.
+    pub fn restart_needed(&self) -> Vec<&'static str> {
+        self.0
+            .restart_needed
+            .lock()
+            .map(|k| k.clone())
+            .unwrap_or_default()
     }
 
     pub fn tools(&self) -> Arc<ToolSnapshot> {
@@ -313,10 +342,7 @@ impl Hub {
                             Some(e) => format!(": {e}"),
                             None => String::new(),
                         };
-                        unavailable.insert(
-                            h.name.clone(),
-                            format!("{}{why}", format!("{other:?}").to_lowercase()),
-                        );
+                        unavailable.insert(h.name.clone(), format!("{other}{why}"));
                     }
                 }
             }
@@ -324,6 +350,16 @@ impl Hub {
         let next = Arc::new(ToolSnapshot::build(all, BUILTIN_SERVER).with_unavailable(unavailable));
         let prev = self.tools();
         let diff = prev.diff(&next);
+        let ambiguous = prev.newly_ambiguous(&next);
+        for a in &ambiguous {
+            tracing::warn!(
+                reason,
+                name = %a.name,
+                tools = %a.tools.join(", "),
+                "bare tool name is now offered by several servers; calling it bare fails with \
+                 AMBIGUOUS_TOOL, call it by one of the qualified names"
+            );
+        }
         let rug = self.pins.observe(&next);
         if !rug.is_empty() {
             let pinned = self.config().security.pin_tools;
@@ -351,6 +387,7 @@ impl Hub {
                 "added": diff.added,
                 "removed": diff.removed,
                 "changed": diff.changed,
+                "ambiguous": ambiguous,
                 "reason": reason,
             }));
         }

@@ -49,11 +49,27 @@ impl Hub {
             tracing::warn!("{w}");
         }
         self.set_config_error(None);
-        let new = loaded.config;
+        let mut new = loaded.config;
+        let restart = config::reload::keep_restart_keys(&self.started_config, &mut new);
+        for key in &restart {
+            tracing::warn!(key, "{key} changed in the config file: restart needed (the hub keeps the value it started with until then)");
+        }
+        if let Ok(mut slot) = self.restart_needed.lock() {
+            *slot = restart;
+        }
         let diff = config::reload::diff_servers(&old, &new);
         tracing::info!(added = ?diff.added, removed = ?diff.removed, changed = ?diff.changed,
             "config reloaded");
         self.set_config(new.clone());
+        // In-process tools take up their settings (builtin.*) before the
+        // tool list is rebuilt below.
+        let mounted = match self.local.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        for m in mounted.values() {
+            m.reconfigure(&new);
+        }
         for name in &diff.removed {
             self.stop_server(name, &format!("config reload: server {name} removed"))
                 .await;

@@ -106,16 +106,23 @@ impl Hub {
                 error_type: error.error_type,
                 delay_ms: delay.as_millis() as u64,
                 action: action_name(action),
+                note: None,
             };
             if let Some(hook) = &req.on_retry {
                 (hook.0)(&record);
             }
             retries.push(record);
-            match action {
-                RetryAction::None => {}
-                RetryAction::ExtendTimeout => timeout = (timeout * 2).min(MAX_EXTENDED_TIMEOUT),
+            let note = match action {
+                RetryAction::None => None,
+                RetryAction::ExtendTimeout => {
+                    timeout = (timeout * 2).min(MAX_EXTENDED_TIMEOUT);
+                    None
+                }
                 RetryAction::RebuildContext => rebuild_context(hub, info, &req.cancel).await,
                 RetryAction::RefreshSnapshot => refresh_snapshot(hub, info, &req.cancel).await,
+            };
+            if let Some(last) = retries.last_mut() {
+                last.note = note;
             }
             let settle = async {
                 tokio::time::sleep(delay).await;
@@ -163,13 +170,16 @@ fn outcome(
     }
 }
 
-/// Call a configured helper tool of the same server (recovery or snapshot).
+/// Call a configured helper tool of the same server (recovery or snapshot)
+/// through the safety gate; `Some(what happened)` unless it ran and
+/// succeeded.
 async fn helper_call(
     hub: &Hub,
     info: &ToolInfo,
+    role: &str,
     tool: &str,
     cancel: &tokio_util::sync::CancellationToken,
-) -> bool {
+) -> Option<String> {
     let snapshot = hub.tools();
     let Some(helper) = snapshot
         .by_server(&info.server)
@@ -178,40 +188,52 @@ async fn helper_call(
         .cloned()
     else {
         tracing::warn!(server = %info.server, tool, "configured helper tool is not offered by the server");
-        return false;
+        return Some(format!(
+            "{role} \"{tool}\" is not offered by server \"{}\"",
+            info.server
+        ));
     };
-    let a = hub
-        .attempt(
-            &helper,
-            &Value::Object(Default::default()),
-            Duration::from_secs(30),
-            cancel,
-            "hub",
-        )
-        .await;
-    if let Err(e) = &a.result {
-        tracing::warn!(server = %info.server, tool, error = %e, "helper tool failed");
+    let params = Value::Object(Default::default());
+    if let Err(why) = crate::safety::check_helper(&hub.config().safety, &helper, &params) {
+        tracing::warn!(server = %info.server, tool, reason = %why, "helper tool not called: refused by the safety gate");
+        return Some(format!(
+            "{role} {} was not called: {why}",
+            helper.qualified_name
+        ));
     }
-    a.result.is_ok()
+    let a = hub
+        .attempt(&helper, &params, Duration::from_secs(30), cancel, "hub")
+        .await;
+    match &a.result {
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(server = %info.server, tool, error = %e, "helper tool failed");
+            Some(format!(
+                "{role} {} failed: {}",
+                helper.qualified_name, e.message
+            ))
+        }
+    }
 }
 
 /// `rebuild_context`: the server's recovery tool if configured, else a restart.
-async fn rebuild_context(hub: &Hub, info: &ToolInfo, cancel: &tokio_util::sync::CancellationToken) {
+async fn rebuild_context(
+    hub: &Hub,
+    info: &ToolInfo,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Option<String> {
     let cfg = hub.config();
     let recovery = cfg
         .mcp_servers
         .get(&info.server)
         .and_then(|s| s.recovery_tool.clone());
     if let Some(tool) = recovery {
-        helper_call(hub, info, &tool, cancel).await;
-        return;
+        return helper_call(hub, info, "recoveryTool", &tool, cancel).await;
     }
     if info.server == super::BUILTIN_SERVER {
-        return;
+        return None;
     }
-    let Some(handle) = hub.server(&info.server) else {
-        return;
-    };
+    let handle = hub.server(&info.server)?;
     let mut events = hub.subscribe();
     handle.restart("retry action rebuild_context");
     let name = info.server.clone();
@@ -232,6 +254,7 @@ async fn rebuild_context(hub: &Hub, info: &ToolInfo, cancel: &tokio_util::sync::
         }
     };
     let _ = tokio::time::timeout(REBUILD_WAIT, back).await;
+    None
 }
 
 /// `refresh_snapshot`: call the server's snapshot tool if configured.
@@ -239,13 +262,11 @@ async fn refresh_snapshot(
     hub: &Hub,
     info: &ToolInfo,
     cancel: &tokio_util::sync::CancellationToken,
-) {
+) -> Option<String> {
     let cfg = hub.config();
-    if let Some(tool) = cfg
+    let tool = cfg
         .mcp_servers
         .get(&info.server)
-        .and_then(|s| s.snapshot_tool.clone())
-    {
-        helper_call(hub, info, &tool, cancel).await;
-    }
+        .and_then(|s| s.snapshot_tool.clone())?;
+    helper_call(hub, info, "snapshotTool", &tool, cancel).await
 }

@@ -60,6 +60,20 @@ impl ToolDiff {
     }
 }
 
+/// A bare name several servers offer: calling it bare fails with
+/// `AMBIGUOUS_TOOL`; each of `tools` (qualified names) still works.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ambiguity {
+    pub name: String,
+    pub tools: Vec<String>,
+}
+
+impl std::fmt::Display for Ambiguity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\"{}\" ({})", self.name, self.tools.join(", "))
+    }
+}
+
 /// The aggregated tool list at one moment. Cheap to share behind an `Arc`.
 #[derive(Debug, Clone)]
 pub struct ToolSnapshot {
@@ -78,8 +92,7 @@ pub struct ToolSnapshot {
 
 impl ToolSnapshot {
     /// Builds the snapshot from each server's tool list. `builtin_server` is
-    /// the hub's own server name (`"hub"`), whose tools lose to an external
-    /// server's on a bare name. If a server lists a tool name twice, the
+    /// the hub's own server name (`"hub"`). If a server lists a tool name twice, the
     /// first listing is kept.
     pub fn build(
         servers: impl IntoIterator<Item = (String, Vec<RawTool>)>,
@@ -193,9 +206,10 @@ impl ToolSnapshot {
     }
 
     /// Resolves a name a client typed: a qualified name first, then a bare
-    /// name. A bare name offered by one external server and the built-in
-    /// server goes to the external one (the built-in stays reachable as
-    /// `hub__…`); offered by two or more external servers it is ambiguous.
+    /// name. A bare name offered by one server resolves to it; offered by two
+    /// or more (the built-in server counts like any other) it is ambiguous,
+    /// so a server that arrives with a name the hub already answered never
+    /// takes it over silently.
     pub fn resolve(&self, name: &str) -> Result<&Arc<ToolInfo>, HubError> {
         if let Some(tool) = self.get(name) {
             return Ok(tool);
@@ -205,17 +219,38 @@ impl ToolSnapshot {
             .get(name)
             .map(|ix| ix.iter().filter_map(|&i| self.tools.get(i)).collect())
             .unwrap_or_default();
-        let external: Vec<&Arc<ToolInfo>> = candidates
-            .iter()
-            .copied()
-            .filter(|t| t.server != self.builtin_server)
-            .collect();
-        match (external.as_slice(), candidates.as_slice()) {
-            ([only], _) => Ok(only),
-            ([], [only]) => Ok(only),
-            ([], []) => Err(self.not_found(name)),
+        match candidates.as_slice() {
+            [only] => Ok(only),
+            [] => Err(self.not_found(name)),
             _ => Err(ambiguous(name, &candidates)),
         }
+    }
+
+    /// Every bare name two or more servers offer, with its qualified names
+    /// (sorted), by bare name.
+    pub fn ambiguous(&self) -> Vec<Ambiguity> {
+        self.by_bare
+            .iter()
+            .filter(|(_, ix)| ix.len() > 1)
+            .map(|(name, ix)| Ambiguity {
+                name: name.clone(),
+                tools: ix
+                    .iter()
+                    .filter_map(|&i| self.tools.get(i))
+                    .map(|t| t.qualified_name.clone())
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The bare names that resolved to one tool here and are ambiguous in
+    /// `newer` (a server arrived with the same name), for `tools_updated`.
+    pub fn newly_ambiguous(&self, newer: &ToolSnapshot) -> Vec<Ambiguity> {
+        newer
+            .ambiguous()
+            .into_iter()
+            .filter(|a| self.by_bare.get(&a.name).is_some_and(|ix| ix.len() == 1))
+            .collect()
     }
 
     /// Compares with a newer snapshot, for `tools_updated`.

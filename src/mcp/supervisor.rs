@@ -46,6 +46,20 @@ pub enum ServerState {
     Disabled,
 }
 
+/// The wire name (`crash_loop`), for messages a person reads.
+impl std::fmt::Display for ServerState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ServerState::Starting => "starting",
+            ServerState::Running => "running",
+            ServerState::Restarting => "restarting",
+            ServerState::CrashLoop => "crash_loop",
+            ServerState::Stopped => "stopped",
+            ServerState::Disabled => "disabled",
+        })
+    }
+}
+
 /// What `health_status` and `server_status` show of a server.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

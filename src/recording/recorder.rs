@@ -412,11 +412,18 @@ async fn screenshot(hub: &Hub, server: &str) -> Option<Vec<u8>> {
         .into_iter()
         .find(|t| t.name == tool)?
         .clone();
+    let params = json!({});
+    // The same gate as any call; no one can confirm in the middle of a
+    // recording, so a rule that would ask refuses it (logged).
+    if let Err(why) = crate::safety::check_helper(&hub.config().safety, &info, &params) {
+        tracing::warn!(server, tool, reason = %why, "screenshot for the recording not taken: refused by the safety gate");
+        return None;
+    }
     let cancel = tokio_util::sync::CancellationToken::new();
     let a = hub
         .attempt(
             &info,
-            &json!({}),
+            &params,
             std::time::Duration::from_secs(30),
             &cancel,
             "hub",

@@ -129,7 +129,11 @@ pub fn check_id(id: &str) -> Result<&str, HubError> {
             None => "use lowercase letters, digits and '-' (1-50 characters)".into(),
         };
         Err(invalid(
-            format!("run id {id:?} must match ^[a-z0-9-]{{1,50}}$"),
+            format!(
+                "{:?} is not a run id: run ids are 1-50 lowercase letters, digits and '-' \
+                 (a slug of the run's theme), see list_runs",
+                crate::util::truncate(id, 80)
+            ),
             &hint,
         ))
     }

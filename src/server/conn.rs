@@ -111,7 +111,7 @@ async fn serve(socket: WebSocket, app: App, session: String) {
     // a test) may connect again at once.
     drop(slot);
     tracing::info!(session = %session, "client disconnected");
-    super::trim::connection_closed();
+    crate::trim::soon();
 }
 
 async fn write_loop(

@@ -1,13 +1,14 @@
 //! The gate: Host (DNS rebinding), Origin (CSWSH) and token checks, run
-//! before the WebSocket upgrade and before any session exists.
+//! before the WebSocket upgrade and before any session exists. The token
+//! and the allowed origins are read from [`SharedAccess`] on every request,
+//! so a config reload changes them for the next connection.
 
 use std::net::SocketAddr;
-use std::path::Path;
 
 use axum::http::{HeaderMap, StatusCode, Uri};
 use subtle::ConstantTimeEq;
 
-use crate::config::{Config, TokenSetting};
+use crate::access::SharedAccess;
 
 /// The subprotocol the hub speaks; a browser offers the token beside it.
 pub const SUBPROTOCOL: &str = "toolhub.v1";
@@ -22,27 +23,28 @@ enum Surface {
     Mcp,
 }
 
-/// Why a request was refused (status + a message for the body and the log).
+/// Why a request was refused (status + a message for the body and the log,
+/// and what to do about it).
 #[derive(Debug)]
 pub struct Refusal {
     pub status: StatusCode,
     pub message: String,
+    pub suggestion: Option<String>,
 }
 
-/// The token every client must present, if any (resolved at start-up).
+/// The checks in front of every route; the token and origins in force come
+/// from the shared access values.
 #[derive(Clone)]
 pub struct Gate {
     listen: SocketAddr,
-    allowed_origins: Vec<String>,
-    token: Option<String>,
+    access: SharedAccess,
 }
 
 impl Gate {
-    pub fn new(cfg: &Config, token: Option<String>, bound: SocketAddr) -> Gate {
+    pub fn new(access: SharedAccess, bound: SocketAddr) -> Gate {
         Gate {
             listen: bound,
-            allowed_origins: cfg.server.allowed_origins.clone(),
-            token,
+            access,
         }
     }
 
@@ -103,7 +105,10 @@ impl Gate {
 
     fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(host) = headers.get("host").and_then(|h| h.to_str().ok()) else {
-            return Err(forbidden("missing Host header".into()));
+            return Err(forbidden(
+                "missing Host header".into(),
+                "send a Host header naming this hub (HTTP/1.1 clients do so by themselves)".into(),
+            ));
         };
         if !self.listen.ip().is_loopback() {
             // Beyond loopback the token is mandatory; any Host may reach us.
@@ -113,9 +118,12 @@ impl Gate {
         if self.own_host(host) {
             Ok(())
         } else {
-            Err(forbidden(format!(
-                "Host {host:?} is not this hub (expected 127.0.0.1:{port} or localhost:{port}); refusing a possible DNS-rebinding request"
-            )))
+            Err(forbidden(
+                format!(
+                    "Host {host:?} is not this hub (expected 127.0.0.1:{port} or localhost:{port}); refusing a possible DNS-rebinding request"
+                ),
+                format!("connect to ws://127.0.0.1:{port}/ws or ws://localhost:{port}/ws"),
+            ))
         }
     }
 
@@ -136,12 +144,16 @@ impl Gate {
             return Ok(()); // wscat, scripts: no Origin
         };
         let origin = origin.to_str().unwrap_or("");
-        if self.own_origin(origin) || origin_allowed(origin, &self.allowed_origins) {
+        if self.own_origin(origin) || origin_allowed(origin, &self.access.current().allowed_origins)
+        {
             Ok(())
         } else {
-            Err(forbidden(format!(
-                "Origin {origin:?} is not in server.allowedOrigins"
-            )))
+            Err(forbidden(
+                format!("Origin {origin:?} is not in server.allowedOrigins"),
+                format!(
+                    "if this page or extension should reach the hub, add {origin:?} to server.allowedOrigins in config.json (applied on save, no restart)"
+                ),
+            ))
         }
     }
 
@@ -162,7 +174,8 @@ impl Gate {
     }
 
     fn check_token(&self, headers: &HeaderMap, surface: Surface) -> Result<(), Refusal> {
-        let Some(expected) = &self.token else {
+        let access = self.access.current();
+        let Some(expected) = &access.token else {
             return Ok(());
         };
         let bearer = headers
@@ -181,14 +194,22 @@ impl Gate {
             Surface::WebSocket => bearer.or(from_protocol),
             Surface::Mcp => bearer,
         };
-        match (presented, surface) {
-            (Some(t), _) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
-            (Some(_), _) => Err(unauthorized("the token presented is wrong")),
-            (None, Surface::WebSocket) => Err(unauthorized(
-                "no token presented: send `Authorization: Bearer <token>` or offer the subprotocol toolhub.token.<token> beside toolhub.v1 (the token is in <stateDir>/token)",
+        let source = &access.token_source;
+        let how = match surface {
+            Surface::WebSocket => "send `Authorization: Bearer <token>` or offer the subprotocol toolhub.token.<token> beside toolhub.v1",
+            Surface::Mcp => "send the header `Authorization: Bearer <token>` with every request to /mcp (`toolhub stdio` passes it for clients that can only launch a command)",
+        };
+        match presented {
+            Some(t) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+            Some(_) => Err(unauthorized(
+                format!("the token presented is wrong; the hub's token is in {source}"),
+                format!(
+                    "copy the token from {source} again (it changes when that file or server.token changes) and {how}"
+                ),
             )),
-            (None, Surface::Mcp) => Err(unauthorized(
-                "no token presented: send the header `Authorization: Bearer <token>` with every request to /mcp (the token is in <stateDir>/token; `toolhub stdio` passes it for clients that can only launch a command)",
+            None => Err(unauthorized(
+                format!("no token presented: {how} (the token is in {source})"),
+                format!("read the token from {source} and {how}"),
             )),
         }
     }
@@ -215,10 +236,11 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     })
 }
 
-fn forbidden(message: String) -> Refusal {
+fn forbidden(message: String, suggestion: String) -> Refusal {
     Refusal {
         status: StatusCode::FORBIDDEN,
         message,
+        suggestion: Some(suggestion),
     }
 }
 
@@ -226,67 +248,16 @@ fn bad_request(message: String) -> Refusal {
     Refusal {
         status: StatusCode::BAD_REQUEST,
         message,
+        suggestion: None,
     }
 }
 
-fn unauthorized(message: &str) -> Refusal {
+fn unauthorized(message: String, suggestion: String) -> Refusal {
     Refusal {
         status: StatusCode::UNAUTHORIZED,
-        message: message.into(),
+        message,
+        suggestion: Some(suggestion),
     }
-}
-
-/// Resolve `server.token`: a fixed string, none, or generated at first start
-/// into `<stateDir>/token` (mode 0600). Logs the file's path, never the token.
-pub fn resolve_token(cfg: &Config) -> Result<Option<String>, String> {
-    match &cfg.server.token {
-        TokenSetting::Fixed(t) => Ok(Some(t.clone())),
-        TokenSetting::Disabled => {
-            if !cfg.server.listen.ip().is_loopback() {
-                return Err("server.token is false but server.listen is not loopback; set a token or listen on 127.0.0.1".into());
-            }
-            tracing::warn!("server.token is false: any local process can use this hub");
-            Ok(None)
-        }
-        TokenSetting::Generate => {
-            load_or_create(&cfg.task_engine.state_dir.join("token")).map(Some)
-        }
-    }
-}
-
-fn load_or_create(path: &Path) -> Result<String, String> {
-    if let Ok(existing) = std::fs::read_to_string(path) {
-        let t = existing.trim().to_string();
-        if t.len() >= 32 {
-            tracing::info!(path = %path.display(), "using the token stored in the state dir");
-            return Ok(t);
-        }
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let bytes: [u8; 32] = rand::random();
-    let token = hex::encode(bytes);
-    write_private(path, &token).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    tracing::info!(path = %path.display(), "generated a new token (256 bits); clients must present it");
-    Ok(token)
-}
-
-fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    #[cfg(unix)]
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    opts.mode(0o600);
-    let mut f = opts.open(&tmp)?;
-    f.write_all(token.as_bytes())?;
-    f.write_all(b"\n")?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]
@@ -295,11 +266,11 @@ mod tests {
 
     fn gate_on(listen: &str) -> Gate {
         let addr: SocketAddr = listen.parse().expect("addr");
-        Gate {
-            listen: addr,
+        let access = crate::access::Access {
             allowed_origins: vec!["chrome-extension://*".to_string()],
-            token: None,
-        }
+            ..Default::default()
+        };
+        Gate::new(crate::access::SharedAccess::new(access), addr)
     }
 
     #[test]

@@ -7,7 +7,6 @@ mod dispatch;
 pub mod gate;
 pub mod mcp;
 pub mod stdio;
-mod trim;
 pub mod ui;
 
 use std::sync::atomic::Ordering;
@@ -138,7 +137,10 @@ fn refuse(r: gate::Refusal) -> Response {
     } else {
         crate::errors::ErrorType::Unauthorized
     };
-    let err = crate::errors::HubError::new(kind, r.message);
+    let mut err = crate::errors::HubError::new(kind, r.message);
+    if let Some(s) = r.suggestion {
+        err = err.with_suggestion(s);
+    }
     (r.status, Json(serde_json::json!({ "error": err }))).into_response()
 }
 

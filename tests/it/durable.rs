@@ -355,3 +355,65 @@ async fn a_resume_after_restart_runs_what_the_stop_left_and_not_the_cleanup() {
     assert!(steps.iter().all(|s| s["success"] == true), "{steps:?}");
     assert_eq!(calls(&p, "echo").len(), 2);
 }
+
+/// Issue 16.15: `retention.maxTasks` holds while tasks finish (not only at
+/// start and hourly), and a finished task keeps no journal file open.
+#[tokio::test]
+async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])},
+               "taskEngine": {"retention": {"maxTasks": 3}}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let mut last = Value::Null;
+    for i in 0..8 {
+        let id = format!("b{i}");
+        c.send(json!({"type": "tool_batch", "id": id, "steps": [
+            {"tool": "t__echo", "params": {"message": "x"}}
+        ]}))
+        .await;
+        let done = c
+            .recv_where("batch_complete", |v| {
+                v["type"] == "batch_complete" && v["batchId"] == id.as_str()
+            })
+            .await;
+        assert_eq!(done["success"], true, "{done}");
+        last = done["taskId"].clone();
+    }
+    let tasks = c.request(json!({"type": "list_tasks"})).await;
+    let ids: Vec<&Value> = tasks["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| &t["taskId"])
+        .collect();
+    assert_eq!(ids.len(), 3, "{tasks}");
+    assert!(ids.contains(&&last), "the newest task is kept: {tasks}");
+    let journals = std::fs::read_dir(p.join("state/tasks"))
+        .expect("tasks dir")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .count();
+    assert_eq!(journals, 3, "one journal per kept task");
+    let open: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", hub.pid()))
+        .expect("/proc fd")
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|t| t.display().to_string())
+        .filter(|t| t.contains("/state/tasks/"))
+        .collect();
+    assert!(
+        open.is_empty(),
+        "finished tasks keep journals open: {open:?}"
+    );
+    let status = c
+        .request(json!({"type": "task_status", "taskId": last}))
+        .await;
+    assert_eq!(status["task"]["state"], "success", "{status}");
+    assert_eq!(status["task"]["steps"][0]["success"], true, "{status}");
+}

@@ -202,3 +202,28 @@ async fn duplicate_host_or_origin_and_foreign_absolute_target_are_refused() {
     hub.wait_log("2 host headers").await;
     hub.wait_log("is not this hub").await;
 }
+
+/// Issue 16.10: the 401 body says where the token really is and gives no
+/// advice meant for an upstream server's API key.
+#[tokio::test]
+async fn the_401_body_names_the_real_token_file_and_no_api_key_advice() {
+    let hub = TestHub::start(json!({})).await;
+    let host = ("Host", hub.addr.clone());
+    let file = hub.path().join("state").join("token");
+    let file = file.display().to_string();
+    for headers in [
+        vec![host.clone()],
+        vec![host.clone(), ("Authorization", "Bearer wrong".to_string())],
+    ] {
+        let (code, body) = crate::threats::http_get(&hub.addr, "/health", &headers).await;
+        assert_eq!(code, 401, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).expect("JSON body");
+        let e = &v["error"];
+        assert_eq!(e["errorType"], "UNAUTHORIZED", "{v}");
+        let text = format!("{} {}", e["message"], e["suggestion"]);
+        assert!(text.contains(&file), "{text}");
+        assert!(!text.contains("<stateDir>"), "{text}");
+        assert!(!text.contains("API key"), "{text}");
+        assert!(!text.contains("expired"), "{text}");
+    }
+}

@@ -10,6 +10,7 @@ mod faults;
 mod gate;
 mod lifecycle;
 mod mcp;
+mod messages;
 mod playwright;
 mod protocol;
 mod recording;

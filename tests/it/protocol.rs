@@ -104,3 +104,49 @@ async fn history_records_calls_with_secrets_redacted() {
     // and the file must never hold the secret.
     assert!(!file.contains("hunter2"));
 }
+
+/// Issue 16.10: a value that cannot be an id says what an id looks like and
+/// where to find one, not the generic framing advice.
+#[tokio::test]
+async fn a_bad_id_says_what_an_id_looks_like() {
+    let hub = TestHub::start(json!({})).await;
+    let mut c = hub.connect().await;
+    let bad = "../etc/passwd";
+    let cases = [
+        (
+            json!({"type": "task_status", "taskId": bad}),
+            "\"../etc/passwd\" is not a task id: task ids are UUIDs, see list_tasks",
+        ),
+        (
+            json!({"type": "resume_task", "taskId": bad}),
+            "\"../etc/passwd\" is not a task id: task ids are UUIDs, see list_tasks",
+        ),
+        (
+            json!({"type": "get_recording", "recordingId": bad}),
+            "\"../etc/passwd\" is not a recording id: recording ids are",
+        ),
+        (
+            json!({"type": "get_run", "runId": bad}),
+            "\"../etc/passwd\" is not a run id: run ids are",
+        ),
+    ];
+    for (msg, want) in cases {
+        let e = c.request(msg.clone()).await;
+        let error = &e["error"];
+        let text = error["message"].as_str().unwrap_or_default();
+        assert!(text.starts_with(want), "{msg} -> {e}");
+        let suggestion = error["suggestion"].as_str().unwrap_or_default();
+        assert!(
+            !suggestion.contains("JSON object per WebSocket frame"),
+            "{msg} -> {e}"
+        );
+        assert!(!suggestion.is_empty(), "{msg} -> {e}");
+    }
+    // The hub tool says the same.
+    let r = c.call("hub__task_status", json!({"taskId": bad})).await;
+    let text = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        text.starts_with("\"../etc/passwd\" is not a task id"),
+        "{r}"
+    );
+}

@@ -145,3 +145,93 @@ async fn with_the_owner_gone_every_connection_is_asked_and_no_tool_can_approve()
         .await;
     assert_eq!(t["task"]["state"], "success", "{t}");
 }
+
+/// Issue 16.5: a server's configured helper tool (here its snapshotTool,
+/// called by the retry action refresh_snapshot) goes through the safety
+/// gate: a deny rule keeps it from running, and the step's outcome says why.
+#[tokio::test]
+async fn a_helper_tool_is_gated_like_any_call_and_the_step_says_why() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut t = testserver_entry(&p, "t", &[]);
+    t["snapshotTool"] = json!("image");
+    t["recoveryTool"] = json!("image");
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "mcpServers": {"t": t},
+            "safety": {"rules": [
+                {"tool": "t__image", "action": "deny", "reason": "no pictures of this server"}
+            ]}
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    for (id, action) in [("snap", "refresh_snapshot"), ("rebuild", "rebuild_context")] {
+        c.send(json!({"type": "tool_batch", "id": id, "steps": [
+            {"tool": "t__flaky", "params": {"key": id, "failures": 1},
+             "retry": {"maxRetries": 1, "delay": 10, "action": action}}
+        ]}))
+        .await;
+        let step = c
+            .recv_where("the step's result", |v| {
+                v["type"] == "batch_step_result" && v["batchId"] == id
+            })
+            .await;
+        assert_eq!(step["success"], true, "{step}");
+        let retry = &step["retries"][0];
+        assert_eq!(retry["action"], action, "{step}");
+        let note = retry["note"].as_str().unwrap_or_default();
+        assert!(
+            note.contains("t__image was not called: denied by a safety rule")
+                && note.contains("no pictures of this server"),
+            "{step}"
+        );
+    }
+    let log = call_log(&hub.path(), "t");
+    assert!(log.iter().any(|l| l["tool"] == "flaky"), "{log:?}");
+    assert!(
+        log.iter().all(|l| l["tool"] != "image"),
+        "a denied helper must not run"
+    );
+}
+
+/// Issue 16.5: the screenshot a recording takes after each step
+/// (screenshotTool) passes the same gate: denied, it is not taken.
+#[tokio::test]
+async fn a_denied_screenshot_tool_is_not_called_for_a_recording() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut t = testserver_entry(&p, "t", &[]);
+    t["screenshotTool"] = json!("image");
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "mcpServers": {"t": t},
+            "recording": {"screenshotOnStep": true},
+            "safety": {"rules": [{"tool": "t__image", "action": "deny", "reason": "no pictures"}]}
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    let r = c.call("t__echo", json!({"message": "hi"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    c.request(json!({"type": "stop_recording"})).await;
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let step = &got["recording"]["steps"][0];
+    assert!(step["screenshot"].is_null(), "{step}");
+    hub.wait_log("screenshot for the recording not taken: refused by the safety gate")
+        .await;
+    assert!(
+        call_log(&hub.path(), "t")
+            .iter()
+            .all(|l| l["tool"] != "image"),
+        "a denied screenshot tool must not run"
+    );
+}

@@ -269,10 +269,17 @@ async fn filesystem_server_errors_are_classified() {
     wait_running(&mut c, "filesystem").await;
     let ws = hub.path().join("workspace");
     std::fs::write(ws.join("a.txt"), "alpha").expect("write");
-    // External server wins the bare name over the built-in.
+    // The bare name is shared with the built-in: refused, naming both.
     let r = c
         .call(
             "read_file",
+            json!({"path": ws.join("a.txt").display().to_string()}),
+        )
+        .await;
+    assert_eq!(r["error"]["errorType"], "AMBIGUOUS_TOOL", "{r}");
+    let r = c
+        .call(
+            "filesystem__read_file",
             json!({"path": ws.join("a.txt").display().to_string()}),
         )
         .await;
@@ -406,4 +413,81 @@ async fn a_server_that_keeps_failing_is_parked_in_crash_loop_until_reload_tools(
         v["type"] == "server_status" && v["name"] == "bad" && v["restarts"].as_u64() > Some(before)
     })
     .await;
+}
+
+/// Issue 16.9: enabling the shipped `filesystem` server must not move bare
+/// `read_file` from the built-in tool to it without a word.
+#[tokio::test]
+async fn a_server_arriving_with_a_builtin_name_makes_the_bare_name_ambiguous_not_rerouted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    std::fs::create_dir_all(p.join("workspace")).expect("ws");
+    std::fs::write(p.join("workspace/a.txt"), "alpha").expect("write");
+    let fs_entry = |disabled: bool| {
+        json!({"command": npm_bin("mcp-server-filesystem"),
+               "args": [p.join("workspace").display().to_string()],
+               "disabled": disabled})
+    };
+    let mut cfg =
+        crate::support::with_test_defaults(json!({"mcpServers": {"filesystem": fs_entry(true)}}));
+    let hub = TestHub::start_in(dir, cfg.clone()).await;
+    let mut c = hub.connect().await;
+    let r = c.call("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(r["server"], "hub", "{r}");
+    assert_eq!(r["success"], true, "{r}");
+
+    cfg["mcpServers"]["filesystem"] = fs_entry(false);
+    crate::support::write_config(&p.join("config.json"), &cfg);
+    let update = c
+        .recv_where("tools_updated naming read_file ambiguous", |v| {
+            v["type"] == "tools_updated"
+                && v["ambiguous"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x["name"] == "read_file"))
+        })
+        .await;
+    let entry = update["ambiguous"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|x| x["name"] == "read_file")
+        .cloned()
+        .expect("entry");
+    assert_eq!(
+        entry["tools"],
+        json!(["filesystem__read_file", "hub__read_file"]),
+        "{update}"
+    );
+    hub.wait_log("bare tool name is now offered by several servers")
+        .await;
+
+    let r = c.call("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["error"]["errorType"], "AMBIGUOUS_TOOL", "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("filesystem__read_file") && msg.contains("hub__read_file"),
+        "{r}"
+    );
+
+    let h = c.request(json!({"type": "health_check"})).await;
+    assert!(
+        h["ambiguousTools"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x["name"] == "read_file")),
+        "{h}"
+    );
+    let check = h["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == "ambiguousTools")
+        .cloned()
+        .expect("ambiguousTools check");
+    assert!(
+        check["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("filesystem__read_file")),
+        "{check}"
+    );
 }

@@ -178,6 +178,7 @@ impl TestHub {
             ws,
             next_id: 0,
             backlog: Vec::new(),
+            seen: Vec::new(),
         };
         let hello = c.recv_type("hello").await;
         assert_eq!(hello["protocol"], 1);
@@ -285,6 +286,8 @@ pub struct Client {
     next_id: u64,
     /// Messages read while waiting for something else.
     backlog: Vec<Value>,
+    /// Every message received, in order (for checks over all of them).
+    pub seen: Vec<Value>,
 }
 
 impl Client {
@@ -312,7 +315,9 @@ impl Client {
                 .expect("socket error");
             match m {
                 Message::Text(t) => {
-                    return serde_json::from_str(t.as_str()).expect("hub sent invalid JSON")
+                    let v: Value = serde_json::from_str(t.as_str()).expect("hub sent invalid JSON");
+                    self.seen.push(v.clone());
+                    return v;
                 }
                 Message::Close(f) => panic!("socket closed by hub: {f:?}"),
                 _ => {}

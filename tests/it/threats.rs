@@ -74,7 +74,7 @@ async fn pinned_extension_origin_admits_only_that_extension() {
 }
 
 /// A raw HTTP/1.1 GET; returns (status, body).
-async fn http_get(addr: &str, path: &str, headers: &[(&str, String)]) -> (u16, String) {
+pub async fn http_get(addr: &str, path: &str, headers: &[(&str, String)]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).await.expect("connect");
     let mut req = format!("GET {path} HTTP/1.1\r\nConnection: close\r\n");
     for (k, v) in headers {

@@ -108,16 +108,46 @@ fn bare_name_on_two_external_servers_is_ambiguous() {
 }
 
 #[test]
-fn external_beats_builtin_on_a_bare_name() {
+fn a_bare_name_shared_with_the_builtin_is_ambiguous() {
     let s = snap(vec![
         server("hub", &["read_file", "run"]),
         server("fs", &["read_file"]),
     ]);
-    assert_eq!(s.resolve("read_file").unwrap().server, "fs");
-    // The built-in stays reachable by its qualified name.
+    let e = s.resolve("read_file").unwrap_err();
+    assert_eq!(e.error_type, ErrorType::AmbiguousTool);
+    assert!(
+        e.message.contains("fs__read_file, hub__read_file"),
+        "{}",
+        e.message
+    );
+    // Both stay reachable by their qualified names.
     assert_eq!(s.resolve("hub__read_file").unwrap().server, "hub");
+    assert_eq!(s.resolve("fs__read_file").unwrap().server, "fs");
     // A built-in alone is found by its bare name.
     assert_eq!(s.resolve("run").unwrap().server, "hub");
+    assert_eq!(
+        s.ambiguous(),
+        vec![Ambiguity {
+            name: "read_file".into(),
+            tools: vec!["fs__read_file".into(), "hub__read_file".into()],
+        }]
+    );
+}
+
+#[test]
+fn a_server_arriving_with_a_builtin_name_is_reported_newly_ambiguous() {
+    let before = snap(vec![server("hub", &["read_file", "run"])]);
+    assert_eq!(before.resolve("read_file").unwrap().server, "hub");
+    let after = snap(vec![
+        server("hub", &["read_file", "run"]),
+        server("fs", &["read_file", "read_text_file"]),
+    ]);
+    let newly = before.newly_ambiguous(&after);
+    assert_eq!(newly.len(), 1, "{newly:?}");
+    assert_eq!(newly[0].name, "read_file");
+    assert_eq!(newly[0].tools, vec!["fs__read_file", "hub__read_file"]);
+    // Already ambiguous before: not news.
+    assert!(after.newly_ambiguous(&after).is_empty());
 }
 
 #[test]
@@ -138,15 +168,9 @@ fn two_externals_plus_builtin_is_ambiguous_and_lists_all() {
 
 #[test]
 fn builtin_server_name_is_a_parameter() {
-    let s = ToolSnapshot::build(vec![server("core", &["x"]), server("a", &["x"])], "core");
-    assert_eq!(s.resolve("x").unwrap().server, "a");
+    let s = ToolSnapshot::build(vec![server("core", &["x"])], "core");
+    assert_eq!(s.resolve("x").unwrap().server, "core");
     assert_eq!(s.builtin_server(), "core");
-    // With "hub" as the built-in, "core" is external and the name ambiguous.
-    let s = snap(vec![server("core", &["x"]), server("a", &["x"])]);
-    assert_eq!(
-        s.resolve("x").unwrap_err().error_type,
-        ErrorType::AmbiguousTool
-    );
 }
 
 #[test]

@@ -153,10 +153,13 @@ async fn gated(State(gate): State<Gate>, req: Request, next: Next) -> Response {
         Ok(()) => next.run(req).await,
         Err(r) => {
             tracing::warn!(status = %r.status, reason = %r.message, "MCP request refused by the gate");
-            let err = crate::errors::HubError::new(
+            let mut err = crate::errors::HubError::new(
                 crate::errors::ErrorType::Unauthorized,
                 r.message.clone(),
             );
+            if let Some(s) = r.suggestion.clone() {
+                err = err.with_suggestion(s);
+            }
             let body = serde_json::json!({
                 "jsonrpc": "2.0",
                 "id": null,

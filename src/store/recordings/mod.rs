@@ -34,11 +34,14 @@ pub fn dir_of(storage: &Path, id: &str) -> Result<PathBuf, HubError> {
         return Err(HubError::new(
             ErrorType::InvalidMessage,
             format!(
-                "{:?} is not a recording id; expected ^[a-z0-9][a-z0-9_-]{{0,63}}$",
+                "{:?} is not a recording id: recording ids are 1-64 lowercase letters, \
+                 digits, '-' and '_' (the hub's own look like \"rec-3f2a…\"), see list_recordings",
                 crate::util::truncate(id, 80)
             ),
         )
-        .with_suggestion("use an id from list_recordings"));
+        .with_suggestion(
+            "use a recordingId from recording_started or send {\"type\":\"list_recordings\"}",
+        ));
     }
     let dir = storage.join(id);
     match fs::symlink_metadata(&dir) {

@@ -1,9 +1,11 @@
-//! Giving memory back after a burst of connections closes.
+//! Giving memory back after a burst of frees: connections closing
+//! (`server::conn`), finished tasks pruned by retention (`engine`).
 //!
 //! glibc keeps freed heap memory for reuse; after a thousand connections
-//! close, the hub would keep their buffers' worth of RSS for good. Once the
-//! closes have been quiet for half a second, `malloc_trim(0)` returns the
-//! free pages to the system (a few milliseconds, off any request path).
+//! close, or thousands of tasks are pruned, the hub would keep their
+//! worth of RSS for good. Once the frees have been quiet for half a second,
+//! `malloc_trim(0)` returns the free pages to the system (a few
+//! milliseconds, off any request path).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -15,8 +17,9 @@ const QUIET: Duration = Duration::from_millis(500);
 
 static WAKE: OnceLock<Arc<Notify>> = OnceLock::new();
 
-/// A connection ended: trim once the closes settle.
-pub fn connection_closed() {
+/// Memory was freed in bulk (a connection ended, tasks were pruned): trim
+/// once the frees settle.
+pub fn soon() {
     let wake = WAKE.get_or_init(|| {
         let n = Arc::new(Notify::new());
         tokio::spawn(trimmer(n.clone()));
