@@ -82,11 +82,11 @@ impl Tool {
             Tool::History => "The latest tool calls made through the hub (secrets redacted).",
             Tool::Batch => "Run several tool calls in order as one task, with variables (saveAs + {{name.result}}), conditions (when), expectations (expect) and retries; returns each step's outcome. Same fields as the tool_batch message.",
             Tool::TaskStatus => "A task's state, each step's outcome, whether it can be resumed (and why not), and which step is uncertain.",
-            Tool::ListTasks => "Every known task (running, finished, recoverable) with its state.",
+            Tool::ListTasks => "The known tasks (running, finished, recoverable), newest first, a page at a time (default 100, with the total), filtered by state, tool or creation time.",
             Tool::ResumeTask => "Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.",
             Tool::RecordStart => "Start recording every tool call of this connection (name, description optional).",
             Tool::RecordStop => "Stop this connection's recording; save defaults to true (false deletes it).",
-            Tool::RecordList => "List saved recordings (newest first).",
+            Tool::RecordList => "Search the saved recordings by words (name, description, tags), tool, server or creation time; a page at a time (default 100, with the total), newest first unless sorted otherwise.",
             Tool::RecordGet => "A recording with every step.",
             Tool::RecordDelete => "Delete a recording.",
             Tool::RecordReplay => "Replay a recording: mode live (default), dry or offline; variables re-render its templates; returns the replay summary with differences.",
@@ -111,7 +111,18 @@ impl Tool {
         let task_id = json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}}});
         let recording_id = json!({"type": "object", "required": ["recordingId"], "properties": {"recordingId": {"type": "string"}}});
         match self {
-            Tool::HealthCheck | Tool::ListTools | Tool::ListTasks | Tool::RecordList => empty,
+            Tool::HealthCheck | Tool::ListTools => empty,
+            Tool::ListTasks => json!({"type": "object", "properties": {
+                "state": {"enum": ["pending", "running", "retrying", "need_user", "success", "failed", "recoverable", "cancelled"]},
+                "tool": {"type": "string", "description": "tasks with a step calling this tool (bare or qualified name)"},
+                "since": {"type": "string", "description": "created at or after: an RFC 3339 UTC time or a date"},
+                "offset": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0, "maximum": 1000}}}),
+            Tool::RecordList => json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "words matched against name, description and tags"},
+                "tool": {"type": "string"}, "server": {"type": "string"},
+                "since": {"type": "string", "description": "created at or after: an RFC 3339 UTC time or a date"},
+                "sort": {"enum": ["newest", "oldest", "name", "updated"]},
+                "offset": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0, "maximum": 1000}}}),
             Tool::History => {
                 json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}})
             }
@@ -134,7 +145,7 @@ impl Tool {
                 json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}})
             }
             Tool::RecordStart => {
-                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}})
+                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}})
             }
             Tool::RecordStop => {
                 json!({"type": "object", "properties": {"save": {"type": "boolean"}}})
@@ -194,19 +205,13 @@ impl Controls {
                 })?;
                 Ok(t.to_json(true))
             }
-            Tool::ListTasks => Ok(crate::engine::list_json(engine)),
-            Tool::RecordStart => {
-                let str_of = |k: &str| params.get(k).and_then(Value::as_str).map(String::from);
-                recorder.start(call.session, str_of("name"), str_of("description"))
-            }
+            Tool::ListTasks => crate::engine::list_json(engine, &params_of(tool, params)?),
+            Tool::RecordStart => recorder.start(call.session, params_of(tool, params)?),
             Tool::RecordStop => {
                 let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
                 recorder.stop(call.session, save, "stopped")
             }
-            Tool::RecordList => {
-                let (recs, problems) = store::list(&hub.config().recording.storage_path);
-                Ok(json!({"recordings": recs, "problems": problems}))
-            }
+            Tool::RecordList => Ok(recorder.list(&params_of(tool, params)?)),
             Tool::RecordGet | Tool::RecordDelete => {
                 let id = required_str(params, "recordingId")?;
                 let storage = hub.config().recording.storage_path.clone();
@@ -214,22 +219,27 @@ impl Controls {
                     let rec = store::load(&storage, id)?;
                     Ok(crate::recording::export::json(&rec))
                 } else {
-                    store::delete(&storage, id)?;
+                    recorder.delete(id)?;
                     Ok(json!({"recordingId": id, "deleted": true}))
                 }
             }
             Tool::RecordReplay => {
-                let req: crate::protocol::recording::ReplayReq =
-                    serde_json::from_value(params.clone()).map_err(|e| {
-                        HubError::new(
-                            ErrorType::InvalidParams,
-                            format!("record_replay params: {e}"),
-                        )
-                    })?;
+                let req: crate::protocol::recording::ReplayReq = params_of(tool, params)?;
                 crate::recording::replay::execute(engine, None, &req).await
             }
         }
     }
+}
+
+/// A control tool's params decoded into the wire type of its message.
+fn params_of<T: serde::de::DeserializeOwned>(tool: Tool, params: &Value) -> Result<T, HubError> {
+    serde_json::from_value(params.clone()).map_err(|e| {
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!("{} params: {e}", tool.name()),
+        )
+        .with_suggestion("see the tool's inputSchema in list_tools")
+    })
 }
 
 fn required_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, HubError> {

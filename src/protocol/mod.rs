@@ -8,13 +8,14 @@
 
 mod client;
 mod outbox;
+pub mod paging;
 pub mod recording;
 pub mod runs;
 mod server;
 
 pub use client::{
-    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ReloadToolsReq,
-    ResumeTaskReq, TaskRef, ToolCallReq,
+    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
+    ReloadToolsReq, ResumeTaskReq, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};

@@ -19,5 +19,6 @@ mod safety;
 mod secrets;
 mod servers;
 mod spawn;
+mod stores;
 mod threats;
 mod tools;
