@@ -1,6 +1,6 @@
 //! Stores that stay fast: the recordings index (rebuilt, repaired, kept in
 //! step with edits made outside the hub), search and paging of
-//! `list_recordings` and `list_tasks`, and tool lists stored once by hash
+//! `list_recordings`, `list_tasks` and `list_runs`, and tool lists stored once by hash
 //! (with old inline recordings still listed, replayed and exported).
 
 use std::path::{Path, PathBuf};
@@ -412,4 +412,33 @@ async fn an_old_recording_with_an_inline_tool_list_lists_replays_and_exports() {
         "the index follows the update at once: {l}"
     );
     dry_replay_passes(&mut c, &id).await;
+}
+
+#[tokio::test]
+async fn list_runs_pages_with_a_total() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    for theme in ["one", "two", "three"] {
+        let r = c
+            .request(json!({"type": "create_run", "theme": theme}))
+            .await;
+        assert_eq!(r["type"], "run_created", "{r}");
+    }
+    let all = c.request(json!({"type": "list_runs"})).await;
+    assert_eq!(
+        (all["total"].clone(), all["limit"].clone()),
+        (json!(3), json!(100)),
+        "{all}"
+    );
+    let page = c
+        .request(json!({"type": "list_runs", "offset": 2, "limit": 2}))
+        .await;
+    assert_eq!(page["total"], 3, "{page}");
+    assert_eq!(page["runs"].as_array().map(Vec::len), Some(1), "{page}");
+    assert_eq!(
+        page["runs"][0], all["runs"][2],
+        "the same order on every page"
+    );
+    let r = c.call("hub__run_list", json!({"limit": 1})).await;
+    assert_eq!(r["result"]["runs"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(r["result"]["total"], 3, "{r}");
 }
