@@ -4,7 +4,6 @@
 //! for `history {limit}`.
 
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -231,14 +230,21 @@ fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
     }
 }
 
+/// The last `KEEP` entries, read backwards from the end of the file: the
+/// time to start does not grow with the history file.
 fn load_tail(path: &Path) -> VecDeque<Arc<Value>> {
     let mut q = VecDeque::new();
-    let Ok(f) = std::fs::File::open(path) else {
-        return q;
+    let text = match crate::util::read_last_lines(path, KEEP) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return q,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read the history tail");
+            return q;
+        }
     };
-    for line in BufReader::new(f).lines().map_while(Result::ok) {
+    for line in text.lines() {
         // A torn last line from a crash is skipped, not fatal.
-        if let Ok(v) = serde_json::from_str::<Value>(&line) {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
             if q.len() >= KEEP {
                 q.pop_front();
             }
@@ -331,5 +337,26 @@ mod tests {
         ] {
             assert_eq!(redact_text(plain, &s), plain);
         }
+    }
+
+    use std::io::Write;
+
+    #[test]
+    fn start_up_keeps_the_last_entries_in_order_and_skips_a_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        let mut f = std::fs::File::create(&path).unwrap();
+        // Long lines so the tail spans several 64 KiB blocks.
+        let pad = "x".repeat(300);
+        for i in 0..5000 {
+            writeln!(f, "{}", json!({"n": i, "pad": pad})).unwrap();
+        }
+        write!(f, "{{\"n\": 5000, \"pad\": \"torn").unwrap();
+        drop(f);
+        let q = load_tail(&path);
+        assert_eq!(q.len(), KEEP);
+        assert_eq!(q[0]["n"], 5000 - KEEP as u64);
+        assert_eq!(q[KEEP - 1]["n"], 4999);
+        assert!(load_tail(&dir.path().join("missing.jsonl")).is_empty());
     }
 }

@@ -91,6 +91,64 @@ pub fn append_whole_from(
     written
 }
 
+/// Does a tool name as recorded (`server__tool` or bare) answer to
+/// `wanted`, given bare or qualified? Used by the listings' `tool` filter.
+pub fn names_tool(name: &str, wanted: &str) -> bool {
+    name == wanted
+        || name
+            .split_once("__")
+            .is_some_and(|(_, bare)| bare == wanted)
+}
+
+/// Write `bytes` to `path` through a temp file (fsynced) and a rename, so a
+/// reader sees the old file or the new one, never half of either.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// The text of the last `n` lines of a file (plus possibly a few more),
+/// read backwards in 64 KiB blocks so a long file is never read whole: the
+/// cost depends on `n`, not on the file's size.
+pub fn read_last_lines(path: &std::path::Path, n: usize) -> std::io::Result<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const BLOCK: u64 = 64 * 1024;
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    let mut start = len;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut newlines = 0;
+    while start > 0 {
+        let from = start.saturating_sub(BLOCK);
+        let mut chunk = vec![0; (start - from) as usize];
+        f.seek(SeekFrom::Start(from))?;
+        f.read_exact(&mut chunk)?;
+        newlines += chunk.iter().filter(|b| **b == b'\n').count();
+        chunk.extend_from_slice(&buf);
+        buf = chunk;
+        start = from;
+        // n lines need n + 1 newlines before them (the last line ends in one).
+        if newlines > n {
+            break;
+        }
+    }
+    if start > 0 {
+        // Drop the partial first line.
+        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
+            buf.drain(..=i);
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

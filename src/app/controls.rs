@@ -82,11 +82,11 @@ impl Tool {
             Tool::History => "The latest tool calls made through the hub (secrets redacted).",
             Tool::Batch => "Run several tool calls in order as one task, with variables (saveAs + {{name.result}}), conditions (when), expectations (expect) and retries; returns each step's outcome. Same fields as the tool_batch message.",
             Tool::TaskStatus => "A task's state, step counts by state, one page of steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts), whether it can be resumed (and why not), and which step is uncertain.",
-            Tool::ListTasks => "Every known task (running, finished, recoverable) with its state.",
+            Tool::ListTasks => "The known tasks (running, finished, recoverable), newest first, a page at a time (default 100, with the total), filtered by state, tool or creation time.",
             Tool::ResumeTask => "Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.",
             Tool::RecordStart => "Start recording every tool call of this connection (name, description optional).",
             Tool::RecordStop => "Stop this connection's recording; save defaults to true (false deletes it).",
-            Tool::RecordList => "List saved recordings (newest first).",
+            Tool::RecordList => "Search the saved recordings by words (name, description, tags), tool, server or creation time; a page at a time (default 100, with the total), newest first unless sorted otherwise.",
             Tool::RecordGet => "A recording's header, summary, step count and one page of its steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts).",
             Tool::RecordDelete => "Delete a recording.",
             Tool::RecordReplay => "Replay a recording: mode live (default), dry or offline; variables re-render its templates; returns the replay summary with differences.",
@@ -116,7 +116,18 @@ impl Tool {
             schema
         };
         match self {
-            Tool::HealthCheck | Tool::ListTools | Tool::ListTasks | Tool::RecordList => empty,
+            Tool::HealthCheck | Tool::ListTools => empty,
+            Tool::ListTasks => json!({"type": "object", "properties": {
+                "state": {"enum": ["pending", "running", "retrying", "need_user", "success", "failed", "recoverable", "cancelled"]},
+                "tool": {"type": "string", "description": "tasks with a step calling this tool (bare or qualified name)"},
+                "since": {"type": "string", "description": "created at or after: an RFC 3339 UTC time or a date"},
+                "offset": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0, "maximum": 1000}}}),
+            Tool::RecordList => json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "words matched against name, description and tags"},
+                "tool": {"type": "string"}, "server": {"type": "string"},
+                "since": {"type": "string", "description": "created at or after: an RFC 3339 UTC time or a date"},
+                "sort": {"enum": ["newest", "oldest", "name", "updated"]},
+                "offset": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0, "maximum": 1000}}}),
             Tool::History => {
                 json!({"type": "object", "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}}})
             }
@@ -139,7 +150,7 @@ impl Tool {
                 json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}}),
             ),
             Tool::RecordStart => {
-                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}}})
+                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}})
             }
             Tool::RecordStop => {
                 json!({"type": "object", "properties": {"save": {"type": "boolean"}}})
@@ -201,19 +212,13 @@ impl Controls {
                     .ok_or_else(|| crate::engine::unknown_task(id))?;
                 Ok(t.status_json(page))
             }
-            Tool::ListTasks => Ok(crate::engine::list_json(engine)),
-            Tool::RecordStart => {
-                let str_of = |k: &str| params.get(k).and_then(Value::as_str).map(String::from);
-                recorder.start(call.session, str_of("name"), str_of("description"))
-            }
+            Tool::ListTasks => crate::engine::list_json(engine, &params_of(tool, params)?),
+            Tool::RecordStart => recorder.start(call.session, params_of(tool, params)?),
             Tool::RecordStop => {
                 let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
                 recorder.stop(call.session, save, "stopped")
             }
-            Tool::RecordList => {
-                let (recs, problems) = store::list(&hub.config().recording.storage_path);
-                Ok(json!({"recordings": recs, "problems": problems}))
-            }
+            Tool::RecordList => Ok(recorder.list(&params_of(tool, params)?)),
             Tool::RecordGet | Tool::RecordDelete => {
                 let id = required_str(params, "recordingId")?;
                 let storage = hub.config().recording.storage_path.clone();
@@ -222,18 +227,12 @@ impl Controls {
                     let rec = store::load(&storage, id)?;
                     Ok(crate::recording::export::json_page(&rec, page))
                 } else {
-                    store::delete(&storage, id)?;
+                    recorder.delete(id)?;
                     Ok(json!({"recordingId": id, "deleted": true}))
                 }
             }
             Tool::RecordReplay => {
-                let req: crate::protocol::recording::ReplayReq =
-                    serde_json::from_value(params.clone()).map_err(|e| {
-                        HubError::new(
-                            ErrorType::InvalidParams,
-                            format!("record_replay params: {e}"),
-                        )
-                    })?;
+                let req: crate::protocol::recording::ReplayReq = params_of(tool, params)?;
                 crate::recording::replay::execute(engine, None, &req).await
             }
         }
@@ -247,6 +246,17 @@ fn step_page(params: &Value) -> Result<crate::protocol::StepPage, HubError> {
             ErrorType::InvalidParams,
             format!("offset and limit must be whole numbers of 0 or more: {e}"),
         )
+    })
+}
+
+/// A control tool's params decoded into the wire type of its message.
+fn params_of<T: serde::de::DeserializeOwned>(tool: Tool, params: &Value) -> Result<T, HubError> {
+    serde_json::from_value(params.clone()).map_err(|e| {
+        HubError::new(
+            ErrorType::InvalidParams,
+            format!("{} params: {e}", tool.name()),
+        )
+        .with_suggestion("see the tool's inputSchema in list_tools")
     })
 }
 

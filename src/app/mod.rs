@@ -87,6 +87,7 @@ impl App {
         hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
         hub.start_servers();
         engine.recover();
+        app.recorder.spawn_index_checks();
         crate::engine::durable::spawn_retention(engine);
         crate::hub::reload_watcher(hub.clone());
         spawn_access_reload(hub.clone(), access);

@@ -426,7 +426,8 @@ fn step_name(s: StepState) -> String {
     s.name().to_string()
 }
 
-fn parse_state(s: &str) -> Option<TaskState> {
+/// A state by its wire name (`need_user`, …).
+pub(crate) fn parse_state(s: &str) -> Option<TaskState> {
     serde_json::from_value(json!(s)).ok()
 }
 

@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::Outbox;
-use crate::protocol::{self, BatchReq, ClientMsg, MsgId};
+use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
 pub use service::Engine;
 use state::{TaskEvent, TaskState};
 use task::Task;
@@ -188,9 +188,12 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
             }
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
-        ClientMsg::ListTasks => {
-            out.send(protocol::reply("tasks", &id, list_json(engine)));
-        }
+        ClientMsg::ListTasks(r) => match list_json(engine, &r) {
+            Ok(v) => {
+                out.send(protocol::reply("tasks", &id, v));
+            }
+            Err(e) => reply_err(&out, &id, e),
+        },
         ClientMsg::ResumeTask(r) => {
             if let Err(e) = resume(
                 engine,
@@ -343,10 +346,54 @@ pub async fn run_inline(
     Ok(summary)
 }
 
-/// `{"tasks": [...], "problems": [...]}` for list_tasks.
-pub fn list_json(engine: &Engine) -> Value {
-    let tasks: Vec<Value> = engine.list().iter().map(|t| t.to_json(false)).collect();
-    json!({"tasks": tasks, "problems": engine.store.problems()})
+/// `{"tasks": [...], "problems": [...], "total", "offset", "limit"}` for
+/// list_tasks: the tasks matching the filters, newest first, one page.
+pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError> {
+    let state = match &req.state {
+        None => None,
+        Some(s) => Some(durable::parse_state(s).ok_or_else(|| {
+                HubError::new(
+                    ErrorType::InvalidMessage,
+                    format!("list_tasks: {s:?} is not a task state"),
+                )
+                .with_suggestion("use one of pending, running, retrying, need_user, success, failed, recoverable, cancelled")
+        })?),
+    };
+    let mut hits: Vec<Arc<Task>> = engine
+        .list()
+        .into_iter()
+        .filter(|t| state.is_none_or(|s| t.state() == s))
+        .filter(|t| {
+            req.tool.as_deref().is_none_or(|want| {
+                t.plan
+                    .steps
+                    .iter()
+                    .any(|p| crate::util::names_tool(&p.step.tool, want))
+            })
+        })
+        .filter(|t| {
+            req.since.as_ref().is_none_or(|s| {
+                let ms = t.with(|d| d.created_ms);
+                s.admits(&crate::util::rfc3339(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+                ))
+            })
+        })
+        .collect();
+    hits.reverse();
+    let tasks: Vec<Value> = hits
+        .iter()
+        .skip(req.page.offset)
+        .take(req.page.limit())
+        .map(|t| t.to_json(false))
+        .collect();
+    Ok(json!({
+        "tasks": tasks,
+        "problems": engine.store.problems(),
+        "total": hits.len(),
+        "offset": req.page.offset,
+        "limit": req.page.limit(),
+    }))
 }
 
 /// The error for a task id no task has: a value that cannot be a task id

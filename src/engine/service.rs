@@ -66,7 +66,8 @@ impl Engine {
 
     pub fn list(&self) -> Vec<Arc<Task>> {
         let mut v: Vec<_> = self.tasks.iter().map(|t| t.clone()).collect();
-        v.sort_by_key(|t| t.with(|d| d.created_ms));
+        // One lock per task, not one per comparison.
+        v.sort_by_cached_key(|t| t.with(|d| d.created_ms));
         v
     }
 }

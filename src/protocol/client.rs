@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::paging::{Paging, Since};
 use super::recording::RecordingMsg;
 use super::runs::RunMsg;
 
@@ -17,7 +18,7 @@ pub enum ClientMsg {
     CancelTask(TaskRef),
     ResumeTask(ResumeTaskReq),
     TaskStatus(TaskRef),
-    ListTasks,
+    ListTasks(ListTasksReq),
     Confirm(ConfirmReq),
     HealthCheck,
     ReloadTools(ReloadToolsReq),
@@ -119,6 +120,23 @@ impl TaskRef {
     }
 }
 
+/// `list_tasks`: filters and a page of the known tasks, newest first.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksReq {
+    /// Only tasks in this state (`running`, `success`, `failed`, …).
+    #[serde(default)]
+    pub state: Option<String>,
+    /// Only tasks with a step calling this tool (bare or qualified name).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Only tasks created at or after this time.
+    #[serde(default)]
+    pub since: Option<Since>,
+    #[serde(flatten)]
+    pub page: Paging,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResumeTaskReq {
@@ -195,14 +213,14 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "cancel_task" => ClientMsg::CancelTask(body(v)?),
         "resume_task" => ClientMsg::ResumeTask(body(v)?),
         "task_status" => ClientMsg::TaskStatus(body(v)?),
-        "list_tasks" => ClientMsg::ListTasks,
+        "list_tasks" => ClientMsg::ListTasks(body(v)?),
         "confirm" => ClientMsg::Confirm(body(v)?),
         "health_check" => ClientMsg::HealthCheck,
         "reload_tools" => ClientMsg::ReloadTools(body(v)?),
         "history" => ClientMsg::History(body(v)?),
         "start_recording" => ClientMsg::Recording(RecordingMsg::Start(body(v)?)),
         "stop_recording" => ClientMsg::Recording(RecordingMsg::Stop(body(v)?)),
-        "list_recordings" => ClientMsg::Recording(RecordingMsg::List),
+        "list_recordings" => ClientMsg::Recording(RecordingMsg::List(body(v)?)),
         "get_recording" => ClientMsg::Recording(RecordingMsg::Get(body(v)?)),
         "delete_recording" => ClientMsg::Recording(RecordingMsg::Delete(body(v)?)),
         "export_recording" => ClientMsg::Recording(RecordingMsg::Export(body(v)?)),

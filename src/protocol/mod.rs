@@ -9,13 +9,14 @@
 mod client;
 mod outbox;
 mod page;
+pub mod paging;
 pub mod recording;
 pub mod runs;
 mod server;
 
 pub use client::{
-    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ReloadToolsReq,
-    ResumeTaskReq, TaskRef, ToolCallReq,
+    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
+    ReloadToolsReq, ResumeTaskReq, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
 pub use page::StepPage;

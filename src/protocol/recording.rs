@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::paging::{Paging, Since};
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StartReq {
@@ -12,6 +14,9 @@ pub struct StartReq {
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// Words to find the recording by later (`list_recordings` `query`).
+    #[serde(default)]
+    pub tags: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -76,6 +81,9 @@ pub struct UpdateReq {
     pub name: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// Replaces the tags.
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
     /// Indices of steps to delete (applied first).
     #[serde(default)]
     pub delete_steps: Vec<usize>,
@@ -87,12 +95,49 @@ pub struct UpdateReq {
     pub insert_steps: Vec<Value>,
 }
 
+/// `list_recordings`: search and page the recordings index.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListReq {
+    /// Words matched (case-insensitively, every one) against the name,
+    /// description and tags.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Only recordings with a step calling this tool (bare or qualified).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Only recordings with a step on this server.
+    #[serde(default)]
+    pub server: Option<String>,
+    /// Only recordings created at or after this time.
+    #[serde(default)]
+    pub since: Option<Since>,
+    #[serde(default)]
+    pub sort: RecordingSort,
+    #[serde(flatten)]
+    pub page: Paging,
+}
+
+/// The order of `list_recordings`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordingSort {
+    /// Most recently created first (the default).
+    #[default]
+    Newest,
+    Oldest,
+    /// By name, A to Z (case-insensitive).
+    Name,
+    /// Most recently changed first.
+    Updated,
+}
+
 /// The recording messages a connection can send.
 #[derive(Debug)]
 pub enum RecordingMsg {
     Start(StartReq),
     Stop(StopReq),
-    List,
+    List(ListReq),
     Get(GetReq),
     Delete(RecordingRef),
     Export(ExportReq),

@@ -43,6 +43,21 @@ pub enum StatusFilter {
 pub struct ListRunsReq {
     #[serde(default)]
     pub status: Option<StatusFilter>,
+    /// Paging as the other listings (`deny_unknown_fields` and
+    /// `#[serde(flatten)]` do not mix, so the two fields are spelled out).
+    #[serde(default)]
+    pub offset: usize,
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+impl ListRunsReq {
+    pub fn page(&self) -> super::paging::Paging {
+        super::paging::Paging {
+            offset: self.offset,
+            limit: self.limit,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -30,10 +30,7 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
     };
     match msg {
         RecordingMsg::Start(r) => {
-            reply(
-                "recording_started",
-                recorder.start(&out.session, r.name, r.description),
-            );
+            reply("recording_started", recorder.start(&out.session, r));
         }
         RecordingMsg::Stop(r) => {
             reply(
@@ -41,12 +38,8 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
                 recorder.stop(&out.session, r.save, "stopped"),
             );
         }
-        RecordingMsg::List => {
-            let (recs, problems) = store::list(&storage);
-            reply(
-                "recordings",
-                Ok(json!({"recordings": recs, "problems": problems})),
-            );
+        RecordingMsg::List(r) => {
+            reply("recordings", Ok(recorder.list(&r)));
         }
         RecordingMsg::Get(r) => {
             let rec = store::load(&storage, &r.recording_id);
@@ -56,7 +49,7 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             );
         }
         RecordingMsg::Delete(r) => {
-            let done = store::delete(&storage, &r.recording_id);
+            let done = recorder.delete(&r.recording_id);
             reply(
                 "recording_deleted",
                 done.map(|()| json!({"recordingId": r.recording_id})),
@@ -66,7 +59,12 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             reply("recording_export", export_one(&storage, &r));
         }
         RecordingMsg::Update(r) => {
-            reply("recording_updated", update(&storage, r, &cfg.security));
+            let id = r.recording_id.clone();
+            let done = update(&storage, r, &cfg.security);
+            if done.is_ok() {
+                recorder.rewritten(&id);
+            }
+            reply("recording_updated", done);
         }
         RecordingMsg::Replay(r) => {
             tokio::spawn(replay::run(engine.clone(), out.clone(), id.clone(), r));
@@ -118,6 +116,9 @@ fn update(
     }
     if r.description.is_some() {
         rec.header.description = r.description;
+    }
+    if let Some(tags) = r.tags {
+        rec.header.tags = tags;
     }
     let n = rec.steps.len();
     let bad =

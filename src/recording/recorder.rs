@@ -3,6 +3,7 @@
 //! appended as one line and flushed when it completes, so a SIGKILL loses at
 //! most the step in flight. Secrets are redacted before anything is written.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,8 +15,13 @@ use serde_json::{json, Value};
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::{CallOutcome, Hub};
+use crate::protocol::recording::{ListReq, StartReq};
 use crate::store::recordings as store;
 use crate::store::recordings::format::{End, Header, Line, Step, SCHEMA_VERSION};
+use crate::store::recordings::index::{Index, Repairs};
+
+/// How often the recordings index is checked against the files.
+pub const INDEX_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Results bigger than this go to a file beside the JSONL.
 const INLINE_LIMIT: usize = 64 * 1024;
@@ -35,10 +41,13 @@ pub struct Active {
     batches: std::collections::HashSet<String>,
 }
 
-/// The recording service: one active recording per recording connection.
+/// The recording service: one active recording per recording connection,
+/// and the index every listing reads (kept in step with each change the
+/// hub makes to a recording).
 pub struct Recorder {
     hub: Hub,
     active: DashMap<String, Arc<Mutex<Active>>>,
+    index: Index,
 }
 
 impl CallObserver for Recorder {
@@ -56,7 +65,75 @@ impl Recorder {
         Recorder {
             hub,
             active: DashMap::new(),
+            index: Index::new(),
         }
+    }
+
+    fn storage(&self) -> PathBuf {
+        self.hub.config().recording.storage_path.clone()
+    }
+
+    /// Load the index (rebuilt when missing) and repair it from the files.
+    pub fn open_index(&self) -> Repairs {
+        self.index.open(&self.storage())
+    }
+
+    /// Check the index against the files (recordings being written are
+    /// left alone; they are indexed when they stop).
+    pub fn verify_index(&self) -> Repairs {
+        // Clone the handles first: an `Active` is locked only after the
+        // map's shard is let go (`stop` holds one while it removes).
+        let handles: Vec<Arc<Mutex<Active>>> =
+            self.active.iter().map(|a| a.value().clone()).collect();
+        let writing: HashSet<String> = handles
+            .iter()
+            .filter_map(|a| a.lock().ok().map(|a| a.id.clone()))
+            .collect();
+        self.index.verify(&self.storage(), &writing)
+    }
+
+    /// Open the index in the background, then check it against the files
+    /// every [`INDEX_CHECK_EVERY`] until shutdown, so a recording changed
+    /// outside the hub is listed as it is within that time.
+    pub fn spawn_index_checks(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let r = me.clone();
+            let _ = tokio::task::spawn_blocking(move || r.open_index()).await;
+            loop {
+                tokio::select! {
+                    _ = me.hub.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(INDEX_CHECK_EVERY) => {}
+                }
+                let r = me.clone();
+                let _ = tokio::task::spawn_blocking(move || r.verify_index()).await;
+            }
+        });
+    }
+
+    /// `list_recordings`: a page of the index, with the total that matched.
+    pub fn list(&self, req: &ListReq) -> Value {
+        let page = self.index.list(&self.storage(), req);
+        json!({
+            "recordings": page.items,
+            "problems": page.problems,
+            "total": page.total,
+            "offset": req.page.offset,
+            "limit": req.page.limit(),
+        })
+    }
+
+    /// Delete a recording and its index entry.
+    pub fn delete(&self, id: &str) -> Result<(), HubError> {
+        let storage = self.storage();
+        store::delete(&storage, id)?;
+        self.index.remove(&storage, id);
+        Ok(())
+    }
+
+    /// A recording was rewritten (`update_recording`): index it again.
+    pub fn rewritten(&self, id: &str) {
+        self.index.refresh(&self.storage(), id);
     }
 
     pub fn is_recording(&self, session: &str) -> bool {
@@ -64,12 +141,12 @@ impl Recorder {
     }
 
     /// Start recording for `session`; the header is written and synced.
-    pub fn start(
-        &self,
-        session: &str,
-        name: Option<String>,
-        description: Option<String>,
-    ) -> Result<Value, HubError> {
+    pub fn start(&self, session: &str, req: StartReq) -> Result<Value, HubError> {
+        let StartReq {
+            name,
+            description,
+            tags,
+        } = req;
         let hub = &self.hub;
         let cfg = hub.config();
         if !cfg.recording.enabled {
@@ -103,6 +180,7 @@ impl Recorder {
             recording_id: id.clone(),
             name: name.unwrap_or_else(|| id.clone()),
             description,
+            tags,
             created_at: crate::util::now_rfc3339(),
             hub_version: env!("CARGO_PKG_VERSION").into(),
             servers: hub
@@ -115,7 +193,10 @@ impl Recorder {
                 .iter()
                 .filter_map(|t| serde_json::to_value(t).ok())
                 .collect(),
+            tools_hash: None,
         };
+        // The tool list goes to its snapshot, stored once per distinct list.
+        let header = store::header_for_disk(storage, &header).map_err(io)?;
         let mut file = OpenOptions::new()
             .create_new(true)
             .append(true)
@@ -139,13 +220,16 @@ impl Recorder {
         };
         self.active
             .insert(session.to_string(), Arc::new(Mutex::new(active)));
+        self.index.refresh(storage, &id);
         tracing::info!(session, recording = %id, "recording started");
         Ok(json!({"recordingId": id, "name": header.name, "path": dir.display().to_string()}))
     }
 
     /// Stop: write the `end` line; `save: false` deletes the recording.
     pub fn stop(&self, session: &str, save: bool, reason: &str) -> Result<Value, HubError> {
-        let Some((_, active)) = self.active.remove(session) else {
+        // Taken out of `active` only once its end and index entry are
+        // written, so an index check never sees it half-stopped.
+        let Some(active) = self.active.get(session).map(|a| a.value().clone()) else {
             return Err(HubError::new(
                 ErrorType::InvalidMessage,
                 "this connection is not recording",
@@ -155,19 +239,35 @@ impl Recorder {
         let mut a = active
             .lock()
             .map_err(|_| HubError::new(ErrorType::Unknown, "recording state poisoned"))?;
+        if a.stopped.is_some() {
+            // Another stop (the connection closing) got there first.
+            return Err(HubError::new(
+                ErrorType::InvalidMessage,
+                "this connection is not recording",
+            )
+            .with_suggestion("send start_recording first"));
+        }
         let meta = finish(&mut a, reason);
-        if !save {
+        let storage = self.storage();
+        if save {
+            self.index.refresh(&storage, &a.id);
+        } else {
             let _ = fs::remove_dir_all(&a.dir);
+            self.index.remove(&storage, &a.id);
         }
         tracing::info!(session, recording = %a.id, steps = a.seq, reason, "recording stopped");
-        Ok(json!({
+        let reply = json!({
             "recordingId": a.id,
             "stepCount": a.seq,
             "path": if save { Value::String(a.dir.display().to_string()) } else { Value::Null },
             "saved": save,
             "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
             "metadata": meta,
-        }))
+        });
+        // The map is never locked while an `Active` is (see `verify_index`).
+        drop(a);
+        self.active.remove(session);
+        Ok(reply)
     }
 
     /// Append one call if `session` is recording. Returns a `recording_stopped`

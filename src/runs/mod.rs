@@ -229,12 +229,18 @@ impl Runs {
             protocol::runs::StatusFilter::Active => RunStatus::Active,
             protocol::runs::StatusFilter::Archived => RunStatus::Archived,
         });
-        let runs: Vec<Value> = runs
+        let page = req.page();
+        let hits: Vec<_> = runs
             .iter()
             .filter(|m| want.is_none_or(|w| m.status == w))
-            .map(store::meta_json)
             .collect();
-        json!({"runs": runs, "problems": problems})
+        let shown: Vec<Value> = hits
+            .iter()
+            .skip(page.offset)
+            .take(page.limit())
+            .map(|m| store::meta_json(m))
+            .collect();
+        json!({"runs": shown, "problems": problems, "total": hits.len(), "offset": page.offset, "limit": page.limit()})
     }
 
     pub fn get(&self, req: &GetRunReq) -> Result<Value, HubError> {

@@ -7,7 +7,6 @@
 //! temp file and a rename, so a reader sees the old file or the new one.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -69,23 +68,10 @@ pub fn exists(storage: &Path, id: &str) -> bool {
     dir_of(storage, id).is_ok()
 }
 
-/// Write `bytes` to `path` through a temp file and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-    let tmp = PathBuf::from(tmp);
-    let mut f = File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = fs::remove_file(&tmp);
-    })
-}
-
 pub fn write_meta(dir: &Path, meta: &Metadata) -> Result<(), HubError> {
     let path = dir.join(META);
     let text = serde_json::to_vec_pretty(meta).map_err(|e| io_err("encode", &path, e.into()))?;
-    write_atomic(&path, &text).map_err(|e| io_err("write", &path, e))
+    crate::util::write_atomic(&path, &text).map_err(|e| io_err("write", &path, e))
 }
 
 /// Create a run. Without an id, the theme's slug (or `run`), made unique
@@ -257,7 +243,7 @@ pub struct Tail {
 pub fn tail(storage: &Path, id: &str, n: usize) -> Result<Tail, HubError> {
     let dir = dir_of(storage, id)?;
     let path = dir.join(LOG);
-    let text = match read_last_lines(&path, n) {
+    let text = match crate::util::read_last_lines(&path, n) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(io_err("read", &path, e)),
@@ -286,36 +272,6 @@ fn too_new(id: &str, version: &str) -> HubError {
         format!("run {id:?} has a log entry with schema_version {version:?}; this hub reads up to {known}"),
     )
     .with_suggestion("upgrade toolhub to read this run")
-}
-
-/// The text of the last `n` lines (plus possibly a few more), reading
-/// backwards in 64 KiB blocks so a long log is never read whole.
-fn read_last_lines(path: &Path, n: usize) -> std::io::Result<String> {
-    const BLOCK: u64 = 64 * 1024;
-    let mut f = File::open(path)?;
-    let len = f.metadata()?.len();
-    let mut start = len;
-    let mut buf: Vec<u8> = Vec::new();
-    while start > 0 {
-        let from = start.saturating_sub(BLOCK);
-        let mut chunk = vec![0; (start - from) as usize];
-        f.seek(SeekFrom::Start(from))?;
-        f.read_exact(&mut chunk)?;
-        chunk.extend_from_slice(&buf);
-        buf = chunk;
-        start = from;
-        // n lines need n + 1 newlines before them (the last line ends in one).
-        if buf.iter().filter(|b| **b == b'\n').count() > n {
-            break;
-        }
-    }
-    if start > 0 {
-        // Drop the partial first line.
-        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
-            buf.drain(..=i);
-        }
-    }
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 /// Delete a run's folder (never following a symlink).

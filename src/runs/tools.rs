@@ -72,7 +72,8 @@ impl Tool {
                 "theme": {"type": "string"}, "runId": {"type": "string"}}}),
             Tool::Set | Tool::Archive | Tool::Delete => run_id,
             Tool::List => {
-                json!({"type": "object", "properties": {"status": {"enum": ["active", "archived"]}}})
+                json!({"type": "object", "properties": {"status": {"enum": ["active", "archived"]},
+                    "offset": {"type": "integer", "minimum": 0}, "limit": {"type": "integer", "minimum": 0, "maximum": 1000}}})
             }
             Tool::Get => json!({"type": "object", "required": ["runId"], "properties": {
                 "runId": {"type": "string"}, "tail": {"type": "integer", "minimum": 0, "maximum": 1000}}}),

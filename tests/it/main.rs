@@ -21,6 +21,7 @@ mod sandbox;
 mod secrets;
 mod servers;
 mod spawn;
+mod stores;
 mod threats;
 mod tools;
 mod ui;

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use crate::servers::wait_running;
 use crate::support::{call_log, testserver_entry, Client, TestHub};
 
-async fn hub_with_t(extra: Value) -> (TestHub, Client) {
+pub(crate) async fn hub_with_t(extra: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     let mut cfg = json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])}});
@@ -19,7 +19,7 @@ async fn hub_with_t(extra: Value) -> (TestHub, Client) {
 }
 
 /// Record a login-like flow: a single call and a two-step batch with a secret.
-async fn record_flow(c: &mut Client) -> String {
+pub(crate) async fn record_flow(c: &mut Client) -> String {
     let started = c
         .request(json!({"type": "start_recording", "name": "login", "description": "demo"}))
         .await;
@@ -45,7 +45,7 @@ async fn record_flow(c: &mut Client) -> String {
     id
 }
 
-async fn replay(c: &mut Client, req: Value) -> (Vec<Value>, Value) {
+pub(crate) async fn replay(c: &mut Client, req: Value) -> (Vec<Value>, Value) {
     let mut msg = req;
     msg["type"] = json!("replay_recording");
     msg["id"] = json!("rp");

@@ -258,9 +258,16 @@ impl TestHub {
 
     /// SIGKILL the hub (no chance to clean up), then start it again on the
     /// same folder and config, as after a crash.
-    pub async fn crash_and_restart(mut self) -> TestHub {
+    pub async fn crash_and_restart(self) -> TestHub {
+        self.crash_and_restart_with(|_| {}).await
+    }
+
+    /// [`TestHub::crash_and_restart`], running `between` on the hub's
+    /// folder while no hub is running (to damage or edit its files).
+    pub async fn crash_and_restart_with(mut self, between: impl FnOnce(&Path)) -> TestHub {
         let _ = self.child.start_kill();
         let _ = tokio::time::timeout(WAIT, self.child.wait()).await;
+        between(self.dir.path());
         let path = self.dir.path().join("config.json");
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().expect("dir"));
         TestHub::spawn(dir, &path).await

@@ -20,6 +20,8 @@ fn header() -> Header {
         hub_version: "0.1.0".into(),
         servers: vec![json!({"name": "fs", "state": "running", "toolCount": 3})],
         tools: vec![],
+        tools_hash: None,
+        tags: vec![],
     }
 }
 

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use crate::errors::HubError;
 
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: the tool list is stored once per distinct list (`toolsHash`, see
+/// `tools.rs`); 1: the header carries the list inline (still read).
+pub const SCHEMA_VERSION: u32 = 2;
 
 // One line is parsed or written at a time; the size difference is harmless.
 #[allow(clippy::large_enum_variant)]
@@ -28,15 +30,23 @@ pub struct Header {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
+    /// Words to find the recording by (`list_recordings` `query`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     pub created_at: String,
     pub hub_version: String,
     /// Servers in use when recording started: `{"name","state","toolCount"}`.
     #[serde(default)]
     pub servers: Vec<Value>,
     /// The tool list in use (name, server, qualifiedName, description,
-    /// inputSchema, annotations), for `dry` replays and schema drift.
-    #[serde(default)]
+    /// inputSchema, annotations), for `dry` replays and schema drift. On
+    /// disk (schema 2) it is empty and `tools_hash` names the stored
+    /// snapshot; `load` fills it in, so readers see the list either way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Value>,
+    /// The snapshot `<storage>/.tools/<hash>.json` holding the tool list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_hash: Option<String>,
 }
 
 /// Where a recorded call came from.

@@ -1,13 +1,16 @@
-//! Recordings on disk: id validation (before any filesystem call), reading
-//! (header-only for listing), deleting and rewriting.
+//! Recordings on disk: id validation (before any filesystem call), reading,
+//! deleting and rewriting; the tool-list snapshots (`tools`) and the index
+//! that listings read (`index`).
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 pub mod format;
+pub mod index;
+pub mod tools;
 
 use self::format::{Header, Line, Recording, SCHEMA_VERSION};
 use crate::errors::{ErrorType, HubError};
@@ -129,7 +132,8 @@ pub fn load(storage: &Path, id: &str) -> Result<Recording, HubError> {
             }
         }
     }
-    let header = header.ok_or_else(|| corrupt(&path, 1, "no header line"))?;
+    let mut header = header.ok_or_else(|| corrupt(&path, 1, "no header line"))?;
+    resolve_tools(storage, &mut header);
     Ok(Recording {
         incomplete: end.is_none(),
         header,
@@ -138,68 +142,33 @@ pub fn load(storage: &Path, id: &str) -> Result<Recording, HubError> {
     })
 }
 
-/// List recordings by reading each header and peeking at the file's tail
-/// (never the whole file), newest first.
-pub fn list(storage: &Path) -> (Vec<Value>, Vec<String>) {
-    let mut out = Vec::new();
-    let mut problems = Vec::new();
-    let Ok(entries) = fs::read_dir(storage) else {
-        return (out, problems);
+/// Fill in a schema-2 header's tool list from its stored snapshot (a
+/// schema-1 header carries it inline). A missing snapshot leaves the list
+/// empty: the recording still lists, replays and exports; a `dry` replay
+/// then cannot check schemas.
+fn resolve_tools(storage: &Path, h: &mut Header) {
+    let Some(hash) = h.tools_hash.as_deref().filter(|_| h.tools.is_empty()) else {
+        return;
     };
-    for e in entries.filter_map(Result::ok) {
-        let name = e.file_name().to_string_lossy().to_string();
-        if !valid_id(&name) || e.file_type().map(|t| !t.is_dir()).unwrap_or(true) {
-            continue; // symlinks and stray files are not recordings
-        }
-        let path = e.path().join(FILE);
-        match summary_of(&path) {
-            Ok(v) => out.push(v),
-            Err(m) => problems.push(m),
+    match tools::load(storage, hash) {
+        Ok(list) => h.tools = list,
+        Err(e) => {
+            tracing::warn!(recording = %h.recording_id, error = %e, "the recording's tool-list snapshot is missing or unreadable")
         }
     }
-    out.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
-    (out, problems)
 }
 
-fn summary_of(path: &Path) -> Result<Value, String> {
-    let mut f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut first = String::new();
-    BufReader::new(&mut f)
-        .read_line(&mut first)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let h = match serde_json::from_str::<Line>(&first) {
-        Ok(Line::Header(h)) => h,
-        _ => return Err(format!("{}:1: not a recording header", path.display())),
-    };
-    // The end line, if any, is within the last few KiB.
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let start = len.saturating_sub(8192);
-    let mut tail = String::new();
-    if f.seek(SeekFrom::Start(start)).is_ok() {
-        let mut buf = Vec::new();
-        let _ = f.take(8192).read_to_end(&mut buf);
-        tail = String::from_utf8_lossy(&buf).to_string();
+/// The header as written: the tool list goes to its snapshot (stored once)
+/// and the header names it by hash. An older header with its list inline
+/// is migrated this way when its recording is rewritten.
+pub fn header_for_disk(storage: &Path, h: &Header) -> std::io::Result<Header> {
+    let mut out = h.clone();
+    if !out.tools.is_empty() {
+        out.tools_hash = Some(tools::save(storage, &out.tools)?);
+        out.tools.clear();
     }
-    let end = tail
-        .lines()
-        .rev()
-        .find(|l| l.contains("\"kind\":\"end\""))
-        .and_then(|l| serde_json::from_str::<Line>(l).ok())
-        .and_then(|l| match l {
-            Line::End(e) => Some(e),
-            _ => None,
-        });
-    Ok(serde_json::json!({
-        "recordingId": h.recording_id,
-        "name": h.name,
-        "description": h.description,
-        "createdAt": h.created_at,
-        "schemaVersion": h.schema_version,
-        "supported": h.schema_version <= SCHEMA_VERSION,
-        "incomplete": end.is_none(),
-        "stepCount": end.as_ref().map(|e| e.step_count),
-        "metadata": end.map(|e| serde_json::json!({"totalDuration": e.total_duration_ms, "successRate": e.success_rate, "reason": e.reason})),
-    }))
+    out.schema_version = SCHEMA_VERSION;
+    Ok(out)
 }
 
 /// Delete a recording's folder (never following a symlink).
@@ -223,13 +192,14 @@ pub fn rewrite(storage: &Path, rec: &Recording) -> Result<(), HubError> {
             format!("cannot rewrite {}: {e}", dir.display()),
         )
     };
+    let header = header_for_disk(storage, &rec.header).map_err(io)?;
     let mut f = File::create(&tmp).map_err(io)?;
     let mut write = |l: &Line| -> std::io::Result<()> {
         let mut s = serde_json::to_string(l).map_err(std::io::Error::other)?;
         s.push('\n');
         f.write_all(s.as_bytes())
     };
-    write(&Line::Header(rec.header.clone())).map_err(io)?;
+    write(&Line::Header(header)).map_err(io)?;
     for s in &rec.steps {
         write(&Line::Step(s.clone())).map_err(io)?;
     }

@@ -1,0 +1,358 @@
+//! The stores benchmark: how the hub's stores behave after a year of use,
+//! measured on the real `toolhub` binary over its WebSocket.
+//!
+//! ```sh
+//! cargo bench --bench stores   # 10,000 recordings, 10,000 tasks, a 60 MB history
+//! cargo test --bench stores    # 100 / 100 / 1 MB, as a smoke check
+//! ```
+//!
+//! - `list_recordings`: a page of 50 and a search, each the median of 20,
+//!   over recordings made by the hub itself (one `start_recording`, one
+//!   echo call, `stop_recording`, copied under new ids and names); the
+//!   index rebuilt from the files at start (the copies have no entry).
+//! - `list_tasks`: a page of 50 over finished tasks (run as one-step
+//!   batches).
+//! - the hub's RSS after 1 and after 100 listings.
+//! - time from spawning the hub to the first `tool_call` answered, with
+//!   an empty history and with a large `history.jsonl`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A hub process on a folder, with its log kept for waiting on lines.
+struct Running {
+    child: Child,
+    addr: String,
+    token: String,
+    log: Arc<Mutex<Vec<String>>>,
+    /// Bumped on every log line, so a waiter wakes on new lines.
+    lines: tokio::sync::watch::Receiver<usize>,
+}
+
+fn write_config(dir: &Path) -> PathBuf {
+    let config = json!({
+        "server": {"listen": "127.0.0.1:0"},
+        "mcpServers": {"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}},
+        "builtin": {"enabled": false},
+        "taskEngine": {"stateDir": "./state", "durability": "batch", "retention": {"maxTasks": 1_000_000}},
+        "recording": {"storagePath": "./recordings"},
+        "healthCheck": {"interval": 3_600_000},
+    });
+    let path = dir.join("config.json");
+    std::fs::write(&path, config.to_string()).expect("config");
+    path
+}
+
+impl Running {
+    async fn start(dir: &Path) -> Running {
+        let path = write_config(dir);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhub"))
+            .arg("--config")
+            .arg(&path)
+            .env("RUST_LOG", "warn,toolhub=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start toolhub");
+        let stderr = child.stderr.take().expect("stderr");
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
+        let lines_log = log.clone();
+        let (seen_tx, lines) = tokio::sync::watch::channel(0usize);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut addr_tx = Some(addr_tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(rest) = line.split("listening on ws://").nth(1) {
+                    if let Some(tx) = addr_tx.take() {
+                        let _ = tx.send(rest.trim_end_matches("/ws").to_string());
+                    }
+                }
+                lines_log.lock().expect("log").push(line);
+                seen_tx.send_modify(|n| *n += 1);
+            }
+        });
+        let addr = tokio::time::timeout(Duration::from_secs(120), addr_rx)
+            .await
+            .expect("hub did not listen in time")
+            .expect("hub exited");
+        let token = std::fs::read_to_string(dir.join("state/token"))
+            .expect("token")
+            .trim()
+            .to_string();
+        Running {
+            child,
+            addr,
+            token,
+            log,
+            lines,
+        }
+    }
+
+    async fn connect(&self) -> Client {
+        let mut req = format!("ws://{}/ws", self.addr)
+            .into_client_request()
+            .expect("request");
+        req.headers_mut().insert(
+            "authorization",
+            format!("Bearer {}", self.token).parse().expect("header"),
+        );
+        let (ws, _) = tokio_tungstenite::connect_async(req)
+            .await
+            .expect("connect");
+        Client { ws, next: 0 }
+    }
+
+    /// Wait (bounded) for a log line containing `needle`.
+    async fn wait_log(&self, needle: &str) -> String {
+        let mut lines = self.lines.clone();
+        let found = tokio::time::timeout(Duration::from_secs(300), async {
+            loop {
+                let hit = self
+                    .log
+                    .lock()
+                    .expect("log")
+                    .iter()
+                    .find(|l| l.contains(needle))
+                    .cloned();
+                if let Some(l) = hit {
+                    return l;
+                }
+                lines.changed().await.expect("hub log ended");
+            }
+        });
+        found
+            .await
+            .unwrap_or_else(|_| panic!("no log line {needle:?}"))
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let pid = self.child.id().expect("pid");
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|n| n.parse().ok())
+            })
+            .unwrap_or(0)
+    }
+
+    async fn kill(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
+
+/// A sequential client: one request, then its reply.
+struct Client {
+    ws: Ws,
+    next: u64,
+}
+
+impl Client {
+    async fn request(&mut self, mut msg: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        msg["id"] = json!(id);
+        self.ws
+            .send(Message::Text(msg.to_string().into()))
+            .await
+            .expect("send");
+        let wait_batch = msg["type"] == "tool_batch";
+        loop {
+            let m = tokio::time::timeout(Duration::from_secs(120), self.ws.next())
+                .await
+                .expect("no reply in 120 s")
+                .expect("socket closed")
+                .expect("socket error");
+            let Message::Text(t) = m else { continue };
+            let v: Value = serde_json::from_str(t.as_str()).expect("json");
+            let done = if wait_batch {
+                v["type"] == "batch_complete"
+            } else {
+                v["replyTo"] == json!(id)
+            };
+            if done {
+                return v;
+            }
+        }
+    }
+
+    /// Median milliseconds of `reps` runs of `msg`, and the last reply.
+    async fn time(&mut self, msg: &Value, reps: usize) -> (f64, Value) {
+        let mut ms = Vec::with_capacity(reps);
+        let mut last = Value::Null;
+        for _ in 0..reps {
+            let t = Instant::now();
+            last = self.request(msg.clone()).await;
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        ms.sort_by(f64::total_cmp);
+        (ms[ms.len() / 2], last)
+    }
+}
+
+/// Copy the hub-made recording `id` under `n - 1` new ids, each with its
+/// own name and creation time.
+fn copy_recordings(storage: &Path, id: &str, n: usize) {
+    let text = std::fs::read_to_string(storage.join(id).join("recording.jsonl")).expect("read");
+    let (first, rest) = text.split_once('\n').expect("header");
+    let header: Value = serde_json::from_str(first).expect("header json");
+    for i in 1..n {
+        let new_id = format!("rec-bench-{i:06}");
+        let mut h = header.clone();
+        h["recordingId"] = json!(new_id);
+        h["name"] = json!(format!("flow n-{i}"));
+        h["createdAt"] = json!(format!(
+            "2026-01-01T00:00:{:02}.{:03}Z",
+            i / 1000 % 60,
+            i % 1000
+        ));
+        let dir = storage.join(&new_id);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join("recording.jsonl"), format!("{h}\n{rest}")).expect("write");
+    }
+}
+
+/// A `history.jsonl` of about `bytes` bytes, in the hub's entry shape.
+fn write_history(state: &Path, bytes: usize) {
+    std::fs::create_dir_all(state).expect("state");
+    let line = json!({"ts": "2026-01-01T00:00:00.000Z", "session": "s", "tool": "t__echo",
+        "params": {"message": "x".repeat(200)}, "success": true, "errorType": null,
+        "attempts": 1, "retries": 0, "durationMs": 1})
+    .to_string();
+    let mut text = String::with_capacity(bytes + line.len());
+    while text.len() < bytes {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    std::fs::write(state.join("history.jsonl"), text).expect("history");
+}
+
+/// Milliseconds from spawning a hub on `dir` to its first answered call.
+async fn first_call_ms(dir: &Path) -> f64 {
+    let t = Instant::now();
+    let hub = Running::start(dir).await;
+    let mut c = hub.connect().await;
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__echo", "params": {"message": "hi"}}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    hub.kill().await;
+    ms
+}
+
+#[tokio::main]
+async fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let (n, tasks, history_mb) = if full {
+        (10_000, 10_000, 60)
+    } else {
+        (100, 100, 1)
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+
+    // One recording and the tasks, made by the hub itself.
+    let hub = Running::start(root).await;
+    let mut c = hub.connect().await;
+    let started = c
+        .request(json!({"type": "start_recording", "name": "seed"}))
+        .await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    c.request(json!({"type": "tool_call", "tool": "t__echo", "params": {"message": "hello"}}))
+        .await;
+    c.request(json!({"type": "stop_recording"})).await;
+    let t = Instant::now();
+    for i in 0..tasks {
+        let done = c
+            .request(json!({"type": "tool_batch", "steps": [{"tool": "t__echo", "params": {"message": format!("m{i}")}}]}))
+            .await;
+        assert_eq!(done["state"], "success", "{done}");
+    }
+    eprintln!("made {tasks} tasks in {:.1} s", t.elapsed().as_secs_f64());
+    let one = std::fs::metadata(root.join("recordings").join(&id).join("recording.jsonl"))
+        .map(|m| m.len())
+        .unwrap_or(0);
+    hub.kill().await;
+    copy_recordings(&root.join("recordings"), &id, n);
+    let _ = std::fs::remove_file(root.join("recordings/.index.jsonl"));
+
+    // The stores after a year: the index is rebuilt at start.
+    let t = Instant::now();
+    let hub = Running::start(root).await;
+    hub.wait_log("recordings index ready").await;
+    let rebuilt = t.elapsed().as_secs_f64() * 1000.0;
+    let mut c = hub.connect().await;
+    let page = json!({"type": "list_recordings", "limit": 50});
+    let (page_ms, reply) = c.time(&page, 20).await;
+    assert_eq!(reply["total"], json!(n), "{}", reply["total"]);
+    let page_bytes = reply.to_string().len();
+    let search = json!({"type": "list_recordings", "query": "n-42", "tool": "echo", "limit": 50});
+    let (search_ms, found) = c.time(&search, 20).await;
+    assert!(found["total"].as_u64().unwrap_or(0) >= 1, "{found}");
+    let tasks_page = json!({"type": "list_tasks", "limit": 50});
+    let (tasks_ms, listed) = c.time(&tasks_page, 20).await;
+    assert!(
+        listed["total"].as_u64().unwrap_or(0) >= tasks as u64,
+        "{}",
+        listed["total"]
+    );
+    let all = json!({"type": "list_recordings"});
+    c.request(all.clone()).await;
+    let rss_one = hub.rss_kib();
+    for _ in 0..99 {
+        c.request(all.clone()).await;
+        c.request(tasks_page.clone()).await;
+    }
+    let rss_hundred = hub.rss_kib();
+    hub.kill().await;
+
+    // Time to the first call: an empty history against a large one.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let big = tempfile::tempdir().expect("tempdir");
+    write_history(&big.path().join("state"), history_mb * 1024 * 1024);
+    let mut e_ms = Vec::new();
+    let mut b_ms = Vec::new();
+    for _ in 0..7 {
+        e_ms.push(first_call_ms(empty.path()).await);
+        b_ms.push(first_call_ms(big.path()).await);
+    }
+    e_ms.sort_by(f64::total_cmp);
+    b_ms.sort_by(f64::total_cmp);
+
+    println!("stores: {n} recordings, {tasks} finished tasks, {history_mb} MB history");
+    println!("| what | measured |");
+    println!("|---|---:|");
+    println!("| one hub-made one-step recording on disk | {one} B |");
+    println!("| hub start to index ready (rebuilt from {n} files) | {rebuilt:.0} ms |");
+    println!("| `list_recordings` page of 50 (median of 20) | {page_ms:.1} ms, {page_bytes} B |");
+    println!("| `list_recordings` search: query + tool (median of 20) | {search_ms:.1} ms |");
+    println!("| `list_tasks` page of 50 (median of 20) | {tasks_ms:.1} ms |");
+    println!(
+        "| hub RSS after 1 / 100 listings | {:.1} / {:.1} MiB (+{:.1}) |",
+        rss_one as f64 / 1024.0,
+        rss_hundred as f64 / 1024.0,
+        (rss_hundred as f64 - rss_one as f64) / 1024.0
+    );
+    println!(
+        "| spawn to first call, empty / {history_mb} MB history (median of 7, interleaved) | {:.0} / {:.0} ms |",
+        e_ms[3], b_ms[3]
+    );
+}
