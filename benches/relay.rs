@@ -30,6 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "relay/recovery.rs"]
+mod recovery;
 #[path = "relay/retention.rs"]
 mod retention;
 #[path = "relay/runs.rs"]
@@ -143,10 +145,15 @@ struct Hub {
 
 impl Hub {
     async fn start(durability: &str, max_connections: usize) -> Hub {
+        let servers = json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}});
+        Hub::start_with(durability, max_connections, servers).await
+    }
+
+    async fn start_with(durability: &str, max_connections: usize, servers: Value) -> Hub {
         let dir = tempfile::tempdir().expect("tempdir");
         let config = json!({
             "server": {"listen": "127.0.0.1:0", "maxConnections": max_connections},
-            "mcpServers": {"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}},
+            "mcpServers": servers,
             "builtin": {"enabled": false},
             "taskEngine": {"stateDir": "./state", "durability": durability},
             "recording": {"storagePath": "./recordings"},
@@ -560,6 +567,8 @@ async fn main() {
     retention::steady_batches(&hub, client.as_ref(), first, total).await;
 
     runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
+
+    recovery::transient_mix().await;
 
     // Idle connections.
     let conns = match (bench, quick) {
