@@ -23,22 +23,43 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 #[derive(Clone)]
 pub struct History {
     recent: Arc<Mutex<VecDeque<Arc<Value>>>>,
+    /// Set once the file's tail is in `recent` (the writer thread reads it
+    /// first, so start-up does not wait for it).
+    loaded: Arc<(Mutex<bool>, std::sync::Condvar)>,
     tx: mpsc::UnboundedSender<Arc<Value>>,
 }
+
+/// Longest `latest` waits for the file's tail at start-up.
+const LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl History {
     pub fn open(state_dir: &Path) -> std::io::Result<History> {
         std::fs::create_dir_all(state_dir)?;
         let path = state_dir.join("history.jsonl");
-        let recent = Arc::new(Mutex::new(load_tail(&path)));
+        let recent = Arc::new(Mutex::new(VecDeque::new()));
+        let loaded = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         // Opened here, not in the writer thread: the file exists (or the
         // error is reported) by the time the hub is up.
         let file = open_append(&path)?;
         let (tx, rx) = mpsc::unbounded_channel();
+        let (r, l) = (recent.clone(), loaded.clone());
         std::thread::Builder::new()
             .name("toolhub-history".into())
-            .spawn(move || writer(path, file, rx))?;
-        Ok(History { recent, tx })
+            .spawn(move || {
+                // Before anything is appended: the entries recorded
+                // meanwhile wait in `rx` and are newer than the tail.
+                fill_tail(&path, &r, &l);
+                writer(path, file, rx)
+            })?;
+        Ok(History { recent, loaded, tx })
+    }
+
+    /// Wait (bounded) until the file's tail is in memory.
+    fn wait_loaded(&self) {
+        let (lock, cv) = &*self.loaded;
+        if let Ok(done) = lock.lock() {
+            let _ = cv.wait_timeout_while(done, LOAD_WAIT, |d| !*d);
+        }
     }
 
     /// Append one call. Params are redacted here (with the config in force
@@ -73,6 +94,7 @@ impl History {
 
     /// The latest `limit` entries, oldest first.
     pub fn latest(&self, limit: usize) -> Vec<Value> {
+        self.wait_loaded();
         match self.recent.lock() {
             Ok(r) => {
                 let skip = r.len().saturating_sub(limit);
@@ -228,6 +250,28 @@ fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(|x| redact_keys(x, security)).collect()),
         other => other.clone(),
     }
+}
+
+/// Put the file's last entries before those recorded since start-up, and
+/// say so.
+fn fill_tail(
+    path: &Path,
+    recent: &Mutex<VecDeque<Arc<Value>>>,
+    loaded: &(Mutex<bool>, std::sync::Condvar),
+) {
+    let mut tail = load_tail(path);
+    if let Ok(mut r) = recent.lock() {
+        tail.extend(r.drain(..));
+        while tail.len() > KEEP {
+            tail.pop_front();
+        }
+        *r = tail;
+    }
+    let (lock, cv) = loaded;
+    if let Ok(mut done) = lock.lock() {
+        *done = true;
+    }
+    cv.notify_all();
 }
 
 /// The last `KEEP` entries, read backwards from the end of the file: the
