@@ -140,6 +140,7 @@ async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
         variables: None,
         outcome: &outcome,
         started_at,
+        nested: false,
     };
     if let Some(ev) = app.observer.finished(session, capture).await {
         out.send(ev);

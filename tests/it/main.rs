@@ -15,6 +15,7 @@ mod protocol;
 mod recording;
 mod reload;
 mod runs;
+mod runs_more;
 mod safety;
 mod secrets;
 mod servers;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::servers::wait_running;
 use crate::support::{testserver_entry, Client, TestHub};
 
-async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
+pub(crate) async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace/scripts")).expect("workspace");
@@ -24,7 +24,7 @@ async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
     (hub, c)
 }
 
-async fn create_and_set(c: &mut Client, theme: &str) -> String {
+pub(crate) async fn create_and_set(c: &mut Client, theme: &str) -> String {
     let r = c
         .request(json!({"type": "create_run", "theme": theme}))
         .await;
@@ -35,7 +35,7 @@ async fn create_and_set(c: &mut Client, theme: &str) -> String {
     id
 }
 
-async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
+pub(crate) async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
     let r = c
         .request(json!({"type": "get_run", "runId": id, "tail": tail}))
         .await;
@@ -43,7 +43,7 @@ async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
     r["entries"].as_array().expect("entries").clone()
 }
 
-fn run_dir(hub: &TestHub, id: &str) -> PathBuf {
+pub(crate) fn run_dir(hub: &TestHub, id: &str) -> PathBuf {
     hub.path().join("runs").join(id)
 }
 

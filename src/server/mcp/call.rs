@@ -171,6 +171,7 @@ async fn run(
         variables: None,
         outcome: &outcome,
         started_at,
+        nested: false,
     };
     if let Some(ev) = app.observer.finished(&session, capture).await {
         tracing::info!(%session, event = %ev, "recording event for an MCP session");

@@ -2,7 +2,7 @@
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
 mod conformance;
-mod driver;
+pub(crate) mod driver;
 mod gate;
 mod relay;
 mod stdio;

@@ -1,0 +1,118 @@
+//! Runs, continued: the steps of the hub's control tools (`hub__tool_batch`,
+//! `hub__record_replay`) logged into the caller's run, from /ws and /mcp.
+
+use serde_json::{json, Value};
+
+use crate::mcp::driver::Driver;
+use crate::runs::{create_and_set, entries, hub_with_t};
+
+/// `(data.tool, action_type, execution_method, data.source.type)` of each entry.
+fn kinds(e: &[Value]) -> Vec<[String; 4]> {
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    e.iter()
+        .map(|x| {
+            [
+                s(&x["data"]["tool"]),
+                s(&x["action_type"]),
+                s(&x["execution_method"]),
+                s(&x["data"]["source"]["type"]),
+            ]
+        })
+        .collect()
+}
+
+fn k(tool: &str, action: &str, method: &str, source: &str) -> [String; 4] {
+    [tool, action, method, source].map(String::from)
+}
+
+#[tokio::test]
+async fn steps_of_hub_tool_batch_and_record_replay_are_logged_into_the_callers_run() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    // A recording of one call, made before any run is current.
+    c.request(json!({"type": "start_recording", "name": "one echo"}))
+        .await;
+    assert_eq!(
+        c.call("t__echo", json!({"message": "r"})).await["success"],
+        true
+    );
+    let stopped = c.request(json!({"type": "stop_recording"})).await;
+    let rec_id = stopped["recordingId"].as_str().expect("rec").to_string();
+
+    let id = create_and_set(&mut c, "control tools").await;
+    // Recorded while the batch runs: only the control tool's own call is
+    // kept, not its steps (a replay would run them twice).
+    c.request(json!({"type": "start_recording", "name": "batch tool"}))
+        .await;
+    let batch = c
+        .call(
+            "hub__tool_batch",
+            json!({"steps": [
+                {"id": "e1", "tool": "t__echo", "params": {"message": "in the tool"}},
+                {"id": "c1", "tool": "hub__run_command", "params": {"command": "echo x"}}
+            ]}),
+        )
+        .await;
+    assert_eq!(batch["success"], true, "{batch}");
+    let stopped = c.request(json!({"type": "stop_recording"})).await;
+    assert_eq!(stopped["stepCount"], 1, "{stopped}");
+
+    let replay = c
+        .call("hub__record_replay", json!({"recordingId": rec_id}))
+        .await;
+    assert_eq!(replay["success"], true, "{replay}");
+
+    let e = entries(&mut c, &id, 50).await;
+    assert_eq!(
+        kinds(&e),
+        vec![
+            k("t__echo", "other", "tool", "batch_step"),
+            k(
+                "hub__run_command",
+                "data_processing",
+                "command",
+                "batch_step"
+            ),
+            k("hub__tool_batch", "other", "tool", "tool_call"),
+            k("t__echo", "recipe_execution", "recipe", "batch_step"),
+            k("hub__record_replay", "other", "tool", "tool_call"),
+        ],
+        "{e:#?}"
+    );
+    assert_eq!(e[0]["data"]["source"]["stepId"], "e1");
+    assert_eq!(e[0]["step"], "batch step e1: t__echo");
+    assert!(e[3]["step"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("replay step"));
+}
+
+#[tokio::test]
+async fn an_mcp_sessions_hub_tool_batch_is_logged_into_its_own_run() {
+    let (hub, mut c) = hub_with_t(json!({})).await;
+    let (mut d, _) = Driver::connect(&hub, json!({})).await;
+    d.call(
+        "hub__run_create",
+        json!({"theme": "mcp work", "runId": "mcp-work"}),
+    )
+    .await;
+    d.call("hub__run_set", json!({"runId": "mcp-work"})).await;
+    // Another connection's choice moves the hub-wide default elsewhere;
+    // the MCP session keeps its own.
+    let other = create_and_set(&mut c, "elsewhere").await;
+    d.call(
+        "hub__tool_batch",
+        json!({"steps": [{"id": "m1", "tool": "t__echo", "params": {"message": "via mcp"}}]}),
+    )
+    .await;
+    let e = entries(&mut c, "mcp-work", 50).await;
+    let kinds = kinds(&e);
+    assert!(
+        kinds.contains(&k("t__echo", "other", "tool", "batch_step")),
+        "{e:#?}"
+    );
+    assert_eq!(
+        entries(&mut c, &other, 50).await.len(),
+        0,
+        "nothing of the MCP session goes into another connection's run"
+    );
+}
