@@ -63,7 +63,7 @@ impl App {
             observer,
         };
         if let Some(b) = builtin {
-            hub.mount(BUILTIN_SERVER, Arc::new(b));
+            hub.mount(BUILTIN_SERVER, Arc::new(b.with_run_folders(runs.clone())));
         }
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));

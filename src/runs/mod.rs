@@ -148,6 +148,17 @@ impl Runs {
         Current::Unset
     }
 
+    /// The current run's id, or an error saying how to set one.
+    pub fn current_id(&self, session: &str) -> Result<String, HubError> {
+        match self.current(session) {
+            Current::Set(id) => Ok(id),
+            Current::Unset => Err(no_current_run()),
+            Current::Cleared { reason, .. } => Err(no_current_run().with_suggestion(format!(
+                "{reason}; send set_run {{\"runId\": …}} or create_run first"
+            ))),
+        }
+    }
+
     /// Forget the hub-wide default (memory and file) when it is `run_id`.
     fn clear_default(&self, run_id: &str) {
         if let Ok(mut d) = self.default.lock() {
@@ -245,15 +256,7 @@ impl Runs {
     pub fn log(&self, session: &str, req: LogEntryReq) -> Result<Value, HubError> {
         let run_id = match req.run_id.clone() {
             Some(id) => id,
-            None => match self.current(session) {
-                Current::Set(id) => id,
-                Current::Unset => return Err(no_current_run()),
-                Current::Cleared { reason, .. } => {
-                    return Err(no_current_run().with_suggestion(format!(
-                        "{reason}; send set_run {{\"runId\": …}} or create_run first"
-                    )))
-                }
-            },
+            None => self.current_id(session)?,
         };
         let entry = LogEntry {
             timestamp: crate::util::now_rfc3339(),
@@ -388,6 +391,17 @@ impl CallObserver for Runs {
         capture: Capture<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send + 'a>> {
         Box::pin(self.observe(session, capture))
+    }
+}
+
+/// `run:` paths of the workspace tools name the session's current run.
+impl crate::builtin::run_path::RunFolders for Runs {
+    fn folder(&self, session: &str) -> Result<crate::builtin::run_path::RunFolder, HubError> {
+        let run_id = self.current_id(session)?;
+        let dir = store::dir_of(&self.storage(), &run_id)?;
+        // Absolute, so the TOOLHUB_RUN_* variables work from any cwd.
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        Ok(crate::builtin::run_path::RunFolder { run_id, dir })
     }
 }
 

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::mcp::driver::Driver;
-use crate::runs::{create_and_set, entries, hub_with_t};
+use crate::runs::{create_and_set, entries, hub_with_t, run_dir};
 
 /// `(data.tool, action_type, execution_method, data.source.type)` of each entry.
 fn kinds(e: &[Value]) -> Vec<[String; 4]> {
@@ -115,4 +115,107 @@ async fn an_mcp_sessions_hub_tool_batch_is_logged_into_its_own_run() {
         0,
         "nothing of the MCP session goes into another connection's run"
     );
+}
+
+/// The error class of a failed tool call, after checking it failed.
+fn failed_with(r: &Value, class: &str) {
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["error"]["errorType"], class, "{r}");
+}
+
+#[tokio::test]
+async fn run_paths_reach_the_current_runs_scripts_and_outputs_and_nothing_else() {
+    let (hub, mut c) = hub_with_t(json!({})).await;
+    // No run is current: a run: path says how to set one.
+    let r = c
+        .call(
+            "hub__write_file",
+            json!({"path": "run:outputs/x.txt", "content": "x"}),
+        )
+        .await;
+    failed_with(&r, "INVALID_PARAMS");
+    let hint = r["error"]["suggestion"].as_str().unwrap_or_default();
+    assert!(hint.contains("set_run"), "{r}");
+
+    let id = create_and_set(&mut c, "files").await;
+    let dir = std::fs::canonicalize(run_dir(&hub, &id)).expect("run dir");
+    let script = "echo made > \"$TOOLHUB_RUN_OUTPUTS/made.txt\"\necho ran\n";
+    let w = c
+        .call(
+            "hub__write_file",
+            json!({"path": "run:scripts/make.sh", "content": script}),
+        )
+        .await;
+    assert_eq!(w["success"], true, "{w}");
+    assert_eq!(w["result"]["path"], "run:scripts/make.sh", "{w}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("scripts/make.sh")).expect("script"),
+        script
+    );
+    let r = c
+        .call("hub__read_file", json!({"path": "run:scripts/make.sh"}))
+        .await;
+    assert_eq!(r["result"], script, "{r}");
+    let l = c
+        .call("hub__list_directory", json!({"path": "run:scripts"}))
+        .await;
+    assert_eq!(l["result"]["path"], "run:scripts", "{l}");
+    assert_eq!(l["result"]["entries"][0]["name"], "make.sh", "{l}");
+
+    // run_command in the run's folder, told where it is.
+    let ran = c
+        .call(
+            "hub__run_command",
+            json!({"command": "sh scripts/make.sh", "cwd": "run:"}),
+        )
+        .await;
+    assert_eq!(ran["success"], true, "{ran}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("outputs/made.txt")).expect("output"),
+        "made\n"
+    );
+    let pwd = c
+        .call(
+            "hub__run_command",
+            json!({"command": "pwd; echo \"$TOOLHUB_RUN_ID\"", "cwd": "run:outputs"}),
+        )
+        .await;
+    assert_eq!(
+        pwd["result"]["stdout"],
+        format!("{}\n{id}\n", dir.join("outputs").display()),
+        "{pwd}"
+    );
+    let e = entries(&mut c, &id, 50).await;
+    let ran_entry = e
+        .iter()
+        .find(|x| x["data"]["params"]["command"] == "sh scripts/make.sh")
+        .expect("the script's entry");
+    assert_eq!(ran_entry["execution_method"], "file", "{ran_entry}");
+    assert_eq!(ran_entry["data"]["file"], "scripts/make.sh");
+
+    // Nothing outside scripts/ and outputs/: not the log, not `..`, not an
+    // absolute path, not a symlink out.
+    std::os::unix::fs::symlink("/etc", dir.join("outputs/etc")).expect("symlink");
+    for path in [
+        "run:logs/execution.jsonl",
+        "run:.metadata.json",
+        "run:/etc/passwd",
+        "run:scripts/../.metadata.json",
+        "run:outputs/../../../config.json",
+        "run:outputs/etc/passwd",
+    ] {
+        let r = c.call("hub__read_file", json!({"path": path})).await;
+        assert_eq!(r["success"], false, "{path}: {r}");
+        let class = r["error"]["errorType"].as_str().unwrap_or_default();
+        assert!(
+            class == "INVALID_PARAMS" || class == "PERMISSION",
+            "{path}: {r}"
+        );
+    }
+    for cwd in ["run:logs", "run:outputs/..", "run:outputs/etc"] {
+        let r = c
+            .call("hub__run_command", json!({"command": "pwd", "cwd": cwd}))
+            .await;
+        assert_eq!(r["success"], false, "{cwd}: {r}");
+    }
 }

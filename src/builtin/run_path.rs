@@ -1,0 +1,148 @@
+//! `run:` paths: the workspace tools reach the current run's `scripts/` and
+//! `outputs/` (`run:scripts/x.py`, `run:outputs/result.csv`), and
+//! `run_command` may run in the run's folder (`cwd: "run:"`, `"run:outputs"`)
+//! and is told where it is (`TOOLHUB_RUN_*` variables).
+//!
+//! Runs live above this layer, so the current run is asked for through
+//! [`RunFolders`], which the runs service implements and the application
+//! hands to [`super::Builtin`]. A `run:` path is confined like a workspace
+//! path, to the run's `scripts/` or `outputs/` folder (for `cwd`, also the
+//! run folder itself): `..`, symlinks and absolute paths cannot leave it.
+
+use std::path::{Path, PathBuf};
+
+use crate::errors::{ErrorType, HubError};
+
+/// The prefix that names the current run's folders.
+pub const PREFIX: &str = "run:";
+
+/// The folders a `run:` path may name (the log and metadata are the hub's).
+const SUBDIRS: [&str; 2] = ["scripts", "outputs"];
+
+/// The current run of a session, as the runs service sees it.
+pub struct RunFolder {
+    pub run_id: String,
+    /// `<runs.storagePath>/<run_id>`.
+    pub dir: PathBuf,
+}
+
+/// Maps a session to its current run's folder.
+pub trait RunFolders: Send + Sync {
+    /// The session's current run, or why there is none (with a suggestion
+    /// saying how to set one).
+    fn folder(&self, session: &str) -> Result<RunFolder, HubError>;
+}
+
+/// A `run:` path split into the folder that confines it and the rest.
+pub struct RunPath {
+    /// The canonical confinement root: the run's `scripts/` or `outputs/`
+    /// (or the run folder, for `cwd: "run:"`).
+    pub root: PathBuf,
+    /// The path inside `root` (`"."` for the root itself).
+    pub rest: String,
+    /// How a result names `root` (`run:outputs`, or `run:`).
+    pub shown: String,
+}
+
+/// The part after `run:`, when `user` has the prefix.
+pub fn strip(user: &str) -> Option<&str> {
+    user.strip_prefix(PREFIX)
+}
+
+/// Resolve the part after `run:` against `session`'s current run.
+/// `allow_run_root`: the run folder itself may be named (`cwd: "run:"`).
+pub fn resolve(
+    folders: Option<&dyn RunFolders>,
+    session: &str,
+    after: &str,
+    allow_run_root: bool,
+) -> Result<RunPath, HubError> {
+    let folders = folders.ok_or_else(|| {
+        HubError::new(
+            ErrorType::NotFound,
+            "run: paths are not available in this hub (no runs service)",
+        )
+        .with_suggestion("use a path relative to the workspace folder")
+    })?;
+    let run = folders.folder(session)?;
+    let trimmed = after.trim_start_matches("./");
+    let (first, rest) = trimmed.split_once('/').unwrap_or((trimmed, ""));
+    let sub = if first.is_empty() && rest.is_empty() && allow_run_root {
+        None
+    } else if SUBDIRS.contains(&first) {
+        Some(first)
+    } else {
+        return Err(HubError::new(
+            ErrorType::InvalidParams,
+            format!(
+                "'{PREFIX}{after}' is not in the run's scripts/ or outputs/ folder"
+            ),
+        )
+        .with_suggestion(format!(
+            "name a file under {PREFIX}scripts/ or {PREFIX}outputs/, e.g. \"{PREFIX}outputs/result.csv\""
+        )));
+    };
+    let io = |e: std::io::Error, p: &Path| {
+        HubError::new(
+            ErrorType::NotFound,
+            format!(
+                "the folder {} of run {:?} cannot be used: {e}",
+                p.display(),
+                run.run_id
+            ),
+        )
+        .with_suggestion("get_run shows whether the run is intact; create_run makes a new one")
+    };
+    let run_dir = std::fs::canonicalize(&run.dir).map_err(|e| io(e, &run.dir))?;
+    let root = match sub {
+        None => run_dir.clone(),
+        Some(s) => {
+            let want = run.dir.join(s);
+            std::fs::create_dir_all(&want).map_err(|e| io(e, &want))?;
+            std::fs::canonicalize(&want).map_err(|e| io(e, &want))?
+        }
+    };
+    // A scripts/ or outputs/ swapped for a symlink leads elsewhere.
+    if !root.starts_with(&run_dir) {
+        return Err(HubError::new(
+            ErrorType::Permission,
+            format!(
+                "the {} folder of run {:?} leads outside the run; refusing it",
+                sub.unwrap_or("run"),
+                run.run_id
+            ),
+        ));
+    }
+    let rest = rest.trim_matches('/');
+    Ok(RunPath {
+        root,
+        rest: if rest.is_empty() {
+            ".".into()
+        } else {
+            rest.into()
+        },
+        shown: format!("{PREFIX}{}", sub.unwrap_or("")),
+    })
+}
+
+impl RunPath {
+    /// A path the tool reported relative to [`RunPath::root`], as `run:…`.
+    pub fn show(&self, relative: &str) -> String {
+        match (relative, self.shown.as_str()) {
+            (".", s) => s.to_string(),
+            (r, PREFIX) => format!("{PREFIX}{r}"),
+            (r, s) => format!("{s}/{r}"),
+        }
+    }
+}
+
+/// The `TOOLHUB_RUN_*` variables of a run folder.
+pub fn env_of(run: &RunFolder) -> [(String, String); 4] {
+    let dir = run.dir.to_string_lossy().into_owned();
+    [
+        ("TOOLHUB_RUN_ID".into(), run.run_id.clone()),
+        ("TOOLHUB_RUN_DIR".into(), dir.clone()),
+        ("TOOLHUB_RUN_SCRIPTS".into(), format!("{dir}/scripts")),
+        ("TOOLHUB_RUN_OUTPUTS".into(), format!("{dir}/outputs")),
+    ]
+}
