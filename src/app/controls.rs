@@ -126,7 +126,8 @@ impl Tool {
                 "properties": {
                     "steps": {"type": "array", "items": {"type": "object", "required": ["tool"], "properties": {
                         "id": {"type": "string"}, "tool": {"type": "string"}, "params": {"type": "object"},
-                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {}
+                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {},
+                        "saveImages": {"type": ["boolean", "string"], "description": "keep the images the step returns as screenshots of the current run (a string names them)"}
                     }}},
                     "options": {"type": "object", "properties": {
                         "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"},

@@ -51,6 +51,7 @@ pub(super) async fn record(
             outcome: &out,
             started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
             nested: owner.is_none(),
+            save_images: step.save_images.as_ref(),
         };
         if let Some(ev) = engine.observer().finished(&session, capture).await {
             match &owner {

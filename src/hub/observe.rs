@@ -28,6 +28,8 @@ pub struct Capture<'a> {
     /// session: logged into its run, but not recorded (the recording keeps
     /// the control tool's call, which would run the steps again).
     pub nested: bool,
+    /// The call's `saveImages`: keep the images it returned in the run.
+    pub save_images: Option<&'a crate::protocol::SaveImages>,
 }
 
 /// Told of every finished `tool_call` and batch step of a connection.

@@ -15,7 +15,7 @@ mod server;
 
 pub use client::{
     BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ReloadToolsReq,
-    ResumeTaskReq, TaskRef, ToolCallReq,
+    ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
 pub use page::StepPage;

@@ -47,6 +47,17 @@ pub(crate) fn run_dir(hub: &TestHub, id: &str) -> PathBuf {
     hub.path().join("runs").join(id)
 }
 
+/// The names of the files in `dir`, sorted.
+pub(crate) fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Every file under `dir`, as text (lossy), for secret scans.
 fn all_text(dir: &Path) -> String {
     let mut out = String::new();
@@ -345,13 +356,7 @@ async fn screenshots_are_numbered_across_a_restart() {
     wait_running(&mut c, "t").await;
     assert_eq!(c.call("t__image", json!({})).await["success"], true);
     let shots = run_dir(&hub, &id).join("screenshots");
-    let mut names: Vec<String> = std::fs::read_dir(&shots)
-        .expect("screenshots")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["001_image.png", "002_image.png"]);
+    assert_eq!(file_names(&shots), ["001_image.png", "002_image.png"]);
     let png = std::fs::read(shots.join("002_image.png")).expect("png");
     assert_eq!(&png[1..4], b"PNG");
     let e = entries(&mut c, &id, 5).await;

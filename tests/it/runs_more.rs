@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::mcp::driver::Driver;
-use crate::runs::{create_and_set, entries, hub_with_t, run_dir};
+use crate::runs::{create_and_set, entries, file_names, hub_with_t, run_dir};
 
 /// `(data.tool, action_type, execution_method, data.source.type)` of each entry.
 fn kinds(e: &[Value]) -> Vec<[String; 4]> {
@@ -218,4 +218,73 @@ async fn run_paths_reach_the_current_runs_scripts_and_outputs_and_nothing_else()
             .await;
         assert_eq!(r["success"], false, "{cwd}: {r}");
     }
+}
+
+#[tokio::test]
+async fn images_are_kept_in_the_run_when_a_call_or_step_asks() {
+    let (hub, mut c) = hub_with_t(json!({})).await;
+    let id = create_and_set(&mut c, "images").await;
+    let shots = run_dir(&hub, &id).join("screenshots");
+    // Not asked (and `image` is no screenshot tool): nothing is kept.
+    assert_eq!(c.call("t__image", json!({})).await["success"], true);
+    // A tool_call that asks, naming them.
+    c.send(
+        json!({"type": "tool_call", "id": "i1", "tool": "t__image", "params": {},
+                  "saveImages": "Front page"}),
+    )
+    .await;
+    let r = c.recv_where("i1", |v| v["replyTo"] == "i1").await;
+    assert_eq!(r["success"], true, "{r}");
+    // Batch steps that ask: one image, and a tool with none.
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [
+        {"id": "s1", "tool": "t__image", "saveImages": true},
+        {"id": "s2", "tool": "t__echo", "params": {"message": "no image"}, "saveImages": true}
+    ]}))
+    .await;
+    c.recv_where("batch", |v| v["type"] == "batch_complete")
+        .await;
+    // A step of hub__tool_batch, for the calling session's run.
+    let tb = c
+        .call(
+            "hub__tool_batch",
+            json!({"steps": [{"id": "n1", "tool": "t__image", "saveImages": "nested"}]}),
+        )
+        .await;
+    assert_eq!(tb["success"], true, "{tb}");
+
+    assert_eq!(
+        file_names(&shots),
+        ["001_front-page.png", "002_image.png", "003_nested.png"]
+    );
+    let png = std::fs::read(shots.join("001_front-page.png")).expect("png");
+    assert_eq!(&png[1..4], b"PNG");
+    let e = entries(&mut c, &id, 50).await;
+    let shot_of = |tool: &str, nth: usize| -> Value {
+        e.iter()
+            .filter(|x| x["data"]["tool"] == tool)
+            .nth(nth)
+            .cloned()
+            .unwrap_or_else(|| panic!("{tool} #{nth}: {e:#?}"))
+    };
+    let plain = shot_of("t__image", 0);
+    assert_eq!(plain["action_type"], "other", "{plain}");
+    assert!(plain["data"].get("screenshot").is_none(), "{plain}");
+    let asked = shot_of("t__image", 1);
+    assert_eq!(asked["action_type"], "screenshot", "{asked}");
+    assert_eq!(
+        asked["data"]["screenshot"],
+        "screenshots/001_front-page.png"
+    );
+    let step = shot_of("t__image", 2);
+    assert_eq!(
+        step["data"]["screenshot"], "screenshots/002_image.png",
+        "{step}"
+    );
+    let echo = shot_of("t__echo", 0);
+    assert_eq!(echo["action_type"], "other", "{echo}");
+    let nested = shot_of("t__image", 3);
+    assert_eq!(
+        nested["data"]["screenshot"], "screenshots/003_nested.png",
+        "{nested}"
+    );
 }

@@ -172,6 +172,7 @@ async fn run(
         outcome: &outcome,
         started_at,
         nested: false,
+        save_images: None,
     };
     if let Some(ev) = app.observer.finished(&session, capture).await {
         tracing::info!(%session, event = %ev, "recording event for an MCP session");
