@@ -32,7 +32,8 @@ impl Origin {
             .is_some_and(|b| b.starts_with("replay-"));
         match (capture.source.kind.as_str(), replay) {
             (_, true) => Origin::Replay,
-            ("tool_call", _) => Origin::ToolCall,
+            // A tools/call over /mcp is a tool call too.
+            ("tool_call" | "mcp_call", _) => Origin::ToolCall,
             _ => Origin::BatchStep,
         }
     }

@@ -106,10 +106,15 @@ async fn an_mcp_sessions_hub_tool_batch_is_logged_into_its_own_run() {
     .await;
     let e = entries(&mut c, "mcp-work", 50).await;
     let kinds = kinds(&e);
-    assert!(
-        kinds.contains(&k("t__echo", "other", "tool", "batch_step")),
+    assert_eq!(
+        kinds,
+        vec![
+            k("t__echo", "other", "tool", "batch_step"),
+            k("hub__tool_batch", "other", "tool", "mcp_call"),
+        ],
         "{e:#?}"
     );
+    assert_eq!(e[1]["step"], "tool_call hub__tool_batch", "{e:#?}");
     assert_eq!(
         entries(&mut c, &other, 50).await.len(),
         0,
