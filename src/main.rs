@@ -6,16 +6,21 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n       toolhub stdio [--config PATH] [--url URL]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n\n  stdio              serve MCP over stdin/stdout, relayed to the running hub's /mcp\n                     (its address and token come from the config; --url overrides the address)\n";
+const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n       toolhub stdio [--config PATH] [--url URL]\n       toolhub ui [--config PATH] [--listen HOST:PORT]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n\n  stdio              serve MCP over stdin/stdout, relayed to the running hub's /mcp\n                     (its address and token come from the config; --url overrides the address)\n  ui                 print the dashboard's link (http://ADDR/ui#token=…) for a browser\n";
 
 fn main() -> ExitCode {
     let mut config_path = PathBuf::from("config.json");
     let mut listen: Option<String> = None;
     let mut url: Option<String> = None;
     let mut stdio = false;
+    let mut ui = false;
     let mut args = std::env::args().skip(1).peekable();
-    if args.peek().map(String::as_str) == Some("stdio") {
-        stdio = true;
+    match args.peek().map(String::as_str) {
+        Some("stdio") => stdio = true,
+        Some("ui") => ui = true,
+        _ => {}
+    }
+    if stdio || ui {
         args.next();
     }
     while let Some(a) = args.next() {
@@ -74,6 +79,18 @@ fn main() -> ExitCode {
             Ok(addr) => config.server.listen = addr,
             Err(e) => return usage_error(&format!("--listen {l:?}: {e}")),
         }
+    }
+    if ui {
+        return match toolhub::server::ui::link(&config) {
+            Ok(link) => {
+                println!("{link}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("toolhub ui: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

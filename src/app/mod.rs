@@ -20,6 +20,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::assertions::Assertions;
+use crate::builtin::sandbox::{RunFolder, Sandbox};
 use crate::builtin::Builtin;
 use crate::config::Config;
 use crate::engine::Engine;
@@ -41,15 +42,24 @@ pub struct App {
     pub runs: Arc<Runs>,
     /// Everyone told of a finished call: the recorder, then runs.
     pub observer: Arc<dyn CallObserver>,
+    /// `run_command`'s sandbox (when the workspace tools are on), for
+    /// `health_status`.
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl App {
     /// Build every service and start the servers and background work.
     pub fn start(config: Config, shutdown: CancellationToken) -> std::io::Result<App> {
-        let builtin = Builtin::new(&config.builtin)?;
+        let builtin_cfg = config.builtin.clone();
+        let state_dir = config.task_engine.state_dir.clone();
         let hub = Hub::new(config, shutdown)?;
         let recorder = Arc::new(Recorder::new(hub.clone()));
         let runs = Arc::new(Runs::new(hub.clone()));
+        let builtin = Builtin::new(
+            &builtin_cfg,
+            &state_dir,
+            Some(runs.clone() as Arc<dyn RunFolder>),
+        )?;
         let observer: Arc<dyn CallObserver> = Arc::new(Observers(vec![
             recorder.clone() as Arc<dyn CallObserver>,
             runs.clone(),
@@ -61,9 +71,10 @@ impl App {
             recorder,
             runs: runs.clone(),
             observer,
+            sandbox: builtin.as_ref().map(Builtin::sandbox),
         };
         if let Some(b) = builtin {
-            hub.mount(BUILTIN_SERVER, Arc::new(b.with_run_folders(runs.clone())));
+            hub.mount(BUILTIN_SERVER, Arc::new(b));
         }
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
@@ -80,7 +91,9 @@ impl App {
     /// engine's part (recoverable tasks, confirmations, journal problems).
     pub async fn health(&self) -> Value {
         let tasks = self.engine.health();
-        let mut report = crate::hub::health::report(&self.hub, tasks.checks).await;
+        let mut checks = tasks.checks;
+        checks.extend(self.sandbox.as_ref().map(|s| s.check()));
+        let mut report = crate::hub::health::report(&self.hub, checks).await;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("tasks".into(), tasks.summary);
         }

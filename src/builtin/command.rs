@@ -24,6 +24,7 @@ mod child;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -31,6 +32,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::builtin::fs::{params, resolve_under};
+use crate::builtin::sandbox::{self, RunFolder, Sandbox};
 use crate::errors::{ErrorType, HubError};
 use child::{GroupGuard, Running, Stop, Until};
 
@@ -39,11 +41,16 @@ const TIMEOUT_CAP_FACTOR: u32 = 10;
 /// Characters of stderr quoted in [`exit_error`].
 const EXIT_TAIL_CHARS: usize = 1000;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct CommandRunner {
     workspace_root: PathBuf,
     timeout: Duration,
     max_output_bytes: usize,
+    /// `None`: unconfined (unit tests); the hub always has one.
+    sandbox: Option<Arc<Sandbox>>,
+    /// The calling connection's current run folder, writable under
+    /// `workspace-write`.
+    runs: Option<Arc<dyn RunFolder>>,
 }
 
 /// What the hub adds to a command's own params (see [`CommandRunner::run_placed`]).
@@ -70,7 +77,17 @@ impl CommandRunner {
             workspace_root,
             timeout,
             max_output_bytes,
+            sandbox: None,
+            runs: None,
         }
+    }
+
+    /// Confine every command with `sandbox`; `runs` names the calling
+    /// connection's current run folder, which stays writable.
+    pub fn with_sandbox(mut self, sandbox: Arc<Sandbox>, runs: Option<Arc<dyn RunFolder>>) -> Self {
+        self.sandbox = Some(sandbox);
+        self.runs = runs;
+        self
     }
 
     /// The longest timeout a call may ask for.
@@ -82,29 +99,57 @@ impl CommandRunner {
     /// "stderr", "truncated", "durationMs"}`, or TIMEOUT / CANCELLED with the
     /// end of the output in the message.
     pub async fn run(&self, params: &Value, cancel: CancellationToken) -> Result<Value, HubError> {
-        self.run_placed(params, Placement::default(), cancel).await
+        self.run_for(params, cancel, "").await
     }
 
-    /// [`CommandRunner::run`] with what the hub adds: a folder it resolved
-    /// (a `run:` cwd) and variables (the current run's folders).
+    /// [`run`](Self::run) for a connection's `session`, whose current run
+    /// folder the sandbox leaves writable. A command the sandbox refused a
+    /// write answers a `PERMISSION` failure in the ToolResult shape
+    /// ([`Sandbox::explain`]).
+    pub async fn run_for(
+        &self,
+        params: &Value,
+        cancel: CancellationToken,
+        session: &str,
+    ) -> Result<Value, HubError> {
+        self.run_placed(params, Placement::default(), cancel, session)
+            .await
+    }
+
+    /// [`run_for`](Self::run_for) with what the hub adds: a folder it
+    /// resolved (a `run:` cwd) and variables (the current run's folders).
     pub async fn run_placed(
         &self,
         params: &Value,
         placement: Placement,
         cancel: CancellationToken,
+        session: &str,
     ) -> Result<Value, HubError> {
         let req = self.parse(params, placement)?;
+        if let Some(e) = self.sandbox.as_ref().and_then(|s| s.refusal()) {
+            return Err(e);
+        }
         if cancel.is_cancelled() {
             return Err(HubError::new(
                 ErrorType::Cancelled,
                 "command was cancelled before it started",
             ));
         }
+        let writable = match &self.sandbox {
+            Some(s) => s.writable(self.runs.as_ref().and_then(|r| r.folder(session))),
+            None => Vec::new(),
+        };
+        let prepared = match &self.sandbox {
+            Some(s) => s.prepare(&writable)?,
+            None => None,
+        };
         let mut cmd = tokio::process::Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(&req.command)
-            .current_dir(&req.cwd)
-            .envs(&req.env)
+        cmd.arg("-c").arg(&req.command).current_dir(&req.cwd);
+        if let (Some(s), Some(_)) = (&self.sandbox, &prepared) {
+            // Before the caller's env, so a TMPDIR the call passes wins.
+            cmd.env("TMPDIR", s.tmp());
+        }
+        cmd.envs(&req.env)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -112,6 +157,9 @@ impl CommandRunner {
             .kill_on_drop(true);
         // The command dies with the hub, even when the hub is SIGKILLed.
         crate::process::set_parent_death_signal(&mut cmd);
+        if let Some(p) = prepared {
+            sandbox::confine(&mut cmd, p);
+        }
         let started = Instant::now();
         // Forked on the process-long spawner thread, so the parent-death
         // signal follows the hub, not the tokio thread that happens to run.
@@ -143,7 +191,15 @@ impl CommandRunner {
         let duration_ms = started.elapsed().as_millis() as u64;
 
         match stop {
-            Stop::Done => Ok(result_value(&running, duration_ms)),
+            Stop::Done => {
+                let v = result_value(&running, duration_ms);
+                let refused = self
+                    .sandbox
+                    .as_ref()
+                    .filter(|_| exit_failed(&v))
+                    .and_then(|s| s.explain(&v, &req.cwd, &writable));
+                Ok(refused.unwrap_or(v))
+            }
             Stop::Deadline => Err(HubError::new(
                 ErrorType::Timeout,
                 format!(

@@ -7,7 +7,9 @@
 pub mod command;
 pub mod fs;
 pub mod run_path;
+pub mod sandbox;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -48,39 +50,48 @@ impl Tool {
     }
 }
 
-/// The workspace and its command runner (`builtin.enabled`), and the
-/// current runs' folders for `run:` paths.
+/// The workspace, its command runner and the runner's sandbox
+/// (`builtin.enabled`), and the current runs' folders for `run:` paths.
 pub struct Builtin {
     ws: fs::Workspace,
     runner: command::CommandRunner,
+    sandbox: Arc<sandbox::Sandbox>,
     max_read_bytes: usize,
-    runs: Option<Arc<dyn run_path::RunFolders>>,
+    runs: Option<Arc<dyn sandbox::RunFolder>>,
 }
 
 impl Builtin {
-    /// `None` when `builtin.enabled` is false.
-    pub fn new(cfg: &BuiltinConfig) -> std::io::Result<Option<Builtin>> {
+    /// `None` when `builtin.enabled` is false. The sandbox's private temp
+    /// dir is `<state_dir>/tmp`; `runs` tells it each connection's current
+    /// run folder. Logs what the sandbox does on this kernel.
+    pub fn new(
+        cfg: &BuiltinConfig,
+        state_dir: &Path,
+        runs: Option<Arc<dyn sandbox::RunFolder>>,
+    ) -> std::io::Result<Option<Builtin>> {
         if !cfg.enabled {
             return Ok(None);
         }
         let ws = fs::Workspace::new(&cfg.workspace, cfg.max_read_bytes)?;
+        let sandbox = Arc::new(sandbox::Sandbox::new(cfg, ws.root(), state_dir)?);
         let runner = command::CommandRunner::new(
             ws.root().to_path_buf(),
             cfg.command_timeout,
             cfg.max_output_bytes,
-        );
+        )
+        .with_sandbox(sandbox.clone(), runs.clone());
         Ok(Some(Builtin {
             ws,
             runner,
+            sandbox,
             max_read_bytes: cfg.max_read_bytes,
-            runs: None,
+            runs,
         }))
     }
 
-    /// Let `run:` paths name the calling session's current run.
-    pub fn with_run_folders(mut self, runs: Arc<dyn run_path::RunFolders>) -> Builtin {
-        self.runs = Some(runs);
-        self
+    /// The sandbox of `run_command`, for `health_status`.
+    pub fn sandbox(&self) -> Arc<sandbox::Sandbox> {
+        self.sandbox.clone()
     }
 
     async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
@@ -88,10 +99,14 @@ impl Builtin {
             let placement = self.placement(call)?;
             let v = self
                 .runner
-                .run_placed(call.params, placement, call.cancel.clone())
+                .run_placed(call.params, placement, call.cancel.clone(), call.session)
                 .await?;
+            // The sandbox's refusal, already in the ToolResult shape.
+            if v.get("ok").and_then(Value::as_bool) == Some(false) {
+                return Ok(v);
+            }
             if let Some(e) = command::exit_error(&v) {
-                return Err(e);
+                return Err(self.sandbox.hint(e));
             }
             return Ok(v);
         }
@@ -161,8 +176,8 @@ impl Builtin {
         let env = self
             .runs
             .as_ref()
-            .and_then(|r| r.folder(call.session).ok())
-            .map(|f| run_path::env_of(&f).to_vec())
+            .and_then(|r| r.folder(call.session))
+            .map(|dir| run_path::env_of(&dir))
             .unwrap_or_default();
         Ok(command::Placement { cwd, env })
     }
@@ -200,8 +215,10 @@ mod tests {
             command_timeout: std::time::Duration::from_secs(1),
             max_output_bytes: 1024,
             max_read_bytes: 1024,
+            sandbox: crate::config::SandboxMode::WorkspaceWrite,
+            sandbox_network: true,
         };
-        let b = match Builtin::new(&cfg) {
+        let b = match Builtin::new(&cfg, dir.path(), None) {
             Ok(Some(b)) => b,
             Ok(None) => panic!("enabled"),
             Err(e) => panic!("{e}"),

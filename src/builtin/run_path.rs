@@ -4,7 +4,7 @@
 //! and is told where it is (`TOOLHUB_RUN_*` variables).
 //!
 //! Runs live above this layer, so the current run is asked for through
-//! [`RunFolders`], which the runs service implements and the application
+//! [`RunFolder`], which the runs service implements and the application
 //! hands to [`super::Builtin`]. A `run:` path is confined like a workspace
 //! path, to the run's `scripts/` or `outputs/` folder (for `cwd`, also the
 //! run folder itself): `..`, symlinks and absolute paths cannot leave it.
@@ -20,17 +20,24 @@ pub const PREFIX: &str = "run:";
 const SUBDIRS: [&str; 2] = ["scripts", "outputs"];
 
 /// The current run of a session, as the runs service sees it.
-pub struct RunFolder {
+pub struct CurrentRun {
     pub run_id: String,
     /// `<runs.storagePath>/<run_id>`.
     pub dir: PathBuf,
 }
 
-/// Maps a session to its current run's folder.
-pub trait RunFolders: Send + Sync {
-    /// The session's current run, or why there is none (with a suggestion
+/// The calling connection's current run, asked of the runs service (which
+/// sits above this layer and implements it; the application wires it).
+/// `run_command`'s sandbox leaves [`RunFolder::folder`] writable; `run:`
+/// paths resolve against [`RunFolder::current`].
+pub trait RunFolder: Send + Sync {
+    /// The folder of `session`'s current run, when it has one (clears
+    /// nothing).
+    fn folder(&self, session: &str) -> Option<PathBuf>;
+
+    /// `session`'s current run, or why there is none (with a suggestion
     /// saying how to set one).
-    fn folder(&self, session: &str) -> Result<RunFolder, HubError>;
+    fn current(&self, session: &str) -> Result<CurrentRun, HubError>;
 }
 
 /// A `run:` path split into the folder that confines it and the rest.
@@ -52,7 +59,7 @@ pub fn strip(user: &str) -> Option<&str> {
 /// Resolve the part after `run:` against `session`'s current run.
 /// `allow_run_root`: the run folder itself may be named (`cwd: "run:"`).
 pub fn resolve(
-    folders: Option<&dyn RunFolders>,
+    folders: Option<&dyn RunFolder>,
     session: &str,
     after: &str,
     allow_run_root: bool,
@@ -64,7 +71,7 @@ pub fn resolve(
         )
         .with_suggestion("use a path relative to the workspace folder")
     })?;
-    let run = folders.folder(session)?;
+    let run = folders.current(session)?;
     let trimmed = after.trim_start_matches("./");
     let (first, rest) = trimmed.split_once('/').unwrap_or((trimmed, ""));
     let sub = if first.is_empty() && rest.is_empty() && allow_run_root {
@@ -136,11 +143,16 @@ impl RunPath {
     }
 }
 
-/// The `TOOLHUB_RUN_*` variables of a run folder.
-pub fn env_of(run: &RunFolder) -> [(String, String); 4] {
-    let dir = run.dir.to_string_lossy().into_owned();
-    [
-        ("TOOLHUB_RUN_ID".into(), run.run_id.clone()),
+/// The `TOOLHUB_RUN_*` variables of a run folder (absolute paths).
+pub fn env_of(dir: &Path) -> Vec<(String, String)> {
+    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = dir.to_string_lossy().into_owned();
+    vec![
+        ("TOOLHUB_RUN_ID".into(), id),
         ("TOOLHUB_RUN_DIR".into(), dir.clone()),
         ("TOOLHUB_RUN_SCRIPTS".into(), format!("{dir}/scripts")),
         ("TOOLHUB_RUN_OUTPUTS".into(), format!("{dir}/outputs")),

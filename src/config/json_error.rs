@@ -79,4 +79,16 @@ mod tests {
             "{m}"
         );
     }
+
+    #[test]
+    fn an_unknown_sandbox_mode_names_the_key_and_the_allowed_values() {
+        let (l, _, m) = bad("{\"builtin\": {\n \"sandbox\": \"workspace\"}}");
+        assert_eq!(l, 2, "{m}");
+        assert_eq!(
+            m,
+            "builtin.sandbox: unknown variant `workspace`, expected one of `workspace-write`, `read-only`, `off`"
+        );
+        let (_, _, m) = bad(r#"{"builtin": {"sandboxNetwork": "no"}}"#);
+        assert!(m.starts_with("builtin.sandboxNetwork: invalid type"), "{m}");
+    }
 }

@@ -146,6 +146,37 @@ pub struct BuiltinConfig {
     pub command_timeout: Duration,
     pub max_output_bytes: usize,
     pub max_read_bytes: usize,
+    /// `builtin.sandbox`: how `run_command` is confined (Landlock).
+    pub sandbox: SandboxMode,
+    /// `builtin.sandboxNetwork`: false denies TCP connect and bind to
+    /// `run_command` (Landlock ABI 4 or newer).
+    pub sandbox_network: bool,
+}
+
+/// `builtin.sandbox`: what a `run_command` may write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Read anywhere; write only in the workspace, the current run's
+    /// folder and the hub's private temp dir (`TMPDIR`).
+    #[default]
+    WorkspaceWrite,
+    /// Read anywhere; write nowhere (but the private temp dir and device
+    /// files such as /dev/null).
+    ReadOnly,
+    /// No confinement: the command can do whatever the hub's user can.
+    Off,
+}
+
+impl SandboxMode {
+    /// The config spelling, e.g. `"workspace-write"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "off",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::locate::esc;
-use super::{Durability, RetryAction, SafetyAction, UncertainPolicy};
+use super::{Durability, RetryAction, SafetyAction, SandboxMode, UncertainPolicy};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -119,6 +119,8 @@ pub struct RawBuiltin {
     pub command_timeout: Option<u64>,
     pub max_output_bytes: Option<usize>,
     pub max_read_bytes: Option<usize>,
+    pub sandbox: Option<SandboxMode>,
+    pub sandbox_network: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

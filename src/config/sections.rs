@@ -61,6 +61,8 @@ pub(super) fn builtin(ctx: &Ctx, r: RawBuiltin) -> Result<BuiltinConfig, ConfigE
             d::MAX_READ_BYTES,
             "/builtin/maxReadBytes",
         )?,
+        sandbox: r.sandbox.unwrap_or_default(),
+        sandbox_network: r.sandbox_network.unwrap_or(true),
     })
 }
 

@@ -133,7 +133,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::test_support::{bad, ok, P};
-    use super::super::{parse, Durability, TokenSetting, UncertainPolicy};
+    use super::super::{parse, Durability, SandboxMode, TokenSetting, UncertainPolicy};
     use super::*;
 
     #[test]
@@ -162,6 +162,8 @@ mod tests {
         assert_eq!(c.builtin.command_timeout, Duration::from_secs(30));
         assert_eq!(c.builtin.max_output_bytes, 1_048_576);
         assert_eq!(c.builtin.max_read_bytes, 10_485_760);
+        assert_eq!(c.builtin.sandbox, SandboxMode::WorkspaceWrite);
+        assert!(c.builtin.sandbox_network);
         let t = &c.task_engine;
         assert_eq!(t.default_timeout, Duration::from_secs(60));
         assert_eq!(t.max_retries, 3);

@@ -27,6 +27,7 @@ use dashmap::DashMap;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+use crate::builtin::sandbox::RunFolder;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
@@ -157,6 +158,22 @@ impl Runs {
                 "{reason}; send set_run {{\"runId\": …}} or create_run first"
             ))),
         }
+    }
+
+    /// The current run of `session` as [`current`](Self::current) finds
+    /// it, without clearing anything: `None` when there is none or it is
+    /// gone.
+    fn peek(&self, session: &str) -> Option<String> {
+        let storage = self.storage();
+        let exists = |id: &String| store::exists(&storage, id);
+        if let Some(id) = self.sessions.get(session).map(|r| r.clone()) {
+            return exists(&id).then_some(id);
+        }
+        if let Some(id) = &self.env {
+            return exists(id).then(|| id.clone());
+        }
+        let default = self.default.lock().ok().and_then(|d| d.clone())?;
+        exists(&default).then_some(default)
     }
 
     /// Forget the hub-wide default (memory and file) when it is `run_id`.
@@ -416,6 +433,21 @@ impl Runs {
     }
 }
 
+/// `run_command`'s sandbox leaves the current run's folder writable;
+/// `run:` paths of the workspace tools name it.
+impl RunFolder for Runs {
+    fn folder(&self, session: &str) -> Option<PathBuf> {
+        let id = self.peek(session)?;
+        store::dir_of(&self.storage(), &id).ok()
+    }
+
+    fn current(&self, session: &str) -> Result<crate::builtin::run_path::CurrentRun, HubError> {
+        let run_id = self.current_id(session)?;
+        let dir = store::dir_of(&self.storage(), &run_id)?;
+        Ok(crate::builtin::run_path::CurrentRun { run_id, dir })
+    }
+}
+
 impl CallObserver for Runs {
     fn finished<'a>(
         &'a self,
@@ -423,17 +455,6 @@ impl CallObserver for Runs {
         capture: Capture<'a>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Value>> + Send + 'a>> {
         Box::pin(self.observe(session, capture))
-    }
-}
-
-/// `run:` paths of the workspace tools name the session's current run.
-impl crate::builtin::run_path::RunFolders for Runs {
-    fn folder(&self, session: &str) -> Result<crate::builtin::run_path::RunFolder, HubError> {
-        let run_id = self.current_id(session)?;
-        let dir = store::dir_of(&self.storage(), &run_id)?;
-        // Absolute, so the TOOLHUB_RUN_* variables work from any cwd.
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        Ok(crate::builtin::run_path::RunFolder { run_id, dir })
     }
 }
 

@@ -95,6 +95,12 @@ impl Gate {
         self.check_token(headers, Surface::Mcp)
     }
 
+    /// Only the Host check: for `/ui`, which serves no data and needs no
+    /// token, but must not be reachable through DNS rebinding either.
+    pub fn check_host_only(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        self.check_host(headers)
+    }
+
     fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         let Some(host) = headers.get("host").and_then(|h| h.to_str().ok()) else {
             return Err(forbidden("missing Host header".into()));
@@ -130,12 +136,28 @@ impl Gate {
             return Ok(()); // wscat, scripts: no Origin
         };
         let origin = origin.to_str().unwrap_or("");
-        if origin_allowed(origin, &self.allowed_origins) {
+        if self.own_origin(origin) || origin_allowed(origin, &self.allowed_origins) {
             Ok(())
         } else {
             Err(forbidden(format!(
                 "Origin {origin:?} is not in server.allowedOrigins"
             )))
+        }
+    }
+
+    /// The hub's own origin, where `/ui` is served from: `http://` and one
+    /// of the loopback names with the exact port, or beyond loopback the
+    /// listen address itself (a wildcard address is no origin; list the
+    /// name people use in `server.allowedOrigins`).
+    fn own_origin(&self, origin: &str) -> bool {
+        let Some(host) = origin.strip_prefix("http://") else {
+            return false;
+        };
+        if self.listen.ip().is_loopback() {
+            self.own_host(host)
+        } else {
+            !self.listen.ip().is_unspecified()
+                && host.eq_ignore_ascii_case(&self.listen.to_string())
         }
     }
 
@@ -270,6 +292,40 @@ fn write_private(path: &Path, token: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gate_on(listen: &str) -> Gate {
+        let addr: SocketAddr = listen.parse().expect("addr");
+        Gate {
+            listen: addr,
+            allowed_origins: vec!["chrome-extension://*".to_string()],
+            token: None,
+        }
+    }
+
+    #[test]
+    fn the_hubs_own_origin_is_allowed_and_no_other_page() {
+        let g = gate_on("127.0.0.1:8765");
+        for ok in [
+            "http://127.0.0.1:8765",
+            "http://localhost:8765",
+            "http://[::1]:8765",
+        ] {
+            assert!(g.own_origin(ok), "{ok}");
+        }
+        for bad in [
+            "http://127.0.0.1:8766",
+            "https://127.0.0.1:8765",
+            "http://evil.example",
+            "http://127.0.0.1:8765.evil.example",
+            "null",
+        ] {
+            assert!(!g.own_origin(bad), "{bad}");
+        }
+        let lan = gate_on("192.168.1.5:8765");
+        assert!(lan.own_origin("http://192.168.1.5:8765"));
+        assert!(!lan.own_origin("http://localhost:8765"));
+        assert!(!gate_on("0.0.0.0:8765").own_origin("http://0.0.0.0:8765"));
+    }
 
     #[test]
     fn extension_wildcard_matches_only_plain_ids() {

@@ -1,5 +1,6 @@
 //! HTTP side: the axum router with `/ws` (gated upgrade), `/mcp` (the
-//! aggregate as an MCP server, `mcp`) and `/health`.
+//! aggregate as an MCP server, `mcp`), `/health` and `/ui` (the dashboard's
+//! embedded files, `ui`).
 
 mod conn;
 mod dispatch;
@@ -7,6 +8,7 @@ pub mod gate;
 pub mod mcp;
 pub mod stdio;
 mod trim;
+pub mod ui;
 
 use std::sync::atomic::Ordering;
 
@@ -43,6 +45,9 @@ pub fn router(state: AppState) -> Router {
     let router = Router::new()
         .route("/ws", get(ws_upgrade))
         .route("/health", get(health))
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{file}", get(ui::file))
         // An explicit fallback so the strict-head layer covers unknown
         // paths too (a layer wraps only the routes added before it).
         .fallback(not_found)

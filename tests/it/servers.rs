@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use crate::support::{npm_bin, testserver_entry, Client, TestHub};
 
-async fn hub_with(servers: impl FnOnce(&std::path::Path) -> Value) -> TestHub {
+pub async fn hub_with(servers: impl FnOnce(&std::path::Path) -> Value) -> TestHub {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace")).expect("ws");

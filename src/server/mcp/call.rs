@@ -13,7 +13,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer};
+use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::{json, Value};
 
 use super::Endpoint;
@@ -52,7 +52,7 @@ pub async fn call_tool(
     };
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
-    let work = run(app, &cx, call, can_elicit);
+    let work = run(app, &cx.peer, call, can_elicit);
     tokio::pin!(work);
     // Answers to the server's requests run here, inside this handler's
     // task, so rmcp sends them on this call's stream.
@@ -81,6 +81,54 @@ pub async fn call_tool(
         let _ = forward(&cx, &token, f).await;
     }
     to_result(&outcome)
+}
+
+/// `tools/call` answered by the direct path (`fast`): a client that can be
+/// asked nothing back and wants no progress. A server's log message during
+/// the call goes to the session's standalone stream.
+pub async fn call_direct(
+    ep: &Endpoint,
+    session: &str,
+    peer: &Peer<RoleServer>,
+    req: CallToolRequestParams,
+    cancel: tokio_util::sync::CancellationToken,
+) -> CallToolResult {
+    let app = &ep.app;
+    let tool = ep.tool_names().to_call(&req.name);
+    let (link, mut forwards) = CallLink::new(session.into(), false, false);
+    let call = CallRequest {
+        tool,
+        params: Value::Object(req.arguments.unwrap_or_default()),
+        timeout: None,
+        session: session.to_string(),
+        retry: RetryOverride::Default,
+        cancel,
+        on_retry: None,
+        link: Some(link),
+    };
+    let work = run(app, peer, call, false);
+    tokio::pin!(work);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut work => break outcome,
+            Some(f) = forwards.recv() => log_aside(peer, f),
+        }
+    };
+    while let Ok(f) = forwards.try_recv() {
+        log_aside(peer, f);
+    }
+    to_result(&outcome)
+}
+
+/// A log message on the session's standalone stream; nothing else can
+/// reach a direct call (no progress token, no sampling or elicitation).
+fn log_aside(peer: &Peer<RoleServer>, f: Forward) {
+    if let Forward::Log(m) = f {
+        let peer = peer.clone();
+        tokio::spawn(async move {
+            let _ = peer.notify_logging_message(m).await;
+        });
+    }
 }
 
 /// Pass one forward to the client; an ask becomes a future to drive.
@@ -134,7 +182,7 @@ async fn answer(
 /// Resolve, gate, call, record: the steps of `server::dispatch::single_call`.
 async fn run(
     app: &App,
-    cx: &RequestContext<RoleServer>,
+    peer: &Peer<RoleServer>,
     call: CallRequest,
     can_elicit: bool,
 ) -> CallOutcome {
@@ -142,7 +190,7 @@ async fn run(
     let started_at = std::time::SystemTime::now();
     let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
     let mut call = call;
-    let outcome = match gate(app, cx, &call, can_elicit).await {
+    let outcome = match gate(app, peer, &call, can_elicit).await {
         Err(e) => {
             let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
             hub.history
@@ -184,7 +232,7 @@ async fn run(
 /// a `confirm` asks the client's user by elicitation.
 async fn gate(
     app: &App,
-    cx: &RequestContext<RoleServer>,
+    peer: &Peer<RoleServer>,
     call: &CallRequest,
     can_elicit: bool,
 ) -> Result<String, HubError> {
@@ -193,14 +241,14 @@ async fn gate(
         .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
         .await?;
     let ask =
-        |reason: String| confirm_by_elicitation(app, cx, can_elicit, &info, &call.params, reason);
+        |reason: String| confirm_by_elicitation(app, peer, can_elicit, &info, &call.params, reason);
     crate::engine::confirm::gate_asking(&app.engine, &info, &call.params, ask).await?;
     Ok(info.qualified_name.clone())
 }
 
 async fn confirm_by_elicitation(
     app: &App,
-    cx: &RequestContext<RoleServer>,
+    peer: &Peer<RoleServer>,
     can_elicit: bool,
     info: &crate::mcp::registry::ToolInfo,
     params: &Value,
@@ -225,7 +273,7 @@ async fn confirm_by_elicitation(
         }
     }))
     .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
-    match cx.peer.create_elicitation(request).await {
+    match peer.create_elicitation(request).await {
         Ok(r) => Ok(r.action == ElicitationAction::Accept
             && r.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))),
         Err(e) => Err(format!("asking the MCP client failed: {e}")),

@@ -34,6 +34,9 @@ struct SessionEnd {
 impl Drop for SessionEnd {
     fn drop(&mut self) {
         self.ep.sessions.remove(&self.state.key);
+        if let Some(id) = self.state.http_id() {
+            self.ep.fast.remove(id);
+        }
         self.ep.app.connection_closed(&self.state.key);
     }
 }
@@ -104,6 +107,13 @@ impl ServerHandler for HubServer {
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
         self.ep.sessions.add(self.state().clone(), cx.peer.clone());
+        let headers = cx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .map(|p| &p.headers);
+        self.ep
+            .fast
+            .add(headers, self.state().clone(), cx.peer.clone());
     }
 
     async fn list_tools(

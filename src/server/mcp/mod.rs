@@ -10,6 +10,7 @@
 //!   (the gate's is the hub's rule); its Origin check stays off likewise.
 
 mod call;
+mod fast;
 mod handler;
 pub mod names;
 mod sessions;
@@ -41,6 +42,8 @@ const REFUSED: i64 = -32001;
 pub struct Endpoint {
     pub app: App,
     sessions: Arc<Sessions>,
+    /// The direct path for plain `tools/call`s (`fast`).
+    fast: Arc<fast::FastPath>,
     names: NameCache,
     /// Exposed prompt name -> (server, the server's own name), as last listed.
     prompt_names: Mutex<BTreeMap<String, (String, String)>>,
@@ -110,9 +113,17 @@ pub fn router(app: App, gate: Gate) -> Router {
     let sessions = Sessions::new(hub.clone());
     hub.set_relay(sessions.clone());
     sessions::spawn_tool_watch(hub.clone(), sessions.clone());
+    let fast = Arc::new(fast::FastPath::new());
+    // rmcp's idle clock sees only what it serves; the direct path's clock
+    // sees every request, so it ends idle sessions instead (`fast::IDLE`).
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    fast.spawn_reaper(manager.clone(), fast::IDLE, hub.shutdown.clone());
     let ep = Arc::new(Endpoint {
         app,
         sessions,
+        fast,
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
     });
@@ -123,13 +134,15 @@ pub fn router(app: App, gate: Gate) -> Router {
         .with_json_response(true)
         .with_max_request_body_bytes(cfg.server.max_message_bytes.max(64 * 1024))
         .with_cancellation_token(hub.shutdown.child_token());
+    let handlers = ep.clone();
     let service = StreamableHttpService::new(
-        move || Ok(handler::HubServer::new(ep.clone())),
-        LocalSessionManager::default().into(),
+        move || Ok(handler::HubServer::new(handlers.clone())),
+        manager,
         config,
     );
     Router::new()
         .route_service("/mcp", service)
+        .route_layer(axum::middleware::from_fn_with_state(ep, fast::direct))
         .route_layer(axum::middleware::from_fn_with_state(gate, gated))
 }
 

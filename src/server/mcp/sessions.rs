@@ -28,6 +28,8 @@ pub enum ListKind {
 pub struct SessionState {
     /// The hub's name for the session (history, recordings): `mcp-<8 hex>`.
     pub key: Arc<str>,
+    /// Its `Mcp-Session-Id` (HTTP sessions, once initialized).
+    http_id: std::sync::OnceLock<Arc<str>>,
     level: Mutex<Option<LoggingLevel>>,
     subscribed: Mutex<BTreeSet<String>>,
 }
@@ -37,9 +39,18 @@ impl SessionState {
         let id = uuid::Uuid::new_v4().simple().to_string();
         Arc::new(SessionState {
             key: format!("mcp-{}", &id[..8]).into(),
+            http_id: std::sync::OnceLock::new(),
             level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
         })
+    }
+
+    pub fn set_http_id(&self, id: Arc<str>) {
+        let _ = self.http_id.set(id);
+    }
+
+    pub fn http_id(&self) -> Option<&Arc<str>> {
+        self.http_id.get()
     }
 
     pub fn set_level(&self, level: LoggingLevel) {

@@ -2,7 +2,6 @@
 //! before rmcp sees the request.
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::TestHub;
 
@@ -32,15 +31,9 @@ async fn post_initialize_at(
     }
     req.push_str("\r\n");
     req.push_str(&body);
-    let mut s = tokio::net::TcpStream::connect(&hub.addr)
-        .await
-        .expect("connect");
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
     // rmcp answers an initialize with an SSE stream that it closes after the
     // response; the gate's refusals close at once.
-    let _ = tokio::time::timeout(crate::support::WAIT, s.read_to_end(&mut out)).await;
-    let text = String::from_utf8_lossy(&out).to_string();
+    let text = super::raw_http(hub, &req).await;
     let status = text
         .split_whitespace()
         .nth(1)

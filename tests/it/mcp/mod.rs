@@ -2,6 +2,7 @@
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
 mod conformance;
+mod direct;
 pub(crate) mod driver;
 mod gate;
 mod relay;
@@ -49,6 +50,19 @@ async fn hub_with(servers: impl FnOnce(&Path) -> Value, extra: Value) -> TestHub
         config[k] = v.clone();
     }
     TestHub::start_in(dir, config).await
+}
+
+/// Send one raw HTTP/1.1 request (it should say `Connection: close`) and
+/// read the reply to its end (bounded by `WAIT`); the reply as text.
+pub async fn raw_http(hub: &TestHub, req: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(&hub.addr)
+        .await
+        .expect("connect");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(crate::support::WAIT, s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).to_string()
 }
 
 fn tool_names(list: &Value) -> Vec<String> {

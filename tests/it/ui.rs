@@ -1,0 +1,313 @@
+//! The dashboard at `/ui`: its headers and gate (plain HTTP), and the real
+//! page driven in headless Chromium (tests/ui/dashboard.mjs, Playwright)
+//! against this hub and the fault-injecting test server.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::gate::upgrade_status;
+use crate::servers::{hub_with, wait_running};
+use crate::support::{call_log, testserver_entry, write_config, TestHub};
+
+/// A plain GET on the hub; the status line and headers (lowercase), and body.
+async fn get(addr: &str, path: &str, host: &str) -> (u16, String, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut buf = Vec::new();
+    tokio::time::timeout(crate::support::WAIT, s.read_to_end(&mut buf))
+        .await
+        .expect("no answer")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("bad response {head:?}"));
+    (code, head.to_lowercase(), body.to_string())
+}
+
+#[tokio::test]
+async fn the_page_is_served_with_strict_headers_and_no_token() {
+    let hub = TestHub::start(json!({})).await;
+    let (code, head, body) = get(&hub.addr, "/ui", &hub.addr).await;
+    assert_eq!(code, 200, "{head}");
+    assert!(body.contains("<script type=\"module\" src=\"/ui/app.js\">"));
+    assert!(!body.contains("<script>"), "no inline script");
+    let token = hub.token.clone().expect("token");
+    assert!(!body.contains(&token), "the page holds no secret");
+    for h in [
+        "content-security-policy: default-src 'self'; script-src 'self';",
+        "x-frame-options: deny",
+        "referrer-policy: no-referrer",
+        "x-content-type-options: nosniff",
+    ] {
+        assert!(head.contains(h), "missing {h:?} in {head}");
+    }
+    assert!(!head.contains("unsafe-"), "{head}");
+    let (code, head, _) = get(&hub.addr, "/ui/app.js", &hub.addr).await;
+    assert_eq!(code, 200);
+    assert!(head.contains("content-type: text/javascript"), "{head}");
+    assert_eq!(get(&hub.addr, "/ui/", &hub.addr).await.0, 200);
+    assert_eq!(get(&hub.addr, "/ui/secret.txt", &hub.addr).await.0, 404);
+    assert_eq!(get(&hub.addr, "/ui/../health", &hub.addr).await.0, 404);
+    // The Host check applies to the page as to everything else.
+    let port = hub.addr.rsplit(':').next().expect("port");
+    let (code, _, _) = get(&hub.addr, "/ui", &format!("evil.example:{port}")).await;
+    assert_eq!(code, 403, "DNS rebinding is refused on /ui too");
+}
+
+#[tokio::test]
+async fn the_hubs_own_origin_may_open_the_socket_and_no_other_page() {
+    let hub = TestHub::start(json!({})).await;
+    let token = hub.token.clone().expect("token");
+    let port = hub.addr.rsplit(':').next().expect("port").to_string();
+    let host = ("Host", hub.addr.clone());
+    let protocols = (
+        "Sec-WebSocket-Protocol",
+        format!("toolhub.v1, toolhub.token.{token}"),
+    );
+    let with_origin = |o: String| vec![host.clone(), protocols.clone(), ("Origin", o)];
+    for own in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ] {
+        let code = upgrade_status(&hub.addr, &with_origin(own.clone())).await;
+        assert_eq!(code, 101, "{own}");
+    }
+    for other in [
+        "http://127.0.0.1:1".to_string(),
+        format!("https://127.0.0.1:{port}"),
+        format!("http://evil.example:{port}"),
+        "null".to_string(),
+    ] {
+        let code = upgrade_status(&hub.addr, &with_origin(other.clone())).await;
+        assert_eq!(code, 403, "{other}");
+    }
+    // The own origin still needs the token.
+    let code = upgrade_status(
+        &hub.addr,
+        &[host, ("Origin", format!("http://127.0.0.1:{port}"))],
+    )
+    .await;
+    assert_eq!(code, 401);
+}
+
+#[tokio::test]
+async fn toolhub_ui_prints_the_ready_link() {
+    let hub = TestHub::start(json!({})).await;
+    let out = tokio::process::Command::new(crate::support::bin())
+        .arg("ui")
+        .arg("--config")
+        .arg(hub.path().join("config.json"))
+        .arg("--listen")
+        .arg(&hub.addr)
+        .output()
+        .await
+        .expect("run toolhub ui");
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let token = hub.token.clone().expect("token");
+    assert_eq!(link, format!("http://{}/ui#token={token}", hub.addr));
+}
+
+fn screenshots() -> PathBuf {
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
+    std::fs::create_dir_all(&out).expect("screenshot folder");
+    out
+}
+
+/// `node tests/ui/dashboard.mjs` against `hub`: its output line by line,
+/// its stdin to answer a `restart-now`.
+struct Page {
+    node: tokio::process::Child,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<String>,
+}
+
+impl Page {
+    fn start(hub: &TestHub, env: &[(&str, String)]) -> Page {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/dashboard.mjs");
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(&script)
+            .env("HUB", format!("http://{}", hub.addr))
+            .env("TOKEN", hub.token.clone().expect("token"))
+            .env("OUT", screenshots())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut node = cmd
+            .spawn()
+            .expect("node (tests need Node.js and npm ci --prefix tests)");
+        let stdout = node.stdout.take().expect("stdout");
+        Page {
+            node,
+            lines: BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// The script's next line (`ok: …`, `restart-now`, `done`, `FAILED: …`).
+    async fn next_line(&mut self) -> Option<String> {
+        let l = tokio::time::timeout(std::time::Duration::from_secs(300), self.lines.next_line())
+            .await
+            .expect("the browser script said nothing for 300 s")
+            .ok()
+            .flatten()?;
+        eprintln!("[ui] {l}");
+        self.seen.push(l.clone());
+        Some(l)
+    }
+
+    async fn say(&mut self, line: &str) {
+        let stdin = self.node.stdin.as_mut().expect("stdin");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the script");
+    }
+
+    /// Wait for the script to end and require success.
+    async fn finish(mut self) {
+        while self.next_line().await.is_some() {}
+        let status = tokio::time::timeout(crate::support::WAIT, self.node.wait())
+            .await
+            .expect("the browser script did not exit")
+            .expect("wait");
+        let mut err = String::new();
+        if let Some(mut e) = self.node.stderr.take() {
+            let _ = e.read_to_string(&mut err).await;
+        }
+        assert!(
+            status.success() && self.seen.last().map(String::as_str) == Some("done"),
+            "the page failed (screenshots in {}):\n{}\n{err}",
+            screenshots().display(),
+            self.seen.join("\n")
+        );
+    }
+}
+
+/// The whole dashboard in Chromium: the token from the link or pasted;
+/// servers (a crash and its restart, a changed tool approved); tools (a
+/// form's result, an error's suggestion); tasks (a streamed timeline, a
+/// need_user approved and one denied from the page, cancel, resume);
+/// recordings (a live replay with a difference, offline, export, recording
+/// the page's own call); runs; history filters; keyboard; phone size; no
+/// console errors; and a page from another origin refused.
+#[tokio::test]
+async fn the_dashboard_drives_the_hub_in_chromium() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+            "safety": {"rules": [
+                {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
+            ]},
+            "runs": {"storagePath": "./runs"}
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    // A recording whose replay must differ: a counter answers 1, then 2.
+    c.request(json!({"type": "start_recording", "name": "counter demo"}))
+        .await;
+    let r = c.call("t__counter", json!({"key": "ui"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    c.request(json!({"type": "stop_recording"})).await;
+    // Another client's task, running until the page cancels it.
+    c.send(json!({"type": "tool_batch", "id": "elsewhere", "steps": [{"tool": "t__hang"}]}))
+        .await;
+    c.recv_where("elsewhere running", |v| {
+        v["type"] == "task_state" && v["batchId"] == "elsewhere" && v["state"] == "running"
+    })
+    .await;
+    // A call of another server, for the history's server filter.
+    let r = c.call("hub__list_directory", json!({"path": "."})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let run = c
+        .request(json!({"type": "create_run", "theme": "Dashboard demo"}))
+        .await;
+    let run_id = run["run"]["runId"].as_str().expect("runId").to_string();
+    let logged = c
+        .request(json!({"type": "log_run_entry", "runId": run_id, "step": "looked at the dashboard",
+            "status": "success", "action_type": "analysis", "execution_method": "analysis", "data": {}}))
+        .await;
+    assert_eq!(logged["type"], "run_entry_logged", "{logged}");
+
+    let out = screenshots();
+    Page::start(
+        &hub,
+        &[
+            ("RECORDING", "counter demo".into()),
+            ("RUN", run_id.clone()),
+        ],
+    )
+    .finish()
+    .await;
+    // What the page did reached the hub: the approved step ran, once.
+    let danger = call_log(&hub.path(), "t")
+        .iter()
+        .filter(|l| l["arguments"]["message"] == "danger zone")
+        .count();
+    assert_eq!(danger, 1, "the step approved from the page ran once");
+    assert!(
+        call_log(&hub.path(), "t")
+            .iter()
+            .all(|l| l["arguments"]["message"] != "danger again"),
+        "the step denied from the page never ran"
+    );
+    for view in [
+        "servers",
+        "servers-after-crash",
+        "tools",
+        "tasks-need-user",
+        "tasks",
+        "recordings",
+        "runs",
+        "history",
+        "servers-phone",
+    ] {
+        assert!(out.join(format!("{view}.png")).exists(), "{view}.png");
+    }
+}
+
+/// The connection state is visible and the page reconnects by itself when
+/// the hub restarts (on the same address, as after an upgrade).
+#[tokio::test]
+async fn the_page_reconnects_after_the_hub_restarts() {
+    let mut hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut page = Page::start(&hub, &[("SCENARIO", "reconnect".into())]);
+    loop {
+        let l = page.next_line().await.expect("the script ended early");
+        if l == "restart-now" {
+            break;
+        }
+    }
+    // Stop the hub (it closes the page's socket with 1001), pin its port in
+    // the config and start it again there.
+    let addr = hub.addr.clone();
+    let config_path = hub.path().join("config.json");
+    let dir = std::mem::replace(&mut hub.dir, tempfile::tempdir().expect("dir"));
+    assert!(hub.terminate().await.success());
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).expect("config"))
+            .expect("json");
+    config["server"]["listen"] = json!(addr);
+    write_config(&config_path, &config);
+    let hub = TestHub::spawn(dir, &config_path).await;
+    assert_eq!(hub.addr, addr);
+    page.say("restarted").await;
+    page.finish().await;
+}

@@ -1,0 +1,108 @@
+// Servers: state, transport, pid, uptime, restarts, tools, last error,
+// stderr tail, the health checks with their fix, reload and pin approval.
+// Live from server_status; the full report (checks, stderr) is asked for
+// again whenever a server changes state.
+
+import { badge, fill, h, ms } from "./dom.js";
+
+export function mount(root, { hub, store, setHealth }) {
+  const status = h("p", { class: "muted", role: "status" });
+  const list = h("div", { class: "cards", id: "server-list" });
+  const checks = h("ul", { class: "checks", id: "checks" });
+  const pins = h("div", { id: "pins" });
+  let pending = null;
+  let events = 0; // server_status events seen; a report older than the last one is asked for again
+
+  async function refresh() {
+    const seen = events;
+    try {
+      setHealth(await hub.request({ type: "health_check" }));
+    } catch (e) {
+      status.textContent = `Cannot read the hub's health: ${e.message}`;
+      return;
+    }
+    if (events !== seen) refreshSoon();
+  }
+
+  // Several server_status events in a burst cost one health_check.
+  function refreshSoon() {
+    if (pending) return;
+    pending = setTimeout(() => {
+      pending = null;
+      refresh();
+    }, 150);
+  }
+
+  function onStatus() {
+    events += 1;
+    refreshSoon();
+  }
+
+  async function reload(approve) {
+    status.textContent = approve ? "Approving the changed tool definitions…" : "Reloading tools…";
+    try {
+      const r = await hub.request({ type: "reload_tools", approve });
+      status.textContent = `Tools reloaded: ${(r.tools || []).length} tools.`;
+      refresh();
+    } catch (e) {
+      status.textContent = `Reload failed: ${e.message}`;
+    }
+  }
+
+  function render() {
+    const health = store.health;
+    const servers = [...store.servers.values()].sort((a, b) => a.name.localeCompare(b.name));
+    fill(list, servers.length ? servers.map(card) : h("p", { class: "muted" }, "No MCP server is configured."));
+    fill(checks, (health?.checks || []).map((c) =>
+      h("li", { class: c.ok ? "ok" : "fail" },
+        h("span", { class: "check-mark", "aria-hidden": "true" }, c.ok ? "✓" : "✗"),
+        h("strong", {}, c.name), " ", c.ok ? "" : h("span", { class: "sr-only" }, "failed: "), c.message,
+        c.fix ? h("p", { class: "fix" }, "Fix: ", h("code", {}, c.fix)) : null)));
+    const changed = health?.changedTools || [];
+    fill(pins, changed.length
+      ? h("div", { class: "warn" },
+        h("p", {}, `${changed.length} tool definition(s) changed since they were approved: `, changed.join(", ")),
+        h("button", { type: "button", onclick: () => reload(true) }, "Approve changed tools"))
+      : null);
+    if (health) {
+      status.textContent = `Hub ${health.status} · up ${ms(health.uptimeMs)} · ${health.toolCount} tools · ${health.connections} connection(s)`;
+    }
+  }
+
+  root.append(
+    h("div", { class: "bar" },
+      h("h2", {}, "Servers"),
+      h("button", { type: "button", onclick: () => reload(false) }, "Reload tools"),
+      h("button", { type: "button", onclick: refresh }, "Refresh")),
+    status, pins, list,
+    h("h3", {}, "Health checks"), checks);
+  render();
+  refresh();
+  const offs = [store.sub("servers", render), hub.on("server_status", onStatus),
+    // A re-listed tool may have changed its definition (changedTools).
+    hub.on("tools_updated", onStatus)];
+  return () => {
+    clearTimeout(pending);
+    offs.forEach((f) => f());
+  };
+}
+
+function card(s) {
+  const tail = s.stderrTail || [];
+  return h("article", { class: "card", dataset: { server: s.name, state: s.state } },
+    h("header", {}, h("h3", {}, s.name), badge(s.state)),
+    h("dl", { class: "facts" },
+      fact("Transport", s.transport || "–"),
+      fact("PID", s.pid ?? "–"),
+      fact("Uptime", ms(s.uptimeMs)),
+      fact("Restarts", s.restarts ?? 0),
+      fact("Tools", s.toolCount ?? 0)),
+    s.lastError ? h("p", { class: "last-error" }, h("strong", {}, "Last error: "), s.lastError) : null,
+    tail.length
+      ? h("details", { class: "pre" }, h("summary", {}, `stderr (last ${tail.length} lines)`), h("pre", {}, tail.join("\n")))
+      : null);
+}
+
+function fact(k, v) {
+  return [h("dt", {}, k), h("dd", {}, String(v))];
+}
