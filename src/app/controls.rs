@@ -137,7 +137,8 @@ impl Tool {
                 "properties": {
                     "steps": {"type": "array", "items": {"type": "object", "required": ["tool"], "properties": {
                         "id": {"type": "string"}, "tool": {"type": "string"}, "params": {"type": "object"},
-                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {}
+                        "saveAs": {"type": "string"}, "when": {}, "expect": {}, "timeout": {"type": "integer"}, "retry": {},
+                        "saveImages": {"type": ["boolean", "string"], "description": "keep the images the step returns as screenshots of the current run (a string names them)"}
                     }}},
                     "options": {"type": "object", "properties": {
                         "stopOnError": {"type": "boolean"}, "timeout": {"type": "integer"}, "variables": {"type": "object"},
@@ -192,7 +193,9 @@ impl Controls {
                     .min(1000) as usize;
                 Ok(json!({"entries": hub.history.latest(limit)}))
             }
-            Tool::Batch => crate::engine::run_inline(engine, params, call.cancel).await,
+            Tool::Batch => {
+                crate::engine::run_inline(engine, params, call.session, call.cancel).await
+            }
             Tool::TaskStatus | Tool::ResumeTask => {
                 let id = required_str(params, "taskId")?;
                 let page = step_page(params)?;
@@ -202,6 +205,10 @@ impl Controls {
                         .and_then(Value::as_u64)
                         .map(|n| n as usize);
                     let vars = params.get("variables").and_then(Value::as_object).cloned();
+                    if let Some(t) = engine.get(id) {
+                        // The resumed steps are the caller's work too.
+                        t.set_caller(call.session);
+                    }
                     let handle = crate::engine::resume(engine, id, from, vars, None)?;
                     // An abandoned call (timeout, cancel) stops the task too.
                     let _stop = StopOnDrop(engine.get(id));
@@ -233,7 +240,7 @@ impl Controls {
             }
             Tool::RecordReplay => {
                 let req: crate::protocol::recording::ReplayReq = params_of(tool, params)?;
-                crate::recording::replay::execute(engine, None, &req).await
+                crate::recording::replay::execute(engine, None, call.session, &req).await
             }
         }
     }

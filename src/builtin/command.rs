@@ -53,6 +53,14 @@ pub struct CommandRunner {
     runs: Option<Arc<dyn RunFolder>>,
 }
 
+/// What the hub adds to a command's own params (see [`CommandRunner::run_placed`]).
+#[derive(Debug, Default)]
+pub struct Placement {
+    /// The working folder, already resolved and confined (overrides `cwd`).
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+}
+
 struct Request {
     command: String,
     cwd: PathBuf,
@@ -104,7 +112,20 @@ impl CommandRunner {
         cancel: CancellationToken,
         session: &str,
     ) -> Result<Value, HubError> {
-        let req = self.parse(params)?;
+        self.run_placed(params, Placement::default(), cancel, session)
+            .await
+    }
+
+    /// [`run_for`](Self::run_for) with what the hub adds: a folder it
+    /// resolved (a `run:` cwd) and variables (the current run's folders).
+    pub async fn run_placed(
+        &self,
+        params: &Value,
+        placement: Placement,
+        cancel: CancellationToken,
+        session: &str,
+    ) -> Result<Value, HubError> {
+        let req = self.parse(params, placement)?;
         if let Some(e) = self.sandbox.as_ref().and_then(|s| s.refusal()) {
             return Err(e);
         }
@@ -198,7 +219,7 @@ impl CommandRunner {
         }
     }
 
-    fn parse(&self, params: &Value) -> Result<Request, HubError> {
+    fn parse(&self, params: &Value, placement: Placement) -> Result<Request, HubError> {
         let map = params::object(params)?;
         let command = params::req_str(map, "command")?;
         if command.trim().is_empty() {
@@ -215,9 +236,10 @@ impl CommandRunner {
             )
             .with_suggestion("remove the NUL character from the command"));
         }
-        let cwd = match params::opt_str(map, "cwd")? {
-            None => self.workspace_root.clone(),
-            Some(user) => {
+        let cwd = match (placement.cwd, params::opt_str(map, "cwd")?) {
+            (Some(placed), _) => placed,
+            (None, None) => self.workspace_root.clone(),
+            (None, Some(user)) => {
                 let cwd = resolve_under(&self.workspace_root, user, "cwd")?;
                 if !cwd.is_dir() {
                     return Err(HubError::new(
@@ -235,14 +257,18 @@ impl CommandRunner {
         let timeout = params::opt_positive_u64(map, "timeout")?
             .map(|ms| Duration::from_millis(ms).min(self.max_timeout()))
             .unwrap_or(self.timeout);
-        let env = match map.get("env") {
-            None | Some(Value::Null) => BTreeMap::new(),
-            Some(Value::Object(vars)) => vars
-                .iter()
-                .map(|(k, v)| env_var(k, v))
-                .collect::<Result<_, _>>()?,
+        // The hub's variables first, so the caller's own may override them.
+        let mut env: BTreeMap<String, String> = placement.env.into_iter().collect();
+        match map.get("env") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(vars)) => {
+                for (k, v) in vars {
+                    let (k, v) = env_var(k, v)?;
+                    env.insert(k, v);
+                }
+            }
             Some(other) => return Err(params::wrong_type("env", "an object of strings", other)),
-        };
+        }
         Ok(Request {
             command: command.to_string(),
             cwd,

@@ -6,6 +6,7 @@
 
 pub mod command;
 pub mod fs;
+pub mod run_path;
 pub mod sandbox;
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use serde_json::Value;
 
 use crate::config::BuiltinConfig;
-use crate::errors::HubError;
+use crate::errors::{ErrorType, HubError};
 use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::mcp::registry::RawTool;
 
@@ -52,6 +53,7 @@ impl Tool {
 /// The workspace tools, reconfigured on a config reload: `builtin.*`
 /// applies to the next call (a call already running keeps the settings it
 /// started with); with `builtin.enabled` false they are not listed.
+/// `run:` paths reach the calling session's current run (`run_path`).
 pub struct Builtin {
     active: RwLock<Active>,
     /// For the sandbox's private temp dir (`<stateDir>/tmp`).
@@ -71,6 +73,8 @@ struct Workspace {
     ws: fs::Workspace,
     runner: command::CommandRunner,
     sandbox: Arc<sandbox::Sandbox>,
+    max_read_bytes: usize,
+    runs: Option<Arc<dyn sandbox::RunFolder>>,
 }
 
 impl Builtin {
@@ -159,30 +163,97 @@ impl Workspace {
             ws,
             runner,
             sandbox,
+            max_read_bytes: cfg.max_read_bytes,
+            runs: runs.clone(),
         }))
     }
 
     async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
-        let params = call.params;
-        match tool {
-            Tool::ReadFile => self.ws.read_file(params).await,
-            Tool::WriteFile => self.ws.write_file(params).await,
-            Tool::ListDirectory => self.ws.list_directory(params).await,
-            Tool::RunCommand => {
-                let v = self
-                    .runner
-                    .run_for(params, call.cancel.clone(), call.session)
-                    .await?;
-                // The sandbox's refusal, already in the ToolResult shape.
-                if v.get("ok").and_then(Value::as_bool) == Some(false) {
-                    return Ok(v);
-                }
-                if let Some(e) = command::exit_error(&v) {
-                    return Err(self.sandbox.hint(e));
-                }
-                Ok(v)
+        if tool == Tool::RunCommand {
+            let placement = self.placement(call)?;
+            let v = self
+                .runner
+                .run_placed(call.params, placement, call.cancel.clone(), call.session)
+                .await?;
+            // The sandbox's refusal, already in the ToolResult shape.
+            if v.get("ok").and_then(Value::as_bool) == Some(false) {
+                return Ok(v);
             }
+            if let Some(e) = command::exit_error(&v) {
+                return Err(self.sandbox.hint(e));
+            }
+            return Ok(v);
         }
+        let user_path = call.params.get("path").and_then(Value::as_str);
+        let Some(after) = user_path.and_then(run_path::strip) else {
+            return self.file_tool(tool, &self.ws, call.params).await;
+        };
+        // A `run:` path: the same tool, confined to the run's folder.
+        let rp = run_path::resolve(self.runs.as_deref(), call.session, after, false)?;
+        let ws = fs::Workspace::new(&rp.root, self.max_read_bytes).map_err(|e| {
+            HubError::new(
+                ErrorType::NotFound,
+                format!("{} cannot be used: {e}", rp.shown),
+            )
+        })?;
+        let mut params = call.params.clone();
+        params["path"] = Value::String(rp.rest.clone());
+        let mut v = self.file_tool(tool, &ws, &params).await?;
+        if let Some(p) = v.get("path").and_then(Value::as_str) {
+            v["path"] = Value::String(rp.show(p));
+        }
+        Ok(v)
+    }
+
+    async fn file_tool(
+        &self,
+        tool: Tool,
+        ws: &fs::Workspace,
+        params: &Value,
+    ) -> Result<Value, HubError> {
+        match tool {
+            Tool::ReadFile => ws.read_file(params).await,
+            Tool::WriteFile => ws.write_file(params).await,
+            Tool::ListDirectory => ws.list_directory(params).await,
+            Tool::RunCommand => Err(HubError::new(
+                ErrorType::Unknown,
+                "run_command is not a file tool",
+            )),
+        }
+    }
+
+    /// A `run:` cwd resolved and confined, and the current run's
+    /// `TOOLHUB_RUN_*` variables (none when no run is current).
+    fn placement(&self, call: LocalCall<'_>) -> Result<command::Placement, HubError> {
+        let cwd = match call
+            .params
+            .get("cwd")
+            .and_then(Value::as_str)
+            .and_then(run_path::strip)
+        {
+            None => None,
+            Some(after) => {
+                let rp = run_path::resolve(self.runs.as_deref(), call.session, after, true)?;
+                let dir = fs::resolve_under(&rp.root, &rp.rest, "cwd")?;
+                if !dir.is_dir() {
+                    return Err(HubError::new(
+                        ErrorType::NotFound,
+                        format!("cwd '{}' is not a folder", rp.show(&rp.rest)),
+                    )
+                    .with_suggestion(
+                        "create it first (write_file creates folders), or leave cwd out",
+                    ));
+                }
+                Some(dir)
+            }
+        };
+        let env = self
+            .runs
+            .as_ref()
+            .and_then(|r| r.folder(call.session))
+            .map(|dir| run_path::env_of(&dir))
+            .unwrap_or_default();
+        Ok(command::Placement { cwd, env })
     }
 }
 

@@ -62,12 +62,8 @@ const DEVICES: [&str; 6] = [
 ];
 
 /// Where a command may write besides the workspace: the current run of the
-/// calling connection. Filled by the application (the runs service sits
-/// above this layer).
-pub trait RunFolder: Send + Sync {
-    /// The folder of `session`'s current run, when it has one.
-    fn folder(&self, session: &str) -> Option<PathBuf>;
-}
+/// calling connection (the seam `run:` paths use too).
+pub use super::run_path::RunFolder;
 
 /// What the hub does with `run_command`, decided once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]

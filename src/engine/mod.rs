@@ -319,6 +319,7 @@ pub fn resume(
 pub async fn run_inline(
     engine: &Engine,
     params: &Value,
+    session: &str,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Value, HubError> {
     let req: BatchReq = serde_path_to_error::deserialize(params.clone()).map_err(|e| {
@@ -333,6 +334,8 @@ pub async fn run_inline(
     })?;
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
     let task = create_task(engine, batch_id, &req, None)?;
+    // Its steps are the calling session's work (its run logs them).
+    task.set_caller(session);
     let handle = start(engine, task.clone(), 0, TaskEvent::Start)?;
     // If the calling tool call gives up (timeout, cancel, dropped future),
     // so does the batch: never a second copy running behind a retry.

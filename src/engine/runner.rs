@@ -273,8 +273,7 @@ async fn run_step(
     });
     engine.persist_step_started(task, i, &params);
     let session = task
-        .owner()
-        .map(|o| o.session.clone())
+        .session()
         .unwrap_or_else(|| format!("task:{}", task.id));
     let req = CallRequest {
         // Exactly the tool that passed the safety gate.

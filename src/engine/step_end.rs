@@ -25,8 +25,11 @@ pub(super) async fn record(
 ) -> bool {
     let step = &task.plan.steps[i].step;
     let success = out.success;
-    // The owner connection's recording, if it is recording.
-    if let Some(owner) = task.owner() {
+    // The owner connection's recording and run, or, for a task a control
+    // tool started, the calling session's run (its recording keeps the
+    // control tool's own call, so the steps are `nested`).
+    let owner = task.owner();
+    if let Some(session) = task.session() {
         let capture = Capture {
             source: crate::store::recordings::format::Source {
                 kind: "batch_step".into(),
@@ -47,9 +50,18 @@ pub(super) async fn record(
                 .map(|v| (v, task.plan.options.secrets.as_slice())),
             outcome: &out,
             started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
+            nested: owner.is_none(),
+            save_images: step.save_images.as_ref(),
         };
-        if let Some(ev) = engine.observer().finished(&owner.session, capture).await {
-            owner.send(ev);
+        if let Some(ev) = engine.observer().finished(&session, capture).await {
+            match &owner {
+                Some(o) => {
+                    o.send(ev);
+                }
+                None => {
+                    tracing::info!(%session, event = %ev, "an event for a control tool's caller")
+                }
+            }
         }
     }
     if let Some(name) = &step.save_as {

@@ -44,6 +44,10 @@ pub struct Task {
     pub cancel: Mutex<CancellationToken>,
     /// The connection that started (or resumed) the task, if still there.
     pub owner: Mutex<Option<Outbox>>,
+    /// The session that started the task through a `hub__` control tool
+    /// (no owner connection): its steps are called and logged as that
+    /// session's work.
+    caller: Mutex<Option<String>>,
     /// Held while a runner drives the task: one resume wins, others are refused.
     pub driving: Arc<tokio::sync::Mutex<()>>,
     /// Bumped each time a run of the task ends (for `task_status` `wait`).
@@ -96,6 +100,7 @@ impl Task {
             }),
             cancel: Mutex::new(cancel),
             owner: Mutex::new(owner),
+            caller: Mutex::new(None),
             driving: Arc::new(tokio::sync::Mutex::new(())),
             finished: tokio::sync::watch::channel(0).0,
             journal: Mutex::new(None),
@@ -224,6 +229,25 @@ impl Task {
         if let Ok(mut slot) = self.owner.lock() {
             *slot = o;
         }
+    }
+
+    pub fn caller(&self) -> Option<String> {
+        self.caller.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// Mark the task as run for `session` by a control tool (`""` = none).
+    pub fn set_caller(&self, session: &str) {
+        if let Ok(mut slot) = self.caller.lock() {
+            *slot = (!session.is_empty()).then(|| session.to_string());
+        }
+    }
+
+    /// The session a step's calls belong to: the owner connection's, else
+    /// the calling session's, else none.
+    pub fn session(&self) -> Option<String> {
+        self.owner()
+            .map(|o| o.session.clone())
+            .or_else(|| self.caller())
     }
 
     /// Send an event to the owner, if it is still connected.

@@ -24,6 +24,12 @@ pub struct Capture<'a> {
     pub variables: Option<(&'a serde_json::Map<String, Value>, &'a [String])>,
     pub outcome: &'a CallOutcome,
     pub started_at: std::time::SystemTime,
+    /// A step of a batch or replay a `hub__` control tool ran for the
+    /// session: logged into its run, but not recorded (the recording keeps
+    /// the control tool's call, which would run the steps again).
+    pub nested: bool,
+    /// The call's `saveImages`: keep the images it returned in the run.
+    pub save_images: Option<&'a crate::protocol::SaveImages>,
 }
 
 /// Told of every finished `tool_call` and batch step of a connection.

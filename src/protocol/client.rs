@@ -39,6 +39,31 @@ pub struct ToolCallReq {
     /// `false` disables retries, or a strategy object overrides the class default.
     #[serde(default)]
     pub retry: Option<Value>,
+    /// Keep the images the tool returns in the current run's screenshots.
+    #[serde(default)]
+    pub save_images: Option<SaveImages>,
+}
+
+/// `saveImages` of a `tool_call` or batch step: `true` keeps every image
+/// the tool returns as a screenshot of the current run (slug from the
+/// call's `filename`/`name`/`description` or the tool), a string also
+/// names them (the slug's source); `false` is the same as leaving it out.
+#[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
+#[serde(untagged)]
+pub enum SaveImages {
+    Flag(bool),
+    Named(String),
+}
+
+impl SaveImages {
+    /// Whether images are to be kept, and the name asked for, if any.
+    pub fn wanted(&self) -> Option<Option<&str>> {
+        match self {
+            SaveImages::Flag(false) => None,
+            SaveImages::Flag(true) => Some(None),
+            SaveImages::Named(n) => Some(Some(n.as_str())),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -67,6 +92,8 @@ pub struct BatchStep {
     pub timeout: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save_images: Option<SaveImages>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]

@@ -16,7 +16,7 @@ mod server;
 
 pub use client::{
     BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
-    ReloadToolsReq, ResumeTaskReq, TaskRef, ToolCallReq,
+    ReloadToolsReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
 pub use outbox::Outbox;
 pub use page::StepPage;

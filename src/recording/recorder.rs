@@ -274,7 +274,11 @@ impl Recorder {
     /// event when the size limit was hit (the caller sends it).
     pub async fn capture(&self, session: &str, c: Capture<'_>) -> Option<Value> {
         let hub = &self.hub;
-        // The recording controls themselves are not part of the flow.
+        // The recording controls themselves are not part of the flow, nor
+        // the steps a control tool ran (its own call is recorded).
+        if c.nested {
+            return None;
+        }
         if c.outcome
             .qualified_name
             .as_deref()

@@ -56,7 +56,7 @@ fn variables(
 
 /// `replay_recording` from a connection: stream, then `replay_complete`.
 pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq) {
-    match execute(&engine, Some(&out), &req).await {
+    match execute(&engine, Some(&out), &out.session, &req).await {
         Ok(done) => {
             out.send(protocol::with_reply_to(done, &id));
         }
@@ -71,6 +71,7 @@ pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq) {
 pub async fn execute(
     engine: &Engine,
     out: Option<&Outbox>,
+    session: &str,
     req: &ReplayReq,
 ) -> Result<Value, HubError> {
     let hub = engine.hub();
@@ -86,7 +87,7 @@ pub async fn execute(
     let mut msg = match mode {
         Mode::Dry => dry(engine, &sink, &rec, &replay_id, req.variables.as_ref()),
         Mode::Offline => offline(&sink, &rec, &replay_id),
-        Mode::Live => live(engine, &sink, &rec, &replay_id, req, &ignore).await?,
+        Mode::Live => live(engine, &sink, session, &rec, &replay_id, req, &ignore).await?,
     };
     msg["type"] = json!("replay_complete");
     msg["recordingId"] = json!(rec.header.recording_id);
@@ -214,6 +215,7 @@ fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
 async fn live(
     engine: &Engine,
     out: &Sink,
+    session: &str,
     rec: &Recording,
     replay_id: &str,
     req: &ReplayReq,
@@ -243,6 +245,8 @@ async fn live(
         },
     };
     let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;
+    // Without a connection (hub__record_replay) the steps are the caller's.
+    task.set_caller(session);
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
         task.set_delays(pacing(&rec.steps, speed));
     }

@@ -32,7 +32,8 @@ impl Origin {
             .is_some_and(|b| b.starts_with("replay-"));
         match (capture.source.kind.as_str(), replay) {
             (_, true) => Origin::Replay,
-            ("tool_call", _) => Origin::ToolCall,
+            // A tools/call over /mcp is a tool call too.
+            ("tool_call" | "mcp_call", _) => Origin::ToolCall,
             _ => Origin::BatchStep,
         }
     }
@@ -77,12 +78,18 @@ pub fn infer(tool: &str, params: &Value, origin: Origin) -> (ActionType, Executi
     (action, ExecutionMethod::Tool)
 }
 
-/// The `scripts/…` file a `run_command` runs, if its command names one.
+/// The `scripts/…` file a `run_command` runs, if its command names one
+/// (also as `$TOOLHUB_RUN_SCRIPTS/…`, the current run's scripts folder).
 pub fn script_of(params: &Value) -> Option<String> {
     let cmd = params.get("command")?.as_str()?;
     cmd.split_whitespace()
         .map(|w| w.trim_matches(['"', '\'']))
         .find_map(|w| {
+            for var in ["$TOOLHUB_RUN_SCRIPTS/", "${TOOLHUB_RUN_SCRIPTS}/"] {
+                if let Some(rest) = w.strip_prefix(var) {
+                    return Some(format!("scripts/{rest}"));
+                }
+            }
             let i = w.find("scripts/")?;
             let before = &w[..i];
             (before.is_empty() || before.ends_with('/')).then(|| w[i..].to_string())
@@ -260,6 +267,14 @@ mod tests {
         assert_eq!(s("sh './scripts/b.sh'").as_deref(), Some("scripts/b.sh"));
         assert_eq!(s("echo myscripts/x"), None);
         assert_eq!(s("ls"), None);
+        assert_eq!(
+            s("python3 \"$TOOLHUB_RUN_SCRIPTS/c.py\"").as_deref(),
+            Some("scripts/c.py")
+        );
+        assert_eq!(
+            s("sh ${TOOLHUB_RUN_SCRIPTS}/d.sh").as_deref(),
+            Some("scripts/d.sh")
+        );
     }
 
     #[test]

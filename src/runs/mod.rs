@@ -149,6 +149,17 @@ impl Runs {
         Current::Unset
     }
 
+    /// The current run's id, or an error saying how to set one.
+    pub fn current_id(&self, session: &str) -> Result<String, HubError> {
+        match self.current(session) {
+            Current::Set(id) => Ok(id),
+            Current::Unset => Err(no_current_run()),
+            Current::Cleared { reason, .. } => Err(no_current_run().with_suggestion(format!(
+                "{reason}; send set_run {{\"runId\": …}} or create_run first"
+            ))),
+        }
+    }
+
     /// The current run of `session` as [`current`](Self::current) finds
     /// it, without clearing anything: `None` when there is none or it is
     /// gone.
@@ -268,15 +279,7 @@ impl Runs {
     pub fn log(&self, session: &str, req: LogEntryReq) -> Result<Value, HubError> {
         let run_id = match req.run_id.clone() {
             Some(id) => id,
-            None => match self.current(session) {
-                Current::Set(id) => id,
-                Current::Unset => return Err(no_current_run()),
-                Current::Cleared { reason, .. } => {
-                    return Err(no_current_run().with_suggestion(format!(
-                        "{reason}; send set_run {{\"runId\": …}} or create_run first"
-                    )))
-                }
-            },
+            None => self.current_id(session)?,
         };
         let entry = LogEntry {
             timestamp: crate::util::now_rfc3339(),
@@ -353,8 +356,14 @@ impl Runs {
         if shot_tool == Some(infer::bare(tool)) {
             entry.action_type = model::ActionType::Screenshot;
         }
-        if entry.action_type == model::ActionType::Screenshot {
-            self.keep_screenshot(&run_id, &capture, &mut entry);
+        // A call that asks (`saveImages`) keeps every image it returned; a
+        // screenshot call keeps its first.
+        if let Some(named) = capture.save_images.and_then(|s| s.wanted()) {
+            if self.keep_images(&run_id, &capture, named, usize::MAX, &mut entry) > 0 {
+                entry.action_type = model::ActionType::Screenshot;
+            }
+        } else if entry.action_type == model::ActionType::Screenshot {
+            self.keep_images(&run_id, &capture, None, 1, &mut entry);
         }
         if let Err(e) = self.append(&run_id, &entry) {
             tracing::warn!(run = %run_id, error = %e.message, "cannot log a call into the run");
@@ -365,50 +374,83 @@ impl Runs {
         None
     }
 
-    /// Store the first image of a screenshot call as `screenshots/NNN_slug.png`.
-    fn keep_screenshot(&self, run_id: &str, capture: &Capture<'_>, entry: &mut LogEntry) {
+    /// Store up to `max` images of the call as `screenshots/NNN_slug.png`,
+    /// the slug from `named`, else the call's `filename`/`name`/
+    /// `description`, else the tool; the entry names them
+    /// (`data.screenshot`, and `data.screenshots` when there are several).
+    /// Returns how many were stored.
+    fn keep_images(
+        &self,
+        run_id: &str,
+        capture: &Capture<'_>,
+        named: Option<&str>,
+        max: usize,
+        entry: &mut LogEntry,
+    ) -> usize {
         use std::io::Write;
-        let images = infer::images(capture.outcome.raw.as_ref());
-        let Some(bytes) = images.first().and_then(|d| crate::b64::decode(d).ok()) else {
-            return;
-        };
-        let named = ["filename", "name", "description"]
+        let from_params = ["filename", "name", "description"]
             .iter()
-            .find_map(|k| capture.params.get(*k).and_then(Value::as_str))
-            .map(|n| n.trim_end_matches(".png").to_string());
-        let base = named.unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
+            .find_map(|k| capture.params.get(*k).and_then(Value::as_str));
+        let base = named
+            .or(from_params)
+            .map(|n| n.trim_end_matches(".png").to_string())
+            .unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
         let slug = model::slugify(&base, model::MAX_ID).unwrap_or_else(|| "screenshot".into());
-        let stored =
-            store::claim_screenshot(&self.storage(), run_id, &slug).and_then(|(path, mut f)| {
-                f.write_all(&bytes)
-                    .and_then(|_| f.sync_all())
-                    .map_err(|e| {
-                        HubError::new(
-                            ErrorType::Permission,
-                            format!("cannot write {}: {e}", path.display()),
-                        )
-                    })?;
-                Ok(path)
-            });
-        match stored {
-            Ok(path) => {
-                let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                if let Some(name) = name {
-                    entry
-                        .data
-                        .insert("screenshot".into(), json!(format!("screenshots/{name}")));
+        let mut kept = Vec::new();
+        for data in infer::images(capture.outcome.raw.as_ref())
+            .into_iter()
+            .take(max)
+        {
+            let Ok(bytes) = crate::b64::decode(data) else {
+                tracing::warn!(run = run_id, "an image of the call is not base64; not kept");
+                continue;
+            };
+            let stored = store::claim_screenshot(&self.storage(), run_id, &slug).and_then(
+                |(path, mut f)| {
+                    f.write_all(&bytes)
+                        .and_then(|_| f.sync_all())
+                        .map_err(|e| {
+                            HubError::new(
+                                ErrorType::Permission,
+                                format!("cannot write {}: {e}", path.display()),
+                            )
+                        })?;
+                    Ok(path)
+                },
+            );
+            match stored {
+                Ok(path) => {
+                    if let Some(name) = path.file_name() {
+                        kept.push(format!("screenshots/{}", name.to_string_lossy()));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot")
                 }
             }
-            Err(e) => tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot"),
         }
+        if let Some(first) = kept.first() {
+            entry.data.insert("screenshot".into(), json!(first));
+        }
+        if kept.len() > 1 {
+            entry.data.insert("screenshots".into(), json!(kept));
+        }
+        kept.len()
     }
 }
 
-/// `run_command`'s sandbox leaves the current run's folder writable.
+/// `run_command`'s sandbox leaves the current run's folder writable;
+/// `run:` paths of the workspace tools name it.
 impl RunFolder for Runs {
     fn folder(&self, session: &str) -> Option<PathBuf> {
         let id = self.peek(session)?;
         store::dir_of(&self.storage(), &id).ok()
+    }
+
+    fn current(&self, session: &str) -> Result<crate::builtin::run_path::CurrentRun, HubError> {
+        let run_id = self.current_id(session)?;
+        let dir = store::dir_of(&self.storage(), &run_id)?;
+        Ok(crate::builtin::run_path::CurrentRun { run_id, dir })
     }
 }
 

@@ -54,7 +54,7 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
                 link: None,
             };
             let (app, out) = (app.clone(), out.clone());
-            tokio::spawn(single_call(app, out, id, call));
+            tokio::spawn(single_call(app, out, id, call, req.save_images));
         }
         ClientMsg::HealthCheck => {
             let (app, out) = (app.clone(), out.clone());
@@ -100,7 +100,13 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 
 /// One `tool_call`: resolve (waiting for a restarting server), the safety
 /// gate, the call with retries, then the recording (if any) and the reply.
-async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
+async fn single_call(
+    app: App,
+    out: Outbox,
+    id: MsgId,
+    mut call: CallRequest,
+    save_images: Option<crate::protocol::SaveImages>,
+) {
     let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
     let outcome = match gate_single(&app.engine, &out, &call).await {
@@ -140,6 +146,8 @@ async fn single_call(app: App, out: Outbox, id: MsgId, mut call: CallRequest) {
         variables: None,
         outcome: &outcome,
         started_at,
+        nested: false,
+        save_images: save_images.as_ref(),
     };
     if let Some(ev) = app.observer.finished(session, capture).await {
         out.send(ev);

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use crate::servers::wait_running;
 use crate::support::{testserver_entry, Client, TestHub};
 
-async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
+pub(crate) async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace/scripts")).expect("workspace");
@@ -24,7 +24,7 @@ async fn hub_with_t(server_extra: Value) -> (TestHub, Client) {
     (hub, c)
 }
 
-async fn create_and_set(c: &mut Client, theme: &str) -> String {
+pub(crate) async fn create_and_set(c: &mut Client, theme: &str) -> String {
     let r = c
         .request(json!({"type": "create_run", "theme": theme}))
         .await;
@@ -35,7 +35,7 @@ async fn create_and_set(c: &mut Client, theme: &str) -> String {
     id
 }
 
-async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
+pub(crate) async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
     let r = c
         .request(json!({"type": "get_run", "runId": id, "tail": tail}))
         .await;
@@ -43,8 +43,19 @@ async fn entries(c: &mut Client, id: &str, tail: usize) -> Vec<Value> {
     r["entries"].as_array().expect("entries").clone()
 }
 
-fn run_dir(hub: &TestHub, id: &str) -> PathBuf {
+pub(crate) fn run_dir(hub: &TestHub, id: &str) -> PathBuf {
     hub.path().join("runs").join(id)
+}
+
+/// The names of the files in `dir`, sorted.
+pub(crate) fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// Every file under `dir`, as text (lossy), for secret scans.
@@ -345,13 +356,7 @@ async fn screenshots_are_numbered_across_a_restart() {
     wait_running(&mut c, "t").await;
     assert_eq!(c.call("t__image", json!({})).await["success"], true);
     let shots = run_dir(&hub, &id).join("screenshots");
-    let mut names: Vec<String> = std::fs::read_dir(&shots)
-        .expect("screenshots")
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["001_image.png", "002_image.png"]);
+    assert_eq!(file_names(&shots), ["001_image.png", "002_image.png"]);
     let png = std::fs::read(shots.join("002_image.png")).expect("png");
     assert_eq!(&png[1..4], b"PNG");
     let e = entries(&mut c, &id, 5).await;

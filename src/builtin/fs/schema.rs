@@ -17,7 +17,7 @@ pub fn tool_definitions() -> Vec<(&'static str, &'static str, Value)> {
             json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the workspace folder."},
+                    "path": {"type": "string", "description": "File path, relative to the workspace folder; run:scripts/… or run:outputs/… names a file of the current run."},
                     "encoding": {"type": "string", "enum": ["utf8", "base64"], "default": "utf8",
                                  "description": "utf8 returns the text; base64 returns the bytes base64-encoded."}
                 },
@@ -34,7 +34,7 @@ pub fn tool_definitions() -> Vec<(&'static str, &'static str, Value)> {
             json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the workspace folder."},
+                    "path": {"type": "string", "description": "File path, relative to the workspace folder; run:scripts/… or run:outputs/… names a file of the current run."},
                     "content": {"type": "string", "description": "The text to write (or base64 data with encoding \"base64\")."},
                     "encoding": {"type": "string", "enum": ["utf8", "base64"], "default": "utf8"},
                     "append": {"type": "boolean", "default": false, "description": "Append instead of replacing."},
@@ -52,7 +52,7 @@ pub fn tool_definitions() -> Vec<(&'static str, &'static str, Value)> {
             json!({
                 "type": "object",
                 "properties": {
-                    "path": {"type": "string", "default": ".", "description": "Folder path, relative to the workspace folder."}
+                    "path": {"type": "string", "default": ".", "description": "Folder path, relative to the workspace folder; run:scripts or run:outputs names a folder of the current run."}
                 },
                 "additionalProperties": false
             }),
@@ -69,7 +69,7 @@ pub fn tool_definitions() -> Vec<(&'static str, &'static str, Value)> {
                 "type": "object",
                 "properties": {
                     "command": {"type": "string", "description": "The shell command line, e.g. \"ls -la | head\"."},
-                    "cwd": {"type": "string", "description": "Working folder, relative to the workspace folder (default: the workspace)."},
+                    "cwd": {"type": "string", "description": "Working folder, relative to the workspace folder (default: the workspace); run:, run:scripts or run:outputs is a folder of the current run. While a run is current, TOOLHUB_RUN_ID, TOOLHUB_RUN_DIR, TOOLHUB_RUN_SCRIPTS and TOOLHUB_RUN_OUTPUTS name it."},
                     "timeout": {"type": "integer", "minimum": 1,
                                 "description": "Timeout in milliseconds; defaults to the configured builtin.commandTimeout and is capped at ten times it."},
                     "env": {"type": "object", "additionalProperties": {"type": "string"},

@@ -219,6 +219,8 @@ async fn run(
         variables: None,
         outcome: &outcome,
         started_at,
+        nested: false,
+        save_images: None,
     };
     if let Some(ev) = app.observer.finished(&session, capture).await {
         tracing::info!(%session, event = %ev, "recording event for an MCP session");

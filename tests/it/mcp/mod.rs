@@ -3,7 +3,7 @@
 
 mod conformance;
 mod direct;
-mod driver;
+pub(crate) mod driver;
 mod gate;
 mod relay;
 mod stdio;
