@@ -159,11 +159,12 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
 /// The keys read only at start-up. A reload cannot apply them: they keep
 /// the value the hub started with (so the config in force says what the hub
 /// does) and are named as needing a restart.
-pub const RESTART_KEYS: [&str; 4] = [
+pub const RESTART_KEYS: [&str; 5] = [
     "server.listen",
     "server.mcpEndpoint",
     "server.handshakeTimeout",
     "taskEngine.stateDir",
+    "taskEngine.durability",
 ];
 
 /// Set the start-up-only keys of `new` back to their values in `started`;
@@ -187,6 +188,10 @@ pub fn keep_restart_keys(started: &Config, new: &mut Config) -> Vec<&'static str
     if s.state_dir != n.state_dir {
         n.state_dir = s.state_dir.clone();
         differ.push(RESTART_KEYS[3]);
+    }
+    if s.durability != n.durability {
+        n.durability = s.durability;
+        differ.push(RESTART_KEYS[4]);
     }
     differ
 }

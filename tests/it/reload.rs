@@ -173,8 +173,9 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
     let mut c = hub.connect().await;
     cfg["server"]["listen"] = json!("127.0.0.1:1");
     cfg["taskEngine"]["stateDir"] = json!("./elsewhere");
+    cfg["taskEngine"]["durability"] = json!("batch");
     write_config(&p.join("config.json"), &cfg);
-    hub.wait_log("taskEngine.stateDir changed in the config file: restart needed")
+    hub.wait_log("taskEngine.durability changed in the config file: restart needed")
         .await;
     assert!(
         hub.logs()
@@ -185,7 +186,11 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
     let h = c.request(json!({"type": "health_check"})).await;
     assert_eq!(
         h["restartNeeded"],
-        json!(["server.listen", "taskEngine.stateDir"]),
+        json!([
+            "server.listen",
+            "taskEngine.stateDir",
+            "taskEngine.durability"
+        ]),
         "{h}"
     );
     let check = h["checks"]
@@ -219,6 +224,7 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
     // Put them back: nothing needs a restart any more.
     cfg["server"]["listen"] = json!("127.0.0.1:0");
     cfg["taskEngine"]["stateDir"] = json!("./state");
+    cfg["taskEngine"]["durability"] = json!("step");
     write_config(&p.join("config.json"), &cfg);
     hub.wait_log_count("config reloaded", 2).await;
     let h = c.request(json!({"type": "health_check"})).await;
