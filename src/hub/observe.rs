@@ -32,6 +32,37 @@ pub struct Capture<'a> {
     pub save_images: Option<&'a crate::protocol::SaveImages>,
 }
 
+impl<'a> Capture<'a> {
+    /// A single client call (not a batch step): `kind` is its source
+    /// (`tool_call`, `mcp_call`), with no template, condition or variables.
+    pub fn single(
+        kind: &str,
+        params: &'a Value,
+        outcome: &'a CallOutcome,
+        started_at: std::time::SystemTime,
+        save_images: Option<&'a crate::protocol::SaveImages>,
+    ) -> Capture<'a> {
+        Capture {
+            source: Source {
+                kind: kind.into(),
+                batch_id: None,
+                task_id: None,
+                step_id: None,
+            },
+            params,
+            params_template: None,
+            save_as: None,
+            when: None,
+            expect: None,
+            variables: None,
+            outcome,
+            started_at,
+            nested: false,
+            save_images,
+        }
+    }
+}
+
 /// Told of every finished `tool_call` and batch step of a connection.
 pub trait CallObserver: Send + Sync {
     /// `capture` finished for `session`; the returned event (if any) goes to

@@ -13,7 +13,6 @@ use crate::hub::observe::Capture;
 use crate::hub::{CallOutcome, CallRequest};
 use crate::protocol::{self, ClientMsg, MsgId, Outbox};
 use crate::retry::RetryOverride;
-use crate::store::recordings::format::Source;
 
 pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
     let hub = &app.hub;
@@ -131,24 +130,13 @@ async fn single_call(
         }
     };
     let (session, params) = (&call.session, &call.params);
-    let capture = Capture {
-        source: Source {
-            kind: "tool_call".into(),
-            batch_id: None,
-            task_id: None,
-            step_id: None,
-        },
+    let capture = Capture::single(
+        "tool_call",
         params,
-        params_template: None,
-        save_as: None,
-        when: None,
-        expect: None,
-        variables: None,
-        outcome: &outcome,
+        &outcome,
         started_at,
-        nested: false,
-        save_images: save_images.as_ref(),
-    };
+        save_images.as_ref(),
+    );
     if let Some(ev) = app.observer.finished(session, capture).await {
         out.send(ev);
     }

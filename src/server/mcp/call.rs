@@ -23,7 +23,6 @@ use crate::hub::observe::Capture;
 use crate::hub::{CallOutcome, CallRequest};
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
 use crate::retry::RetryOverride;
-use crate::store::recordings::format::Source;
 
 /// Run one `tools/call` to its result (a failure is `isError: true`).
 pub async fn call_tool(
@@ -204,24 +203,7 @@ async fn run(
             o
         }
     };
-    let capture = Capture {
-        source: Source {
-            kind: "mcp_call".into(),
-            batch_id: None,
-            task_id: None,
-            step_id: None,
-        },
-        params: &params,
-        params_template: None,
-        save_as: None,
-        when: None,
-        expect: None,
-        variables: None,
-        outcome: &outcome,
-        started_at,
-        nested: false,
-        save_images: None,
-    };
+    let capture = Capture::single("mcp_call", &params, &outcome, started_at, None);
     if let Some(ev) = app.observer.finished(&session, capture).await {
         tracing::info!(%session, event = %ev, "recording event for an MCP session");
     }

@@ -280,12 +280,13 @@ pub async fn direct(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -
         Plan::Call { id, params } if known && name_agrees(&parts.headers, &params) => {
             call(&ep, sid, id, params).await
         }
-        Plan::Cancel(id) if fast.inflight.contains_key(&(sid.clone(), id.clone())) => {
-            if let Some(token) = fast.inflight.get(&(sid, id)) {
+        Plan::Cancel(id) => match fast.inflight.get(&(sid.clone(), id)).map(|t| t.clone()) {
+            Some(token) => {
                 token.cancel();
+                StatusCode::ACCEPTED.into_response()
             }
-            StatusCode::ACCEPTED.into_response()
-        }
+            None => pass(parts, bytes).await,
+        },
         Plan::Initialized if !known => {
             let resp = pass(parts, bytes).await;
             if resp.status().is_success() {
@@ -293,9 +294,7 @@ pub async fn direct(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -
             }
             resp
         }
-        Plan::Call { .. } | Plan::Cancel(_) | Plan::Initialized | Plan::Pass => {
-            pass(parts, bytes).await
-        }
+        Plan::Call { .. } | Plan::Initialized | Plan::Pass => pass(parts, bytes).await,
     }
 }
 
