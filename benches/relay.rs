@@ -6,6 +6,7 @@
 //! cargo bench --bench relay            # the full run (about a minute)
 //! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
+//! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! ```
 //!
 //! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
@@ -126,6 +127,37 @@ impl Caller for Direct {
             json!({"name": "echo", "arguments": {"message": format!("hello {n}")}}),
         )
         .await
+    }
+}
+
+/// rmcp's own client over the same server's stdio: what the hub's upstream
+/// side costs before the hub adds anything (the hub talks to its servers
+/// through rmcp).
+struct RmcpDirect(rmcp::service::RunningService<rmcp::RoleClient, ()>);
+
+impl RmcpDirect {
+    async fn start() -> RmcpDirect {
+        use rmcp::ServiceExt;
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"));
+        cmd.arg("--fast-echo");
+        let (proc, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the test server");
+        RmcpDirect(().serve(proc).await.expect("rmcp initialize"))
+    }
+}
+
+impl Caller for RmcpDirect {
+    async fn echo(&self, n: u64) -> Value {
+        let mut args = serde_json::Map::new();
+        args.insert("message".into(), Value::String(format!("hello {n}")));
+        let r = self
+            .0
+            .call_tool(rmcp::model::CallToolRequestParams::new("echo").with_arguments(args))
+            .await
+            .expect("rmcp echo");
+        serde_json::to_value(r).unwrap_or(Value::Null)
     }
 }
 
@@ -469,6 +501,19 @@ async fn main() {
         d_tp.push(throughput(&direct, k, n * 2).await);
     }
 
+    // rmcp's client, same server: the bench process's CPU per call against
+    // the raw client's shows what rmcp itself costs.
+    let me = std::process::id();
+    let c0 = cpu_seconds(me);
+    let raw16 = throughput(&direct, 16, n * 2).await;
+    let raw_cpu16 = (cpu_seconds(me) - c0) * 1e6 / (n * 2) as f64;
+    let rmcp = Arc::new(RmcpDirect::start().await);
+    let r_seq = sequential(rmcp.as_ref(), n).await;
+    let c0 = cpu_seconds(me);
+    let r16 = throughput(&rmcp, 16, n * 2).await;
+    let r_cpu16 = (cpu_seconds(me) - c0) * 1e6 / (n * 2) as f64;
+    drop(rmcp);
+
     // Through the hub (durability step, the default).
     let hub = Hub::start("step", 2048).await;
     let pid = hub.pid();
@@ -488,6 +533,7 @@ async fn main() {
         }
     }
     let load_kib = status_kib(pid, "VmHWM");
+    let calls_only = std::env::args().any(|a| a == "--calls-only");
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!("\n## Relay: echo through the hub vs direct stdio ({n} sequential calls)\n");
@@ -509,10 +555,20 @@ async fn main() {
         h_tp[0], h_tp[1], h_tp[2], h_tp[1] / d_tp[1], seq_cpu_us, cpu16
     );
     println!(
+        "| rmcp client, direct stdio | {} | {} | {} | +{:.0} µs | – | {:.0} | – | {:.2} | client CPU/call 16: rmcp {:.0} µs, raw {:.0} µs |",
+        us(r_seq.p50), us(r_seq.p90), us(r_seq.p99),
+        (ms(r_seq.p50) - ms(d_seq.p50)) * 1e3,
+        r16, r16 / raw16.max(1.0), r_cpu16, raw_cpu16
+    );
+    println!(
         "\nhub RSS: {:.1} MiB idle with one server, peak {:.1} MiB under load",
         idle_kib as f64 / 1024.0,
         load_kib as f64 / 1024.0
     );
+
+    if calls_only {
+        return;
+    }
 
     // Batches.
     let sizes: &[usize] = match (bench, quick) {

@@ -28,7 +28,7 @@ enum Route {
         tools: Mounted,
         mounted: bool,
     },
-    Peer(rmcp::Peer<rmcp::RoleClient>, Inflight),
+    Peer(crate::mcp::supervisor::Live, Inflight),
     /// Starting, restarting, stopped or unknown.
     Down,
 }
@@ -184,8 +184,8 @@ impl Hub {
                 mounted: false,
             };
         }
-        match h.peer() {
-            Some(p) => Route::Peer(p, h.inflight.clone()),
+        match h.live() {
+            Some(live) => Route::Peer(live, h.inflight.clone()),
             None => Route::Down,
         }
     }
@@ -273,17 +273,36 @@ impl Hub {
                 raw: None,
             };
         };
-        let call = match upstream::call_params(&info.name, params) {
-            Ok(c) => c,
-            Err(m) => {
-                return Attempt {
-                    result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
-                    raw: None,
-                }
+        let send = match (&peer.lane, link) {
+            // Nobody to relay progress or requests to: the fast lane.
+            (Some(lane), None) => {
+                let arguments = match params {
+                    Value::Object(m) => Some(m),
+                    Value::Null => None,
+                    other => {
+                        let m = upstream::params_kind_error(other);
+                        return Attempt {
+                            result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
+                            raw: None,
+                        };
+                    }
+                };
+                futures::future::Either::Left(upstream::send_lane_call(lane, &info.name, arguments))
+            }
+            _ => {
+                let call = match upstream::call_params(&info.name, params) {
+                    Ok(c) => c,
+                    Err(m) => {
+                        return Attempt {
+                            result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
+                            raw: None,
+                        }
+                    }
+                };
+                let linked = link.map(|l| (&inflight, l));
+                futures::future::Either::Right(upstream::send_call(&peer.peer, call, linked))
             }
         };
-        let linked = link.map(|l| (&inflight, l));
-        let send = upstream::send_call(&peer, call, linked);
         let response = tokio::select! {
             r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,

@@ -1,8 +1,10 @@
 //! Talking to MCP servers: `upstream` (one rmcp connection), `supervisor`
 //! (one task per server: start, watch, restart), `registry` (the aggregate),
-//! `relay` (what servers send for the clients above the hub).
+//! `relay` (what servers send for the clients above the hub), `lane` (plain
+//! `tools/call`s on a stdio server, beside rmcp's service loop).
 
 pub mod children;
+pub mod lane;
 pub mod offline;
 pub mod ordered;
 pub mod registry;

@@ -102,6 +102,14 @@ enum Control {
     Relist(Option<oneshot::Sender<()>>),
 }
 
+/// A running server's connection: rmcp's peer and, for a stdio child, its
+/// fast lane for plain calls.
+#[derive(Clone)]
+pub struct Live {
+    pub peer: Peer<RoleClient>,
+    pub lane: Option<Arc<crate::mcp::lane::Lane>>,
+}
+
 /// A cheap handle to one supervised server.
 #[derive(Clone)]
 pub struct ServerHandle {
@@ -109,7 +117,7 @@ pub struct ServerHandle {
     pub spec: Arc<ServerSpec>,
     pub generation: u64,
     status: Arc<Mutex<ServerStatus>>,
-    peer: Arc<RwLock<Option<Peer<RoleClient>>>>,
+    peer: Arc<RwLock<Option<Live>>>,
     pub stderr: StderrTail,
     control: mpsc::UnboundedSender<Control>,
     stop: CancellationToken,
@@ -188,6 +196,14 @@ impl ServerHandle {
 
     /// The live peer, or `None` while the server is down.
     pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.peer
+            .read()
+            .ok()
+            .and_then(|p| p.as_ref().map(|l| l.peer.clone()))
+    }
+
+    /// The live connection (peer and lane), or `None` while the server is down.
+    pub fn live(&self) -> Option<Live> {
         self.peer.read().ok().and_then(|p| p.clone())
     }
 
@@ -324,6 +340,7 @@ impl Supervisor {
         mut ev_rx: mpsc::UnboundedReceiver<UpstreamEvent>,
     ) -> Exit {
         let peer = up.peer();
+        let lane = up.lane.clone();
         let pgid = up.pgid;
         let running = up.running;
         // A wrapper (`npm exec`, `sh -c`) that dies while its real server
@@ -337,7 +354,10 @@ impl Supervisor {
         let ct = running.cancellation_token();
         let mut waiting = Box::pin(running.waiting());
         if let Ok(mut p) = self.h.peer.write() {
-            *p = Some(peer.clone());
+            *p = Some(Live {
+                peer: peer.clone(),
+                lane,
+            });
         }
         if let Ok(mut s) = self.h.status.lock() {
             s.pid = pgid;

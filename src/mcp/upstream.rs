@@ -23,7 +23,7 @@ use rmcp::model::{
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -249,6 +249,8 @@ pub struct Upstream {
     /// members of its group (an `npm exec` wrapper's `node`) keep the pipes
     /// open.
     pub leader_exit: Option<crate::process::ExitWatch>,
+    /// A stdio child's fast lane for plain calls (`mcp::lane`).
+    pub lane: Option<Arc<crate::mcp::lane::Lane>>,
 }
 
 impl Upstream {
@@ -298,21 +300,25 @@ pub async fn connect(
                     cmd.current_dir(dir);
                 }
                 crate::process::set_parent_death_signal(&mut cmd);
+                cmd.stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
                 let mut wrapped = CommandWrap::from(cmd);
                 wrapped.wrap(ProcessGroup::leader());
-                let spawned = TokioChildProcess::builder(wrapped)
-                    .stderr(Stdio::piped())
-                    .spawn()?;
-                let watch = spawned
-                    .0
+                let mut child = wrapped.spawn()?;
+                let (stdin, stdout) = crate::mcp::lane::pipes(&mut child)?;
+                let child_stderr = child.inner_mut().stderr().take();
+                let watch = child
                     .id()
                     .and_then(|p| crate::process::ExitWatch::open(p as i32));
-                Ok::<_, std::io::Error>((spawned, watch))
+                Ok::<_, std::io::Error>((child, stdin, stdout, child_stderr, watch))
             })
             .await
             .and_then(|r| r)
             .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let ((proc, child_stderr), leader_exit) = spawned;
+            let (child, stdin, stdout, child_stderr, leader_exit) = spawned;
+            // Plain calls take the lane; everything else is rmcp's.
+            let (lane, proc) = crate::mcp::lane::open(child, stdin, stdout);
             let pid = proc.id().map(|p| p as i32);
             if let Some(pid) = pid {
                 let argv = std::iter::once(command.clone()).chain(args.iter().cloned());
@@ -329,6 +335,7 @@ pub async fn connect(
                         running,
                         pgid: pid,
                         leader_exit,
+                        lane: Some(lane),
                     })
                 }
                 Ok(Err(e)) => {
@@ -366,6 +373,7 @@ pub async fn connect(
                         running,
                         pgid: None,
                         leader_exit: None,
+                        lane: None,
                     })
                 }
                 Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),
@@ -470,11 +478,16 @@ pub fn call_params(tool: &str, params: &Value) -> Result<CallToolRequestParams, 
     match params {
         Value::Object(m) => Ok(p.with_arguments(m.clone())),
         Value::Null => Ok(p),
-        other => Err(format!(
-            "params must be a JSON object, got a {}",
-            crate::protocol::json_kind(other)
-        )),
+        other => Err(params_kind_error(other)),
     }
+}
+
+/// The error for params that are neither an object nor absent.
+pub fn params_kind_error(other: &Value) -> String {
+    format!(
+        "params must be a JSON object, got a {}",
+        crate::protocol::json_kind(other)
+    )
 }
 
 /// Set a server's log level (when it offers logging), bounded by `timeout`.
@@ -533,6 +546,32 @@ pub async fn send_call(
         ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
         ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
         ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+/// [`send_call`] for a call with no client to relay to, on a stdio
+/// server's fast lane (`mcp::lane`): the same answers and errors, without
+/// rmcp's service loop.
+pub async fn send_lane_call(
+    lane: &crate::mcp::lane::Lane,
+    tool: &str,
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> Result<CallToolResponse, ServiceError> {
+    use crate::mcp::lane::LaneError;
+    use serde::Deserialize;
+    let result = match lane.call_tool(tool, arguments).await {
+        Ok(v) => v,
+        Err(LaneError::Closed) => return Err(ServiceError::TransportClosed),
+        Err(LaneError::Rpc(e)) => return Err(ServiceError::McpError(e)),
+    };
+    if let Ok(r) = rmcp::model::CallToolResult::deserialize(&result) {
+        return Ok(CallToolResponse::Complete(r));
+    }
+    // Not a plain result: decode it the way rmcp would have.
+    match ServerResult::deserialize(&result) {
+        Ok(ServerResult::InputRequiredResult(r)) => Ok(CallToolResponse::InputRequired(r)),
+        Ok(ServerResult::CreateTaskResult(r)) => Ok(CallToolResponse::Task(r)),
         _ => Err(ServiceError::UnexpectedResponse),
     }
 }
