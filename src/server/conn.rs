@@ -140,16 +140,31 @@ async fn write_loop(
                 break;
             }
         };
+        // Whatever else is already queued leaves with it, in one write (a
+        // busy connection pays one send per burst, not one per message).
+        let send = async {
+            sink.feed(out).await?;
+            for _ in 0..COALESCE {
+                match rx.try_recv() {
+                    Ok(m) => sink.feed(Message::Text(m.into())).await?,
+                    Err(_) => break,
+                }
+            }
+            sink.flush().await
+        };
         // A client that stopped reading blocks this send once the socket's
         // buffers are full; eviction (or shutdown) must still end it, or the
         // connection and its slot would leak.
         tokio::select! {
-            r = sink.send(out) => if r.is_err() { break },
+            r = send => if r.is_err() { break },
             _ = evict.cancelled() => break,
         }
     }
     evict.cancel();
 }
+
+/// The most queued messages written together with the first.
+const COALESCE: usize = 32;
 
 /// Close codes, one meaning each (docs/protocol.md, "Connections").
 const CLOSE_EVICTED: u16 = 1008;
