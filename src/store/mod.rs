@@ -5,6 +5,7 @@
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
 
+pub mod artifact;
 pub mod journal;
 pub mod recordings;
 
