@@ -2,6 +2,7 @@
 // expectations per step), start/stop recording this page's own calls,
 // replay live / dry / offline with the differences highlighted, export.
 
+import { artifactFigure } from "./artifact.js";
 import { badge, brief, errorBox, fill, h, ms, pre, show } from "./dom.js";
 
 export function mount(root, { hub, store }) {
@@ -74,7 +75,7 @@ export function mount(root, { hub, store }) {
       rec.header?.description ? h("p", {}, rec.header.description) : null,
       h("p", { class: "muted" }, `${steps.length} step(s) · ${rec.incomplete ? "incomplete" : `stopped: ${rec.end?.reason}`}`),
       h("h4", {}, "Flow"),
-      h("ol", { class: "flow", id: "rec-steps" }, steps.map(flowStep)),
+      h("ol", { class: "flow", id: "rec-steps" }, steps.map((s, i) => flowStep(s, i, hub, id))),
       h("h4", {}, "Replay"),
       h("div", { class: "row" },
         h("label", { for: "replay-mode" }, "Mode"), mode,
@@ -156,7 +157,7 @@ export function mount(root, { hub, store }) {
   return () => offs.forEach((f) => f());
 }
 
-function flowStep(s, i) {
+function flowStep(s, i, hub, recordingId) {
   const when = s.when !== undefined ? h("p", { class: "cond" }, "◇ only if ", h("code", {}, brief(s.when, 100)), " — otherwise skipped, next step") : null;
   return h("li", { class: `flow-step ${s.success ? "" : "failed"}`, dataset: { step: i } },
     when,
@@ -167,9 +168,15 @@ function flowStep(s, i) {
       s.expect !== undefined ? h("p", { class: "muted" }, "expects ", h("code", {}, brief(s.expect, 100))) : null,
       pre("Params", s.paramsTemplate ?? s.params),
       s.success ? pre("Result", s.result) : errorBox(s.error),
-      s.screenshot || s.images?.length
-        ? h("p", { class: "muted" }, "Images kept beside the recording: ", [s.screenshot, ...(s.images || [])].filter(Boolean).map((x) => (typeof x === "string" ? x : x.file || JSON.stringify(x))).join(", "))
-        : null));
+      stepImages(s, hub, recordingId)));
+}
+
+/** The step's images and its screenshot, inline. */
+function stepImages(s, hub, recordingId) {
+  const names = [...(s.images || []), s.screenshot].filter((x) => typeof x === "string");
+  if (!names.length) return null;
+  return h("div", { class: "gallery step-images" },
+    names.map((n) => artifactFigure(hub, { recordingId }, n, n === s.screenshot ? `screenshot ${n}` : n)));
 }
 
 function replayRow(m) {

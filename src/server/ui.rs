@@ -37,6 +37,7 @@ const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("conn.js", JS),
     asset!("dom.js", JS),
+    asset!("artifact.js", JS),
     asset!("form.js", JS),
     asset!("servers.js", JS),
     asset!("tools.js", JS),

@@ -225,6 +225,9 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         .await;
     let r = c.call("t__counter", json!({"key": "ui"})).await;
     assert_eq!(r["success"], true, "{r}");
+    // A step with an image item, kept beside the recording and shown inline.
+    let r = c.call("t__image", json!({})).await;
+    assert_eq!(r["success"], true, "{r}");
     c.request(json!({"type": "stop_recording"})).await;
     // Another client's task, running until the page cancels it.
     // The page crashes `t` later while this hangs on it: generous retries
@@ -251,6 +254,16 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
             "status": "success", "action_type": "analysis", "execution_method": "analysis", "data": {}}))
         .await;
     assert_eq!(logged["type"], "run_entry_logged", "{logged}");
+    // An image the run keeps (saveImages), for the page's gallery.
+    let set = c.request(json!({"type": "set_run", "runId": run_id})).await;
+    assert_eq!(set["type"], "run_set", "{set}");
+    c.send(
+        json!({"type": "tool_call", "id": "shot", "tool": "t__image", "params": {},
+                  "saveImages": "dashboard shot"}),
+    )
+    .await;
+    let r = c.recv_where("shot", |v| v["replyTo"] == "shot").await;
+    assert_eq!(r["success"], true, "{r}");
 
     let out = screenshots();
     Page::start(

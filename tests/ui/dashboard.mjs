@@ -51,6 +51,14 @@ async function callFromForm(tool, fields = {}) {
   await page.click('#tool-detail button[type="submit"]');
 }
 
+/** Wait until the image `selector` has loaded and decoded (naturalWidth > 0). */
+async function imageShown(selector) {
+  await page.waitForFunction((sel) => {
+    const img = document.querySelector(sel);
+    return img && img.complete && img.naturalWidth > 0;
+  }, selector, { timeout: WAIT });
+}
+
 /** A 1280×800 page on the dashboard, connected; console errors are kept
  * unless `expected(text)` says this one is part of the scenario. */
 async function openDashboard(expected = () => false) {
@@ -207,6 +215,8 @@ async function main() {
   await view("recordings");
   await page.click(`#rec-list button:has-text("${process.env.RECORDING}")`);
   await page.waitForSelector("#rec-steps li", { timeout: WAIT });
+  await imageShown("#rec-steps figure.shot img");
+  ok("a recorded step's image is shown inline (get_artifact)");
   await page.selectOption("#replay-mode", "live");
   await page.click('#rec-detail button:has-text("Replay")');
   await page.waitForSelector("#replay-steps tr.diff ins", { timeout: WAIT });
@@ -238,6 +248,8 @@ async function main() {
   await page.click(`#run-list button:has-text("${process.env.RUN}")`);
   await page.waitForSelector("#run-log li", { timeout: WAIT });
   ok("a run's log shows as a timeline");
+  await imageShown('#run-shots figure[data-path="screenshots/001_dashboard-shot.png"] img');
+  ok("the run's saved image is shown in its gallery (get_artifact)");
   await shot("runs");
 
   // History: filter by outcome and server.
