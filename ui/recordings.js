@@ -1,6 +1,7 @@
-// Recordings: the list, one recording's steps and its flow (conditions and
-// expectations per step), start/stop recording this page's own calls,
-// replay live / dry / offline with the differences highlighted, export.
+// Recordings: the list, one recording's flowchart (drawn by the hub) and
+// steps (conditions, expectations and images per step), start/stop
+// recording this page's own calls, replay live / dry / offline with the
+// differences highlighted, export.
 
 import { artifactFigure } from "./artifact.js";
 import { badge, brief, errorBox, fill, h, ms, pre, show } from "./dom.js";
@@ -74,7 +75,9 @@ export function mount(root, { hub, store }) {
       h("h3", {}, rec.header?.name || id),
       rec.header?.description ? h("p", {}, rec.header.description) : null,
       h("p", { class: "muted" }, `${steps.length} step(s) · ${rec.incomplete ? "incomplete" : `stopped: ${rec.end?.reason}`}`),
-      h("h4", {}, "Flow"),
+      h("h4", {}, "Flowchart"),
+      flowchart(hub, id),
+      h("h4", {}, "Steps"),
       h("ol", { class: "flow", id: "rec-steps" }, steps.map((s, i) => flowStep(s, i, hub, id))),
       h("h4", {}, "Replay"),
       h("div", { class: "row" },
@@ -155,6 +158,22 @@ export function mount(root, { hub, store }) {
   };
   const offs = [hub.on("recording_stopped", ended), store.sub("reconnected", ended)];
   return () => offs.forEach((f) => f());
+}
+
+/** The hub's drawing of the sequence (export_recording "flowchart": where
+ * conditions and cleanup steps branch), shown as an SVG image. */
+function flowchart(hub, recordingId) {
+  const box = h("div", { class: "chart", id: "rec-chart" }, h("p", { class: "muted" }, "Drawing…"));
+  hub.request({ type: "export_recording", recordingId, format: "flowchart" }).then((r) => {
+    const svg = r.content?.svg;
+    fill(box, svg
+      ? h("img", {
+        src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`,
+        alt: "Flowchart of the recorded steps: decisions for conditions, dashed cleanup steps and failure edges",
+      })
+      : h("p", { class: "muted" }, "No steps to draw."));
+  }).catch((e) => fill(box, errorBox(e.hubError || { message: e.message })));
+  return box;
 }
 
 function flowStep(s, i, hub, recordingId) {

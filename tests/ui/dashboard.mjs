@@ -215,6 +215,8 @@ async function main() {
   await view("recordings");
   await page.click(`#rec-list button:has-text("${process.env.RECORDING}")`);
   await page.waitForSelector("#rec-steps li", { timeout: WAIT });
+  await imageShown("#rec-chart img");
+  ok("the recording's flowchart is drawn");
   await imageShown("#rec-steps figure.shot img");
   ok("a recorded step's image is shown inline (get_artifact)");
   await page.selectOption("#replay-mode", "live");
