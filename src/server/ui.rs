@@ -38,6 +38,7 @@ const ASSETS: &[Asset] = &[
     asset!("conn.js", JS),
     asset!("dom.js", JS),
     asset!("artifact.js", JS),
+    asset!("need.js", JS),
     asset!("form.js", JS),
     asset!("servers.js", JS),
     asset!("tools.js", JS),

@@ -229,6 +229,12 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     let r = c.call("t__image", json!({})).await;
     assert_eq!(r["success"], true, "{r}");
     c.request(json!({"type": "stop_recording"})).await;
+    // A recording a dry replay finds a problem in: its params lack the
+    // message t__echo requires.
+    c.request(json!({"type": "start_recording", "name": "dry demo"}))
+        .await;
+    c.call("t__echo", json!({})).await;
+    c.request(json!({"type": "stop_recording"})).await;
     // Another client's task, running until the page cancels it.
     // The page crashes `t` later while this hangs on it: generous retries
     // keep it running (or retrying) however long the restart takes on a
@@ -270,6 +276,7 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         &hub,
         &[
             ("RECORDING", "counter demo".into()),
+            ("RECORDING_DRY", "dry demo".into()),
             ("RUN", run_id.clone()),
         ],
     )
@@ -281,6 +288,11 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         .filter(|l| l["arguments"]["message"] == "danger zone")
         .count();
     assert_eq!(danger, 1, "the step approved from the page ran once");
+    let single = call_log(&hub.path(), "t")
+        .iter()
+        .filter(|l| l["arguments"]["message"] == "danger single")
+        .count();
+    assert_eq!(single, 1, "the single call approved from the page ran once");
     assert!(
         call_log(&hub.path(), "t")
             .iter()
@@ -291,7 +303,9 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         "servers",
         "servers-after-crash",
         "tools",
+        "tools-need-user",
         "tasks-need-user",
+        "recordings-dry",
         "tasks",
         "recordings",
         "runs",

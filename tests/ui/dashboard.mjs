@@ -74,6 +74,84 @@ async function openDashboard(expected = () => false) {
   return ctx;
 }
 
+/** Another client of the hub: its own socket, opened from a document of
+ * the hub's origin, for changes the dashboard hears of through no event.
+ * `ask(msg)` resolves with the reply. */
+async function otherClient() {
+  const ctx = await browser.newContext();
+  const p = await ctx.newPage();
+  // Any document of the hub's origin will do; the style sheet holds no script.
+  await p.goto(`${HUB}/ui/style.css`);
+  const wsUrl = HUB.replace("http://", "ws://") + "/ws";
+  await p.evaluate(([url, token]) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, ["toolhub.v1", "toolhub.token." + token]);
+    const pending = new Map();
+    let n = 0;
+    ws.onmessage = (ev) => {
+      const m = JSON.parse(ev.data);
+      if (m.type === "hello") resolve();
+      const f = pending.get(m.replyTo);
+      if (f) {
+        pending.delete(m.replyTo);
+        f(m);
+      }
+    };
+    ws.onclose = (e) => reject(new Error(`the other client's socket closed (${e.code})`));
+    window.ask = (msg) => new Promise((res) => {
+      const id = `other-${++n}`;
+      pending.set(id, res);
+      ws.send(JSON.stringify({ ...msg, id }));
+    });
+  }), [wsUrl, TOKEN]);
+  return {
+    ask: (msg) => p.evaluate((m) => window.ask(m), msg),
+    close: () => ctx.close(),
+  };
+}
+
+/** The Refresh and Reload buttons pick up what changed behind the page's back. */
+async function refreshButtons() {
+  await view("servers");
+  await page.waitForSelector("#view p[role=status] >> text=connection(s)", { timeout: WAIT });
+  // A new connection changes the hub's health but sends no event.
+  const other = await otherClient();
+  const now = (await other.ask({ type: "health_check" })).connections;
+  check(await page.$(`#view p[role=status] >> text=${now} connection(s)`) === null, "the servers view does not know of the new connection yet");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector(`#view p[role=status] >> text=${now} connection(s)`, { timeout: WAIT });
+  ok("Refresh in the servers view reads the hub's health again (one more connection)");
+  await page.click('#view .bar button:has-text("Reload tools")');
+  await page.waitForSelector("#server-note >> text=/Tools reloaded: \\d+ tools/", { timeout: WAIT });
+  ok("Reload tools re-lists every server's tools");
+
+  await view("recordings");
+  await page.waitForSelector("#rec-list tbody tr", { timeout: WAIT });
+  await other.ask({ type: "start_recording", name: "made elsewhere" });
+  await other.ask({ type: "tool_call", tool: "t__echo", params: { message: "elsewhere" } });
+  await other.ask({ type: "stop_recording" });
+  check(await page.$('#rec-list button:has-text("made elsewhere")') === null, "another client's new recording is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#rec-list button:has-text("made elsewhere")', { timeout: WAIT });
+  ok("Refresh lists a recording another client made");
+
+  await view("runs");
+  await page.waitForSelector("#run-list tbody tr", { timeout: WAIT });
+  await other.ask({ type: "create_run", theme: "made elsewhere", runId: "made-elsewhere" });
+  check(await page.$('#run-list button:has-text("made-elsewhere")') === null, "another client's new run is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#run-list button:has-text("made-elsewhere")', { timeout: WAIT });
+  ok("Refresh lists a run another client made");
+
+  await view("history");
+  await page.waitForSelector("#hist-table tbody tr", { timeout: WAIT });
+  await other.ask({ type: "tool_call", tool: "t__echo", params: { message: "called elsewhere" } });
+  check(await page.$('#hist-table td.params >> text=called elsewhere') === null, "another client's call is not in the history before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#hist-table td.params >> text=called elsewhere', { timeout: WAIT });
+  ok("Refresh shows another client's call in the history");
+  await other.close();
+}
+
 async function otherOriginIsRefused() {
   const ctx = await browser.newContext();
   const evil = await ctx.newPage();
@@ -130,6 +208,18 @@ async function main() {
   await page.waitForSelector("#tool-result .error >> text=NOT_FOUND", { timeout: WAIT });
   await page.waitForSelector("#tool-result .suggestion", { timeout: WAIT });
   ok("a failed call shows its error class and suggestion");
+
+  // A single tool_call a safety rule holds: asked and approved right in
+  // the Tools view (the banner says so meanwhile); the call then returns.
+  await callFromForm("t__echo", { message: "danger single" });
+  await page.waitForSelector("#tool-need article.need >> text=dangerous echo", { timeout: WAIT });
+  await page.waitForSelector("#need-banner:not([hidden])", { timeout: WAIT });
+  ok("a single tool_call's need_user is shown in the Tools view and the banner");
+  await shot("tools-need-user");
+  await page.click('#tool-need button:has-text("Approve")');
+  await page.waitForSelector("#tool-result .ok-box >> text=danger single", { timeout: WAIT });
+  await page.waitForSelector("#need-banner", { state: "hidden", timeout: WAIT });
+  ok("the single call approved from the page returns its result");
 
   // Crash the server from the page, then watch it come back.
   await callFromForm("t__crash");
@@ -234,6 +324,17 @@ async function main() {
   await page.waitForSelector("#replay-summary >> text=Passed (offline)", { timeout: WAIT });
   ok("an offline replay passes with the recorded answers");
 
+  // A dry replay: nothing runs; a recorded step whose params no longer fit
+  // the tool's schema is highlighted with the problem.
+  await page.click(`#rec-list button:has-text("${process.env.RECORDING_DRY}")`);
+  await page.waitForSelector(`#rec-detail h3 >> text=${process.env.RECORDING_DRY}`, { timeout: WAIT });
+  await page.selectOption("#replay-mode", "dry");
+  await page.click('#rec-detail button:has-text("Replay")');
+  await page.waitForSelector('#replay-steps tr.diff[data-step="0"] .diffs li >> text=missing required property', { timeout: WAIT });
+  await page.waitForSelector("#replay-summary .fail-box >> text=Did not pass (dry)", { timeout: WAIT });
+  ok("a dry replay from the page highlights the step that would not run");
+  await shot("recordings-dry");
+
   // Record this page's own call, then find it in the list.
   await page.click("#rec-toggle");
   await page.waitForSelector("#rec-toggle >> text=Stop recording", { timeout: WAIT });
@@ -278,6 +379,8 @@ async function main() {
   }, null, { timeout: WAIT });
   ok("history filters by server and tool");
   await shot("history");
+
+  await refreshButtons();
 
   // Keyboard: Tab from the skip link reaches the first view's link.
   await page.focus("a.skip");
