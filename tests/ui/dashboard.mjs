@@ -4,7 +4,9 @@
 // passes HUB (http://127.0.0.1:PORT), TOKEN, OUT (screenshot folder) and
 // RECORDING / RUN (names to open). SCENARIO=reconnect instead checks that
 // the page reconnects by itself after the hub restarts: it prints
-// `restart-now` and waits for `restarted` on stdin. Every wait is for an
+// `restart-now` and waits for `restarted` on stdin; SCENARIO=token that it
+// stops when the restarted hub refuses its token and connects with the new
+// one given as `restarted <token>`. Every wait is for an
 // element or an event, bounded; nothing sleeps. Prints `ok: …` per check;
 // exit 1 on the first failure.
 
@@ -417,6 +419,76 @@ function line(expected) {
   });
 }
 
+/** The next stdin line starting with `prefix`; resolves with the rest. */
+function lineStarting(prefix) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no "${prefix}…" on stdin`)), 120000);
+    stdin.on("line", (l) => {
+      if (l.startsWith(prefix)) {
+        clearTimeout(t);
+        resolve(l.slice(prefix.length).trim());
+      }
+    });
+  });
+}
+
+/** The hub comes back with another token: the page stops reconnecting,
+ * says the token was refused and what to do, and connects again once the
+ * new token is pasted. The page's timers run on Playwright's clock, so
+ * "no more attempts" is checked by running two minutes of them, not by
+ * waiting. */
+async function tokenRefused() {
+  let refusing = false;
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  page.on("console", (m) => {
+    const expected = refusing && /WebSocket connection to .* failed|status of 401/.test(m.text());
+    if (m.type() === "error" && !expected) errors.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+  // Count every socket the page opens.
+  await page.addInitScript(() => {
+    window.socketsOpened = 0;
+    const Base = window.WebSocket;
+    window.WebSocket = class extends Base {
+      constructor(...args) {
+        super(...args);
+        window.socketsOpened += 1;
+      }
+    };
+  });
+  await page.clock.install();
+  await page.goto(`${HUB}/ui#token=${TOKEN}`);
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  refusing = true;
+  console.log("restart-now");
+  const fresh = await lineStarting("restarted ");
+  // The hub is back with another token; the pending retry (10 s at most) fires.
+  await page.clock.runFor(11000);
+  await page.waitForSelector('#conn[data-state="refused"]', { timeout: WAIT });
+  const why = await page.textContent("#token-box:not([hidden]) #token-why");
+  check(/refused the token/.test(why) && /HTTP 401/.test(why) && why.includes("toolhub ui"),
+    `the page says the token was refused and what to do (${why})`);
+  check(/Token refused/.test(await page.textContent("#conn")), "the connection state says the token was refused");
+  await shot("token-refused");
+  const before = await page.evaluate(() => window.socketsOpened);
+  await page.clock.runFor(120000);
+  const after = await page.evaluate(() => window.socketsOpened);
+  check(after === before, `no socket is opened while the token is refused (${before} → ${after})`);
+  await page.fill("#token-input", fresh);
+  await page.click('#token-form button[type="submit"]');
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  refusing = false;
+  check(await page.isHidden("#token-box"), "the new token connects the page and the field goes away");
+  check(await page.evaluate(() => sessionStorage.getItem("toolhub.token")) === fresh, "the new token is kept");
+  await view("tools");
+  await callFromForm("t__echo", { message: "with the new token" });
+  await page.waitForSelector("#tool-result .ok-box >> text=with the new token", { timeout: WAIT });
+  ok("a call works with the new token");
+  check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(" | ")}` : ""}`);
+  await ctx.close();
+}
+
 async function reconnect() {
   let restarting = false;
   // While the hub is down each retry is refused, and Chromium logs it.
@@ -446,7 +518,8 @@ async function reconnect() {
 }
 
 try {
-  await (process.env.SCENARIO === "reconnect" ? reconnect() : main());
+  const scenarios = { reconnect, token: tokenRefused };
+  await (scenarios[process.env.SCENARIO] || main)();
   stdin.close();
   await browser.close();
   console.log("done");
