@@ -78,7 +78,7 @@ async function openDashboard(expected = () => false) {
 
 /** Another client of the hub: its own socket, opened from a document of
  * the hub's origin, for changes the dashboard hears of through no event.
- * `ask(msg)` resolves with the reply. */
+ * `ask(msg)` resolves with the reply (a tool_batch: with its batch_complete). */
 async function otherClient() {
   const ctx = await browser.newContext();
   const p = await ctx.newPage();
@@ -92,9 +92,11 @@ async function otherClient() {
     ws.onmessage = (ev) => {
       const m = JSON.parse(ev.data);
       if (m.type === "hello") resolve();
-      const f = pending.get(m.replyTo);
+      // A reply, or a batch's end (its events carry the batch id).
+      const key = m.type === "batch_complete" ? m.batchId : m.replyTo;
+      const f = pending.get(key);
       if (f) {
-        pending.delete(m.replyTo);
+        pending.delete(key);
         f(m);
       }
     };
@@ -151,6 +153,15 @@ async function refreshButtons() {
   await page.click('#view .bar button:has-text("Refresh")');
   await page.waitForSelector('#hist-table td.params >> text=called elsewhere', { timeout: WAIT });
   ok("Refresh shows another client's call in the history");
+
+  await view("tasks");
+  await page.waitForSelector("#task-list tbody tr", { timeout: WAIT });
+  const done = await other.ask({ type: "tool_batch", steps: [{ tool: "t__echo", params: { message: "batch elsewhere" } }] });
+  check(done.state === "success", `another client's batch finished (${done.state})`);
+  check(await page.$(`#task-list td:text-is("${done.batchId}")`) === null, "another client's finished task is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector(`#task-list td:text-is("${done.batchId}")`, { timeout: WAIT });
+  ok("Refresh lists a task another client ran");
   await other.close();
 }
 
