@@ -59,10 +59,19 @@ const store = new Store();
 const connEl = document.getElementById("conn");
 const tokenBox = document.getElementById("token-box");
 const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-const hub = new Hub(`${scheme}//${location.host}/ws`, (state, text) => {
+const tokenWhy = document.getElementById("token-why");
+const hub = new Hub(`${scheme}//${location.host}/ws`, (state, text, refusal) => {
   connEl.dataset.state = state;
   connEl.textContent = text;
-  tokenBox.hidden = !(state === "refused" && !hub.everOpened);
+  // Refused: the page no longer retries; it says why and waits for a token.
+  tokenBox.hidden = state !== "refused";
+  if (refusal) {
+    const what = refusal.status === 401 ? "the token this page has" : "this page";
+    tokenWhy.textContent = refusal.hadToken || refusal.status !== 401
+      ? `The hub refused ${what} (HTTP ${refusal.status}): ${refusal.message}. ` +
+        "The page stopped reconnecting. Paste the hub's current token below, or run `toolhub ui` for a link that carries it."
+      : "Paste the hub's token to connect.";
+  }
 });
 
 function wireEvents() {

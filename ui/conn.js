@@ -1,6 +1,10 @@
 // The page's one WebSocket to /ws: the token as the toolhub.token.<t>
 // subprotocol, replies matched by id, events fanned out by type, and a
 // reconnect with backoff (0.5 s doubling to 10 s) after the hub goes away.
+// A browser learns nothing of why an upgrade failed, so when a socket does
+// not open the page asks GET /health, which passes the same gate: a 401 or
+// 403 means the hub refused this token (or this page), and retrying cannot
+// help: the page stops and says what to do until a new token is entered.
 
 const MIN_DELAY = 500;
 const MAX_DELAY = 10000;
@@ -17,6 +21,7 @@ export class Hub {
     this.delay = MIN_DELAY;
     this.timer = null;
     this.everOpened = false;
+    this.attempt = 0; // bumped by connect(); a late answer of an older attempt is ignored
   }
 
   /** Listen for messages of `type` ("*" for every one); returns an unsubscribe. */
@@ -28,7 +33,9 @@ export class Hub {
 
   connect(token) {
     if (token !== undefined) this.token = token;
+    const attempt = ++this.attempt;
     clearTimeout(this.timer);
+    this.timer = null;
     if (this.ws) {
       this.ws.onclose = null;
       this.ws.close();
@@ -54,18 +61,49 @@ export class Hub {
       this.ws = null;
       for (const [, p] of this.pending) p.reject(new Error("the connection closed"));
       this.pending.clear();
-      const why = opened
-        ? closeReason(ev.code)
-        : "the hub refused the connection or is not running (a wrong token is refused too)";
-      this.scheduleRetry(why, !opened);
+      if (opened) this.scheduleRetry(closeReason(ev.code));
+      else this.whyRefused(attempt);
     };
   }
 
-  scheduleRetry(why, refused) {
+  /** The socket never opened: ask /health (same gate) whether the hub is
+   * down (retry) or refuses this token (stop until a new one is entered). */
+  async whyRefused(attempt) {
+    let res;
+    try {
+      res = await fetch("/health", {
+        cache: "no-store",
+        headers: this.token ? { Authorization: `Bearer ${this.token}` } : {},
+      });
+    } catch {
+      if (attempt === this.attempt) this.scheduleRetry("the hub is not running or cannot be reached");
+      return;
+    }
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      // not the hub's JSON: the reason stays general
+    }
+    if (attempt !== this.attempt) return; // a new token was entered meanwhile
+    if (res.status === 401 || res.status === 403) {
+      this.onState("refused", this.token ? "Token refused: not reconnecting" : "No token: not connected", {
+        status: res.status,
+        message: body?.error?.message || `HTTP ${res.status}`,
+        suggestion: body?.error?.suggestion || "",
+        hadToken: Boolean(this.token),
+      });
+      return;
+    }
+    this.scheduleRetry(res.status === 503 && body?.error
+      ? `the hub did not accept the connection: ${body.error.message}`
+      : `the hub did not accept the connection (GET /health answered HTTP ${res.status})`);
+  }
+
+  scheduleRetry(why) {
     const wait = this.delay;
     this.delay = Math.min(this.delay * 2, MAX_DELAY);
-    this.onState(refused ? "refused" : "closed",
-      `Disconnected: ${why}. Retrying in ${Math.round(wait / 100) / 10} s…`);
+    this.onState("closed", `Disconnected: ${why}. Retrying in ${Math.round(wait / 100) / 10} s…`);
     this.timer = setTimeout(() => this.connect(), wait);
   }
 

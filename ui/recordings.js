@@ -1,7 +1,9 @@
-// Recordings: the list, one recording's steps and its flow (conditions and
-// expectations per step), start/stop recording this page's own calls,
-// replay live / dry / offline with the differences highlighted, export.
+// Recordings: the list, one recording's flowchart (drawn by the hub) and
+// steps (conditions, expectations and images per step), start/stop
+// recording this page's own calls, replay live / dry / offline with the
+// differences highlighted, export.
 
+import { artifactFigure } from "./artifact.js";
 import { badge, brief, errorBox, fill, h, ms, pre, show } from "./dom.js";
 
 export function mount(root, { hub, store }) {
@@ -73,8 +75,10 @@ export function mount(root, { hub, store }) {
       h("h3", {}, rec.header?.name || id),
       rec.header?.description ? h("p", {}, rec.header.description) : null,
       h("p", { class: "muted" }, `${steps.length} step(s) · ${rec.incomplete ? "incomplete" : `stopped: ${rec.end?.reason}`}`),
-      h("h4", {}, "Flow"),
-      h("ol", { class: "flow", id: "rec-steps" }, steps.map(flowStep)),
+      h("h4", {}, "Flowchart"),
+      flowchart(hub, id),
+      h("h4", {}, "Steps"),
+      h("ol", { class: "flow", id: "rec-steps" }, steps.map((s, i) => flowStep(s, i, hub, id))),
       h("h4", {}, "Replay"),
       h("div", { class: "row" },
         h("label", { for: "replay-mode" }, "Mode"), mode,
@@ -156,7 +160,23 @@ export function mount(root, { hub, store }) {
   return () => offs.forEach((f) => f());
 }
 
-function flowStep(s, i) {
+/** The hub's drawing of the sequence (export_recording "flowchart": where
+ * conditions and cleanup steps branch), shown as an SVG image. */
+function flowchart(hub, recordingId) {
+  const box = h("div", { class: "chart", id: "rec-chart" }, h("p", { class: "muted" }, "Drawing…"));
+  hub.request({ type: "export_recording", recordingId, format: "flowchart" }).then((r) => {
+    const svg = r.content?.svg;
+    fill(box, svg
+      ? h("img", {
+        src: `data:image/svg+xml;charset=utf-8,${encodeURIComponent(svg)}`,
+        alt: "Flowchart of the recorded steps: decisions for conditions, dashed cleanup steps and failure edges",
+      })
+      : h("p", { class: "muted" }, "No steps to draw."));
+  }).catch((e) => fill(box, errorBox(e.hubError || { message: e.message })));
+  return box;
+}
+
+function flowStep(s, i, hub, recordingId) {
   const when = s.when !== undefined ? h("p", { class: "cond" }, "◇ only if ", h("code", {}, brief(s.when, 100)), " — otherwise skipped, next step") : null;
   return h("li", { class: `flow-step ${s.success ? "" : "failed"}`, dataset: { step: i } },
     when,
@@ -167,9 +187,15 @@ function flowStep(s, i) {
       s.expect !== undefined ? h("p", { class: "muted" }, "expects ", h("code", {}, brief(s.expect, 100))) : null,
       pre("Params", s.paramsTemplate ?? s.params),
       s.success ? pre("Result", s.result) : errorBox(s.error),
-      s.screenshot || s.images?.length
-        ? h("p", { class: "muted" }, "Images kept beside the recording: ", [s.screenshot, ...(s.images || [])].filter(Boolean).map((x) => (typeof x === "string" ? x : x.file || JSON.stringify(x))).join(", "))
-        : null));
+      stepImages(s, hub, recordingId)));
+}
+
+/** The step's images and its screenshot, inline. */
+function stepImages(s, hub, recordingId) {
+  const names = [...(s.images || []), s.screenshot].filter((x) => typeof x === "string");
+  if (!names.length) return null;
+  return h("div", { class: "gallery step-images" },
+    names.map((n) => artifactFigure(hub, { recordingId }, n, n === s.screenshot ? `screenshot ${n}` : n)));
 }
 
 function replayRow(m) {

@@ -1,7 +1,7 @@
 // Runs: the list, one run's execution log as a timeline, and its
-// screenshots by name (the protocol has no message that returns a run's
-// image files, so they are listed, not shown).
+// screenshots as a gallery (each image fetched with get_artifact).
 
+import { artifactFigure } from "./artifact.js";
 import { badge, brief, errorBox, fill, h, ms, pre } from "./dom.js";
 
 export function mount(root, { hub }) {
@@ -32,7 +32,9 @@ export function mount(root, { hub }) {
     try {
       const r = await hub.request({ type: "get_run", runId, tail: 200 });
       const entries = r.entries || [];
-      const shots = entries.map((e) => e.data?.screenshot).filter(Boolean);
+      // Every image an entry names, once, oldest first.
+      const shots = [...new Set(entries.flatMap((e) => [e.data?.screenshot, ...(e.data?.screenshots || [])])
+        .filter((s) => typeof s === "string"))];
       fill(detail,
         h("h3", {}, r.run?.theme || runId),
         h("p", { class: "muted" }, `${runId} · ${r.run?.status} · last ${entries.length} log entries`),
@@ -40,7 +42,7 @@ export function mount(root, { hub }) {
         h("ol", { class: "timeline", id: "run-log" }, entries.map(entry)),
         h("h4", {}, "Screenshots"),
         shots.length
-          ? h("ul", { id: "run-shots" }, shots.map((s) => h("li", {}, h("code", {}, s))))
+          ? h("div", { class: "gallery", id: "run-shots" }, shots.map((s) => artifactFigure(hub, { runId }, s)))
           : h("p", { class: "muted" }, "No screenshots in these entries."));
     } catch (e) {
       fill(detail, errorBox(e.hubError || { message: e.message }));

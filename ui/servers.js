@@ -7,6 +7,8 @@ import { badge, fill, h, ms } from "./dom.js";
 
 export function mount(root, { hub, store, setHealth }) {
   const status = h("p", { class: "muted", role: "status" });
+  // What the last Reload / Approve did; the status line is the hub's health.
+  const note = h("p", { class: "muted", role: "status", id: "server-note" });
   const list = h("div", { class: "cards", id: "server-list" });
   const checks = h("ul", { class: "checks", id: "checks" });
   const pins = h("div", { id: "pins" });
@@ -39,13 +41,13 @@ export function mount(root, { hub, store, setHealth }) {
   }
 
   async function reload(approve) {
-    status.textContent = approve ? "Approving the changed tool definitions…" : "Reloading tools…";
+    note.textContent = approve ? "Approving the changed tool definitions…" : "Reloading tools…";
     try {
       const r = await hub.request({ type: "reload_tools", approve });
-      status.textContent = `Tools reloaded: ${(r.tools || []).length} tools.`;
+      note.textContent = `Tools reloaded: ${(r.tools || []).length} tools.`;
       refresh();
     } catch (e) {
-      status.textContent = `Reload failed: ${e.message}`;
+      note.textContent = `Reload failed: ${e.message}`;
     }
   }
 
@@ -74,7 +76,7 @@ export function mount(root, { hub, store, setHealth }) {
       h("h2", {}, "Servers"),
       h("button", { type: "button", onclick: () => reload(false) }, "Reload tools"),
       h("button", { type: "button", onclick: refresh }, "Refresh")),
-    status, pins, list,
+    status, note, pins, list,
     h("h3", {}, "Health checks"), checks);
   render();
   refresh();

@@ -4,6 +4,7 @@
 // need_user confirmations with Approve / Deny, Cancel and Resume.
 
 import { badge, brief, errorBox, fill, h, ms, pre } from "./dom.js";
+import { needCard } from "./need.js";
 
 const ACTIVE = new Set(["pending", "running", "retrying", "need_user"]);
 const EXAMPLE = `[
@@ -49,7 +50,10 @@ export function mount(root, { hub, store }) {
   }
 
   function render() {
-    fill(needs, [...store.needUser.values()].map(needCard));
+    fill(needs, [...store.needUser.values()].map((n) => needCard(hub, store, n, (said) => {
+      fill(status, said);
+      render();
+    })));
     const all = rows();
     fill(list,
       h("thead", {}, h("tr", {}, ["Task", "Batch", "State", "Steps", "Actions"].map((c) => h("th", { scope: "col" }, c)))),
@@ -127,31 +131,6 @@ export function mount(root, { hub, store }) {
       s.skipped ? h("p", { class: "muted" }, s.reason) : null,
       s.success && !s.skipped && s.result !== undefined ? pre(brief(s.result, 80), s.result) : null,
       s.error ? errorBox(s.error) : null);
-  }
-
-  function needCard(n) {
-    const answer = async (approve) => {
-      try {
-        await hub.request({ type: "confirm", taskId: n.taskId, approve, stepIndex: n.stepIndex, paramsHash: n.paramsHash });
-        store.needUser.delete(n.taskId);
-        store.notify("need");
-        status.textContent = approve ? "Approved." : "Declined.";
-      } catch (e) {
-        // Expired or already answered elsewhere: it is no longer pending.
-        store.needUser.delete(n.taskId);
-        store.notify("need");
-        fill(status, errorBox(e.hubError || { message: e.message }));
-      }
-      render();
-    };
-    return h("article", { class: "need", dataset: { task: n.taskId } },
-      h("h3", {}, "Approval needed: ", h("code", {}, n.tool)),
-      h("p", {}, n.reason),
-      pre("Params", n.params, true),
-      n.expiresAt ? h("p", { class: "muted" }, `Answer before ${new Date(n.expiresAt).toLocaleTimeString()}`) : null,
-      h("div", { class: "actions" },
-        h("button", { type: "button", class: "primary", onclick: () => answer(true) }, "Approve"),
-        h("button", { type: "button", class: "danger", onclick: () => answer(false) }, "Deny")));
   }
 
   async function cancel(taskId) {

@@ -4,6 +4,7 @@
 
 import { errorBox, fill, h, ms, pre } from "./dom.js";
 import { schemaForm } from "./form.js";
+import { needCard } from "./need.js";
 
 export function mount(root, { hub, store }) {
   const search = h("input", { id: "tool-search", type: "search", placeholder: "name or description", autocomplete: "off" });
@@ -43,13 +44,23 @@ export function mount(root, { hub, store }) {
         return;
       }
       run.disabled = true;
-      fill(out, h("p", { class: "muted" }, `Calling ${name}…`));
+      // A safety rule may ask first: this call's need_user (a single call
+      // has no batchId) is answered right here, as in the Tasks view.
+      const asks = h("div", { id: "tool-need" });
+      const said = h("p", { class: "muted", role: "status" });
+      const showAsks = () => fill(asks, [...store.needUser.values()]
+        .filter((n) => !n.batchId && n.tool === name)
+        .map((n) => needCard(hub, store, n, (x) => fill(said, x))));
+      const offAsks = store.sub("need", showAsks);
+      fill(out, h("p", { class: "muted" }, `Calling ${name}…`), asks, said);
+      showAsks();
       try {
         const r = await hub.request({ type: "tool_call", tool: name, params });
         fill(out, outcome(r));
       } catch (e) {
         fill(out, errorBox(e.hubError || { errorType: "ERROR", message: e.message }));
       } finally {
+        offAsks();
         run.disabled = false;
       }
     });

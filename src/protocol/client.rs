@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::artifact::{ArtifactReq, RawArtifactReq};
 use super::paging::{Paging, Since};
 use super::recording::RecordingMsg;
 use super::runs::RunMsg;
@@ -25,6 +26,7 @@ pub enum ClientMsg {
     History(HistoryReq),
     Recording(RecordingMsg),
     Run(RunMsg),
+    Artifact(ArtifactReq),
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -260,6 +262,7 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "log_run_entry" => ClientMsg::Run(RunMsg::Log(body(v)?)),
         "archive_run" => ClientMsg::Run(RunMsg::Archive(body(v)?)),
         "delete_run" => ClientMsg::Run(RunMsg::Delete(body(v)?)),
+        "get_artifact" => ClientMsg::Artifact(ArtifactReq::try_from(body::<RawArtifactReq>(v)?)?),
         other => return Err(format!("type \"{other}\" has no decoder")),
     })
 }

@@ -6,6 +6,7 @@
 //! (`serde_path_to_error`). Every failure becomes an `INVALID_MESSAGE`
 //! [`HubError`] that says what was wrong and what was expected.
 
+pub mod artifact;
 mod client;
 mod outbox;
 mod page;
@@ -72,6 +73,7 @@ pub const CLIENT_TYPES: &[&str] = &[
     "log_run_entry",
     "archive_run",
     "delete_run",
+    "get_artifact",
 ];
 
 /// Decode one text frame.

@@ -63,6 +63,7 @@ pub enum ExportFormat {
     Markdown,
     Html,
     Batch,
+    Flowchart,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -152,6 +153,7 @@ impl serde::Serialize for ExportFormat {
             ExportFormat::Markdown => "markdown",
             ExportFormat::Html => "html",
             ExportFormat::Batch => "batch",
+            ExportFormat::Flowchart => "flowchart",
         })
     }
 }

@@ -1,5 +1,6 @@
 //! `export_recording`: a recording as JSON, Markdown, a self-contained HTML
-//! report, or a `tool_batch` message that replays it. Pure functions: the
+//! report, its flowchart (Mermaid and SVG), or a `tool_batch` message that
+//! replays it. Pure functions: the
 //! caller reads the recording (and the image files, through a callback).
 
 mod flow;
@@ -19,6 +20,12 @@ use crate::store::recordings::format::{Recording, Step};
 
 pub use html::html;
 pub use markdown::markdown;
+
+/// The `flowchart` export: `{"mermaid": "flowchart TD…", "svg": "<svg…>"}`
+/// (both "" for a recording without steps), the picture the reports draw.
+pub fn flowchart(rec: &Recording) -> Value {
+    json!({"mermaid": flow::chart(rec), "svg": flow::svg(rec)})
+}
 
 /// `{"header":…, "steps":[…], "end":…|null, "incomplete":bool}`, each part
 /// in its on-disk (camelCase) shape.

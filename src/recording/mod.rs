@@ -84,6 +84,7 @@ fn export_one(storage: &std::path::Path, r: &ExportReq) -> Result<Value, HubErro
             let read = move |name: &str| store::read_attachment(storage, &id, name);
             Value::String(export::html(&rec, last.as_ref(), &read))
         }
+        ExportFormat::Flowchart => export::flowchart(&rec),
         ExportFormat::Batch => {
             let (batch, secrets) = export::batch(&rec);
             return Ok(json!({"format": "batch", "content": batch, "requiredVariables": secrets}));

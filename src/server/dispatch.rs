@@ -86,6 +86,7 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
             crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m)
         }
         ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
+        ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req),
         other => crate::engine::handle(&app.engine, out.clone(), id, other),
     }
 }

@@ -2,6 +2,7 @@
 //! aggregate as an MCP server, `mcp`), `/health` and `/ui` (the dashboard's
 //! embedded files, `ui`).
 
+mod artifact;
 mod conn;
 mod dispatch;
 pub mod gate;

@@ -37,6 +37,8 @@ const ASSETS: &[Asset] = &[
     asset!("app.js", JS),
     asset!("conn.js", JS),
     asset!("dom.js", JS),
+    asset!("artifact.js", JS),
+    asset!("need.js", JS),
     asset!("form.js", JS),
     asset!("servers.js", JS),
     asset!("tools.js", JS),

@@ -1,10 +1,12 @@
 //! Durable state on disk: append-only JSONL journals, one per task
-//! (`journal`), and the recordings' file format and folder store
-//! (`recordings`).
+//! (`journal`), the recordings' file format and folder store
+//! (`recordings`), and one stored file of a recording's or a run's folder
+//! read for `get_artifact`, confined to that folder (`artifact`).
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
 
+pub mod artifact;
 pub mod journal;
 pub mod recordings;
 

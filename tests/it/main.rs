@@ -3,6 +3,7 @@
 
 mod support;
 
+mod artifacts;
 mod assertions;
 mod batch;
 mod durable;

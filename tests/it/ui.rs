@@ -225,6 +225,15 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         .await;
     let r = c.call("t__counter", json!({"key": "ui"})).await;
     assert_eq!(r["success"], true, "{r}");
+    // A step with an image item, kept beside the recording and shown inline.
+    let r = c.call("t__image", json!({})).await;
+    assert_eq!(r["success"], true, "{r}");
+    c.request(json!({"type": "stop_recording"})).await;
+    // A recording a dry replay finds a problem in: its params lack the
+    // message t__echo requires.
+    c.request(json!({"type": "start_recording", "name": "dry demo"}))
+        .await;
+    c.call("t__echo", json!({})).await;
     c.request(json!({"type": "stop_recording"})).await;
     // Another client's task, running until the page cancels it.
     // The page crashes `t` later while this hangs on it: generous retries
@@ -251,12 +260,23 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
             "status": "success", "action_type": "analysis", "execution_method": "analysis", "data": {}}))
         .await;
     assert_eq!(logged["type"], "run_entry_logged", "{logged}");
+    // An image the run keeps (saveImages), for the page's gallery.
+    let set = c.request(json!({"type": "set_run", "runId": run_id})).await;
+    assert_eq!(set["type"], "run_set", "{set}");
+    c.send(
+        json!({"type": "tool_call", "id": "shot", "tool": "t__image", "params": {},
+                  "saveImages": "dashboard shot"}),
+    )
+    .await;
+    let r = c.recv_where("shot", |v| v["replyTo"] == "shot").await;
+    assert_eq!(r["success"], true, "{r}");
 
     let out = screenshots();
     Page::start(
         &hub,
         &[
             ("RECORDING", "counter demo".into()),
+            ("RECORDING_DRY", "dry demo".into()),
             ("RUN", run_id.clone()),
         ],
     )
@@ -268,6 +288,11 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         .filter(|l| l["arguments"]["message"] == "danger zone")
         .count();
     assert_eq!(danger, 1, "the step approved from the page ran once");
+    let single = call_log(&hub.path(), "t")
+        .iter()
+        .filter(|l| l["arguments"]["message"] == "danger single")
+        .count();
+    assert_eq!(single, 1, "the single call approved from the page ran once");
     assert!(
         call_log(&hub.path(), "t")
             .iter()
@@ -278,7 +303,9 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
         "servers",
         "servers-after-crash",
         "tools",
+        "tools-need-user",
         "tasks-need-user",
+        "recordings-dry",
         "tasks",
         "recordings",
         "runs",
@@ -289,24 +316,25 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     }
 }
 
-/// The connection state is visible and the page reconnects by itself when
-/// the hub restarts (on the same address, as after an upgrade).
-#[tokio::test]
-async fn the_page_reconnects_after_the_hub_restarts() {
-    let mut hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
-    let mut page = Page::start(&hub, &[("SCENARIO", "reconnect".into())]);
+/// When the script prints `restart-now`: stop the hub (it closes the
+/// page's socket with 1001), let `between` change its folder, pin its port
+/// in the config and start it again there (as after an upgrade).
+async fn restart_on_same_address(
+    page: &mut Page,
+    mut hub: TestHub,
+    between: impl FnOnce(&Path),
+) -> TestHub {
     loop {
         let l = page.next_line().await.expect("the script ended early");
         if l == "restart-now" {
             break;
         }
     }
-    // Stop the hub (it closes the page's socket with 1001), pin its port in
-    // the config and start it again there.
     let addr = hub.addr.clone();
     let config_path = hub.path().join("config.json");
     let dir = std::mem::replace(&mut hub.dir, tempfile::tempdir().expect("dir"));
     assert!(hub.terminate().await.success());
+    between(dir.path());
     let mut config: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&config_path).expect("config"))
             .expect("json");
@@ -314,6 +342,37 @@ async fn the_page_reconnects_after_the_hub_restarts() {
     write_config(&config_path, &config);
     let hub = TestHub::spawn(dir, &config_path).await;
     assert_eq!(hub.addr, addr);
+    hub
+}
+
+/// The connection state is visible and the page reconnects by itself when
+/// the hub restarts (on the same address, as after an upgrade).
+#[tokio::test]
+async fn the_page_reconnects_after_the_hub_restarts() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut page = Page::start(&hub, &[("SCENARIO", "reconnect".into())]);
+    let _hub = restart_on_same_address(&mut page, hub, |_| {}).await;
     page.say("restarted").await;
     page.finish().await;
+}
+
+/// A hub that comes back with another token: the page stops reconnecting,
+/// says the token was refused and what to do, and connects again with the
+/// new token pasted in.
+#[tokio::test]
+async fn the_page_stops_reconnecting_when_its_token_is_refused() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let old = hub.token.clone().expect("token");
+    let mut page = Page::start(&hub, &[("SCENARIO", "token".into())]);
+    // Its generated token dropped, the hub makes a new one at start.
+    let hub = restart_on_same_address(&mut page, hub, |dir| {
+        std::fs::remove_file(dir.join("state/token")).expect("remove the token")
+    })
+    .await;
+    let fresh = hub.token.clone().expect("token");
+    assert_ne!(fresh, old, "the restarted hub has another token");
+    page.say(&format!("restarted {fresh}")).await;
+    page.finish().await;
+    // The page's old token was refused by the gate.
+    hub.wait_log("status=401").await;
 }

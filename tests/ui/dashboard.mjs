@@ -4,7 +4,9 @@
 // passes HUB (http://127.0.0.1:PORT), TOKEN, OUT (screenshot folder) and
 // RECORDING / RUN (names to open). SCENARIO=reconnect instead checks that
 // the page reconnects by itself after the hub restarts: it prints
-// `restart-now` and waits for `restarted` on stdin. Every wait is for an
+// `restart-now` and waits for `restarted` on stdin; SCENARIO=token that it
+// stops when the restarted hub refuses its token and connects with the new
+// one given as `restarted <token>`. Every wait is for an
 // element or an event, bounded; nothing sleeps. Prints `ok: …` per check;
 // exit 1 on the first failure.
 
@@ -51,6 +53,14 @@ async function callFromForm(tool, fields = {}) {
   await page.click('#tool-detail button[type="submit"]');
 }
 
+/** Wait until the image `selector` has loaded and decoded (naturalWidth > 0). */
+async function imageShown(selector) {
+  await page.waitForFunction((sel) => {
+    const img = document.querySelector(sel);
+    return img && img.complete && img.naturalWidth > 0;
+  }, selector, { timeout: WAIT });
+}
+
 /** A 1280×800 page on the dashboard, connected; console errors are kept
  * unless `expected(text)` says this one is part of the scenario. */
 async function openDashboard(expected = () => false) {
@@ -64,6 +74,95 @@ async function openDashboard(expected = () => false) {
   await page.goto(`${HUB}/ui#token=${TOKEN}`);
   await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
   return ctx;
+}
+
+/** Another client of the hub: its own socket, opened from a document of
+ * the hub's origin, for changes the dashboard hears of through no event.
+ * `ask(msg)` resolves with the reply (a tool_batch: with its batch_complete). */
+async function otherClient() {
+  const ctx = await browser.newContext();
+  const p = await ctx.newPage();
+  // Any document of the hub's origin will do; the style sheet holds no script.
+  await p.goto(`${HUB}/ui/style.css`);
+  const wsUrl = HUB.replace("http://", "ws://") + "/ws";
+  await p.evaluate(([url, token]) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, ["toolhub.v1", "toolhub.token." + token]);
+    const pending = new Map();
+    let n = 0;
+    ws.onmessage = (ev) => {
+      const m = JSON.parse(ev.data);
+      if (m.type === "hello") resolve();
+      // A reply, or a batch's end (its events carry the batch id).
+      const key = m.type === "batch_complete" ? m.batchId : m.replyTo;
+      const f = pending.get(key);
+      if (f) {
+        pending.delete(key);
+        f(m);
+      }
+    };
+    ws.onclose = (e) => reject(new Error(`the other client's socket closed (${e.code})`));
+    window.ask = (msg) => new Promise((res) => {
+      const id = `other-${++n}`;
+      pending.set(id, res);
+      ws.send(JSON.stringify({ ...msg, id }));
+    });
+  }), [wsUrl, TOKEN]);
+  return {
+    ask: (msg) => p.evaluate((m) => window.ask(m), msg),
+    close: () => ctx.close(),
+  };
+}
+
+/** The Refresh and Reload buttons pick up what changed behind the page's back. */
+async function refreshButtons() {
+  await view("servers");
+  await page.waitForSelector("#view p[role=status] >> text=connection(s)", { timeout: WAIT });
+  // A new connection changes the hub's health but sends no event.
+  const other = await otherClient();
+  const now = (await other.ask({ type: "health_check" })).connections;
+  check(await page.$(`#view p[role=status] >> text=${now} connection(s)`) === null, "the servers view does not know of the new connection yet");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector(`#view p[role=status] >> text=${now} connection(s)`, { timeout: WAIT });
+  ok("Refresh in the servers view reads the hub's health again (one more connection)");
+  await page.click('#view .bar button:has-text("Reload tools")');
+  await page.waitForSelector("#server-note >> text=/Tools reloaded: \\d+ tools/", { timeout: WAIT });
+  ok("Reload tools re-lists every server's tools");
+
+  await view("recordings");
+  await page.waitForSelector("#rec-list tbody tr", { timeout: WAIT });
+  await other.ask({ type: "start_recording", name: "made elsewhere" });
+  await other.ask({ type: "tool_call", tool: "t__echo", params: { message: "elsewhere" } });
+  await other.ask({ type: "stop_recording" });
+  check(await page.$('#rec-list button:has-text("made elsewhere")') === null, "another client's new recording is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#rec-list button:has-text("made elsewhere")', { timeout: WAIT });
+  ok("Refresh lists a recording another client made");
+
+  await view("runs");
+  await page.waitForSelector("#run-list tbody tr", { timeout: WAIT });
+  await other.ask({ type: "create_run", theme: "made elsewhere", runId: "made-elsewhere" });
+  check(await page.$('#run-list button:has-text("made-elsewhere")') === null, "another client's new run is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#run-list button:has-text("made-elsewhere")', { timeout: WAIT });
+  ok("Refresh lists a run another client made");
+
+  await view("history");
+  await page.waitForSelector("#hist-table tbody tr", { timeout: WAIT });
+  await other.ask({ type: "tool_call", tool: "t__echo", params: { message: "called elsewhere" } });
+  check(await page.$('#hist-table td.params >> text=called elsewhere') === null, "another client's call is not in the history before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector('#hist-table td.params >> text=called elsewhere', { timeout: WAIT });
+  ok("Refresh shows another client's call in the history");
+
+  await view("tasks");
+  await page.waitForSelector("#task-list tbody tr", { timeout: WAIT });
+  const done = await other.ask({ type: "tool_batch", steps: [{ tool: "t__echo", params: { message: "batch elsewhere" } }] });
+  check(done.state === "success", `another client's batch finished (${done.state})`);
+  check(await page.$(`#task-list td:text-is("${done.batchId}")`) === null, "another client's finished task is not listed before Refresh");
+  await page.click('#view .bar button:has-text("Refresh")');
+  await page.waitForSelector(`#task-list td:text-is("${done.batchId}")`, { timeout: WAIT });
+  ok("Refresh lists a task another client ran");
+  await other.close();
 }
 
 async function otherOriginIsRefused() {
@@ -122,6 +221,18 @@ async function main() {
   await page.waitForSelector("#tool-result .error >> text=NOT_FOUND", { timeout: WAIT });
   await page.waitForSelector("#tool-result .suggestion", { timeout: WAIT });
   ok("a failed call shows its error class and suggestion");
+
+  // A single tool_call a safety rule holds: asked and approved right in
+  // the Tools view (the banner says so meanwhile); the call then returns.
+  await callFromForm("t__echo", { message: "danger single" });
+  await page.waitForSelector("#tool-need article.need >> text=dangerous echo", { timeout: WAIT });
+  await page.waitForSelector("#need-banner:not([hidden])", { timeout: WAIT });
+  ok("a single tool_call's need_user is shown in the Tools view and the banner");
+  await shot("tools-need-user");
+  await page.click('#tool-need button:has-text("Approve")');
+  await page.waitForSelector("#tool-result .ok-box >> text=danger single", { timeout: WAIT });
+  await page.waitForSelector("#need-banner", { state: "hidden", timeout: WAIT });
+  ok("the single call approved from the page returns its result");
 
   // Crash the server from the page, then watch it come back.
   await callFromForm("t__crash");
@@ -207,6 +318,10 @@ async function main() {
   await view("recordings");
   await page.click(`#rec-list button:has-text("${process.env.RECORDING}")`);
   await page.waitForSelector("#rec-steps li", { timeout: WAIT });
+  await imageShown("#rec-chart img");
+  ok("the recording's flowchart is drawn");
+  await imageShown("#rec-steps figure.shot img");
+  ok("a recorded step's image is shown inline (get_artifact)");
   await page.selectOption("#replay-mode", "live");
   await page.click('#rec-detail button:has-text("Replay")');
   await page.waitForSelector("#replay-steps tr.diff ins", { timeout: WAIT });
@@ -221,6 +336,17 @@ async function main() {
   await page.click('#rec-detail button:has-text("Replay")');
   await page.waitForSelector("#replay-summary >> text=Passed (offline)", { timeout: WAIT });
   ok("an offline replay passes with the recorded answers");
+
+  // A dry replay: nothing runs; a recorded step whose params no longer fit
+  // the tool's schema is highlighted with the problem.
+  await page.click(`#rec-list button:has-text("${process.env.RECORDING_DRY}")`);
+  await page.waitForSelector(`#rec-detail h3 >> text=${process.env.RECORDING_DRY}`, { timeout: WAIT });
+  await page.selectOption("#replay-mode", "dry");
+  await page.click('#rec-detail button:has-text("Replay")');
+  await page.waitForSelector('#replay-steps tr.diff[data-step="0"] .diffs li >> text=missing required property', { timeout: WAIT });
+  await page.waitForSelector("#replay-summary .fail-box >> text=Did not pass (dry)", { timeout: WAIT });
+  ok("a dry replay from the page highlights the step that would not run");
+  await shot("recordings-dry");
 
   // Record this page's own call, then find it in the list.
   await page.click("#rec-toggle");
@@ -238,6 +364,8 @@ async function main() {
   await page.click(`#run-list button:has-text("${process.env.RUN}")`);
   await page.waitForSelector("#run-log li", { timeout: WAIT });
   ok("a run's log shows as a timeline");
+  await imageShown('#run-shots figure[data-path="screenshots/001_dashboard-shot.png"] img');
+  ok("the run's saved image is shown in its gallery (get_artifact)");
   await shot("runs");
 
   // History: filter by outcome and server.
@@ -264,6 +392,8 @@ async function main() {
   }, null, { timeout: WAIT });
   ok("history filters by server and tool");
   await shot("history");
+
+  await refreshButtons();
 
   // Keyboard: Tab from the skip link reaches the first view's link.
   await page.focus("a.skip");
@@ -300,6 +430,76 @@ function line(expected) {
   });
 }
 
+/** The next stdin line starting with `prefix`; resolves with the rest. */
+function lineStarting(prefix) {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no "${prefix}…" on stdin`)), 120000);
+    stdin.on("line", (l) => {
+      if (l.startsWith(prefix)) {
+        clearTimeout(t);
+        resolve(l.slice(prefix.length).trim());
+      }
+    });
+  });
+}
+
+/** The hub comes back with another token: the page stops reconnecting,
+ * says the token was refused and what to do, and connects again once the
+ * new token is pasted. The page's timers run on Playwright's clock, so
+ * "no more attempts" is checked by running two minutes of them, not by
+ * waiting. */
+async function tokenRefused() {
+  let refusing = false;
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  page.on("console", (m) => {
+    const expected = refusing && /WebSocket connection to .* failed|status of 401/.test(m.text());
+    if (m.type() === "error" && !expected) errors.push(`console: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
+  // Count every socket the page opens.
+  await page.addInitScript(() => {
+    window.socketsOpened = 0;
+    const Base = window.WebSocket;
+    window.WebSocket = class extends Base {
+      constructor(...args) {
+        super(...args);
+        window.socketsOpened += 1;
+      }
+    };
+  });
+  await page.clock.install();
+  await page.goto(`${HUB}/ui#token=${TOKEN}`);
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  refusing = true;
+  console.log("restart-now");
+  const fresh = await lineStarting("restarted ");
+  // The hub is back with another token; the pending retry (10 s at most) fires.
+  await page.clock.runFor(11000);
+  await page.waitForSelector('#conn[data-state="refused"]', { timeout: WAIT });
+  const why = await page.textContent("#token-box:not([hidden]) #token-why");
+  check(/refused the token/.test(why) && /HTTP 401/.test(why) && why.includes("toolhub ui"),
+    `the page says the token was refused and what to do (${why})`);
+  check(/Token refused/.test(await page.textContent("#conn")), "the connection state says the token was refused");
+  await shot("token-refused");
+  const before = await page.evaluate(() => window.socketsOpened);
+  await page.clock.runFor(120000);
+  const after = await page.evaluate(() => window.socketsOpened);
+  check(after === before, `no socket is opened while the token is refused (${before} → ${after})`);
+  await page.fill("#token-input", fresh);
+  await page.click('#token-form button[type="submit"]');
+  await page.waitForSelector('#conn[data-state="open"]', { timeout: WAIT });
+  refusing = false;
+  check(await page.isHidden("#token-box"), "the new token connects the page and the field goes away");
+  check(await page.evaluate(() => sessionStorage.getItem("toolhub.token")) === fresh, "the new token is kept");
+  await view("tools");
+  await callFromForm("t__echo", { message: "with the new token" });
+  await page.waitForSelector("#tool-result .ok-box >> text=with the new token", { timeout: WAIT });
+  ok("a call works with the new token");
+  check(errors.length === 0, `no console errors${errors.length ? `: ${errors.join(" | ")}` : ""}`);
+  await ctx.close();
+}
+
 async function reconnect() {
   let restarting = false;
   // While the hub is down each retry is refused, and Chromium logs it.
@@ -329,7 +529,8 @@ async function reconnect() {
 }
 
 try {
-  await (process.env.SCENARIO === "reconnect" ? reconnect() : main());
+  const scenarios = { reconnect, token: tokenRefused };
+  await (scenarios[process.env.SCENARIO] || main)();
   stdin.close();
   await browser.close();
   console.log("done");

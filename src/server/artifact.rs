@@ -1,0 +1,58 @@
+//! `get_artifact`: one stored file of a recording or a run, base64 with its
+//! media type. The owner's folder comes from its own store's `dir_of` (id
+//! validated, symlinked folders refused); `store::artifact` confines the
+//! path to that folder and caps the size. The read runs off the reactor.
+
+use serde_json::json;
+
+use crate::app::App;
+use crate::errors::{ErrorType, HubError};
+use crate::protocol::artifact::{ArtifactOwner, ArtifactReq};
+use crate::protocol::{self, MsgId, Outbox};
+use crate::store::artifact::{self, Artifact};
+
+pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq) {
+    let cfg = app.hub.config();
+    let out = out.clone();
+    tokio::spawn(async move {
+        let owner = req.owner.clone();
+        let read = tokio::task::spawn_blocking(move || read(&cfg, &req)).await;
+        let result = read.unwrap_or_else(|e| {
+            Err(HubError::new(
+                ErrorType::Unknown,
+                format!("reading the file failed: {e}"),
+            ))
+        });
+        match result {
+            Ok(a) => {
+                let (key, value) = match &owner {
+                    ArtifactOwner::Recording(r) => ("recordingId", r),
+                    ArtifactOwner::Run(r) => ("runId", r),
+                };
+                let mut body = json!({
+                    "path": a.path,
+                    "mimeType": a.mime,
+                    "bytes": a.bytes.len(),
+                    "data": crate::b64::encode(&a.bytes),
+                });
+                body[key] = json!(value);
+                out.send(protocol::reply("artifact", &id, body))
+            }
+            Err(e) => out.send(protocol::error_msg(&id, &e)),
+        };
+    });
+}
+
+fn read(cfg: &crate::config::Config, req: &ArtifactReq) -> Result<Artifact, HubError> {
+    let (dir, owner) = match &req.owner {
+        ArtifactOwner::Recording(id) => (
+            crate::store::recordings::dir_of(&cfg.recording.storage_path, id)?,
+            format!("recording {id:?}"),
+        ),
+        ArtifactOwner::Run(id) => (
+            crate::runs::store::dir_of(&cfg.runs.storage_path, id)?,
+            format!("run {id:?}"),
+        ),
+    };
+    artifact::read(&dir, &req.path, &owner, artifact::MAX_BYTES)
+}
