@@ -17,7 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::sessions::{ListKind, SessionState};
 use super::Endpoint;
@@ -77,6 +77,12 @@ impl HubServer {
         });
         if let Some(a) = &t.annotations {
             v["annotations"] = a.clone();
+        }
+        // title, outputSchema, icons and _meta as the server listed them.
+        if let (Value::Object(m), Ok(Value::Object(extra))) =
+            (&mut v, serde_json::to_value(&t.extra))
+        {
+            m.extend(extra);
         }
         serde_json::from_value(v).ok()
     }

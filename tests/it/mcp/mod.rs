@@ -1,6 +1,7 @@
 //! `/mcp`: the aggregate as one MCP server, driven by the official
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
+mod aggregate;
 mod conformance;
 mod direct;
 pub(crate) mod driver;

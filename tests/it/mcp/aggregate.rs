@@ -1,0 +1,76 @@
+//! What `/mcp` lists is the servers' own definitions: a tool's `title`,
+//! `outputSchema`, `annotations`, `icons` and `_meta` are passed through
+//! (also in `/ws` `list_tools`), and a tool with an `outputSchema` answers
+//! what the official TypeScript SDK client accepts, failures included.
+
+use serde_json::{json, Value};
+
+use super::driver::{text_of, Driver};
+use super::{hub_with, wait_running};
+use crate::support::testserver_entry;
+
+fn find<'a>(tools: &'a Value, name: &str) -> &'a Value {
+    tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["name"] == name || t["qualifiedName"] == name)
+        .unwrap_or_else(|| panic!("{name} not listed in {tools}"))
+}
+
+#[tokio::test]
+async fn tools_list_passes_title_output_schema_annotations_icons_and_meta_through() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])}), json!({})).await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["t"]).await;
+
+    let (mut d, _) = Driver::connect(&hub, json!({})).await;
+    let listed = d.ok(json!({"op": "listTools"})).await;
+    let add = find(&listed["tools"], "t__add");
+    assert_eq!(add["title"], "Add two numbers", "{add}");
+    assert_eq!(
+        add["outputSchema"],
+        json!({"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]}),
+        "{add}"
+    );
+    assert_eq!(
+        add["icons"],
+        json!([{"src": "https://example.com/add.png", "mimeType": "image/png", "sizes": ["48x48"]}]),
+        "{add}"
+    );
+    assert_eq!(add["_meta"], json!({"example.com/arity": 2}), "{add}");
+    let echo = find(&listed["tools"], "t__echo");
+    assert_eq!(echo["annotations"]["readOnlyHint"], true, "{echo}");
+    assert!(echo.get("outputSchema").is_none(), "{echo}");
+
+    // The SDK client validates structuredContent against the outputSchema
+    // it listed: the server's own result passes.
+    let r = d.call("t__add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(r["structuredContent"], json!({"sum": 5}), "{r}");
+
+    // A failure of such a tool must not make the client throw it away: the
+    // hub's error object is in _meta, not in structuredContent (where it
+    // would fail the schema), and the text says what to do.
+    let r = d.call("t__add", json!({"a": "two", "b": 3})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r.get("structuredContent").is_none(), "{r}");
+    let error = &r["_meta"]["toolhub/error"];
+    assert_eq!(error["errorType"], "INVALID_PARAMS", "{r}");
+    assert_eq!(error["server"], "t", "{r}");
+    assert!(text_of(&r).contains("What to do:"), "{r}");
+    // A tool without an outputSchema keeps the error in structuredContent.
+    let r = d.call("t__fail", json!({"message": "boom"})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert!(r["structuredContent"]["errorType"].is_string(), "{r}");
+
+    // /ws list_tools carries the same definitions.
+    let tools = ws.request(json!({"type": "list_tools"})).await;
+    let add = find(&tools["tools"], "t__add");
+    assert_eq!(add["title"], "Add two numbers", "{add}");
+    assert_eq!(add["outputSchema"]["required"], json!(["sum"]), "{add}");
+    assert_eq!(
+        add["icons"][0]["src"], "https://example.com/add.png",
+        "{add}"
+    );
+    assert_eq!(add["_meta"]["example.com/arity"], 2, "{add}");
+}
