@@ -9,30 +9,38 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
+use super::limit::Ticket;
 use super::sessions::{ListKind, SessionState};
 use super::Endpoint;
+use crate::server::slots::Slot;
 
 const INSTRUCTIONS: &str = "toolhub: every tool of every MCP server behind this hub, named server__tool, plus the hub's own hub__… tools (health_check, history, tool_batch, record_start, …). A failed call says what went wrong and what to do; its error object (errorType, suggestion, recoverable) is in structuredContent.";
 
 /// Ends the session's recording and forgets it when rmcp drops the last
-/// handler instance of the session.
+/// handler instance of the session; gives back its `server.maxConnections`
+/// slot (`limit`) then too.
 struct SessionEnd {
     ep: Arc<Endpoint>,
     state: Arc<SessionState>,
+    slot: std::sync::Mutex<Option<Slot>>,
 }
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
+        // The slot first: "MCP session closed" in the log means it is free.
+        if let Ok(mut slot) = self.slot.lock() {
+            slot.take();
+        }
         self.ep.sessions.remove(&self.state.key);
         if let Some(id) = self.state.http_id() {
             self.ep.fast.remove(id);
@@ -54,6 +62,7 @@ impl HubServer {
             session: Arc::new(SessionEnd {
                 ep: ep.clone(),
                 state,
+                slot: std::sync::Mutex::new(None),
             }),
             ep,
         }
@@ -109,6 +118,25 @@ impl ServerHandler for HubServer {
 
     fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
         std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The slot `limit` took for this session: held until it ends.
+        let ticket = cx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Ticket>());
+        if let (Some(slot), Ok(mut held)) =
+            (ticket.and_then(Ticket::take), self.session.slot.lock())
+        {
+            *held = Some(slot);
+        }
+        cx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {

@@ -6,6 +6,7 @@ mod conformance;
 mod direct;
 pub(crate) mod driver;
 mod gate;
+mod limit;
 mod relay;
 mod stdio;
 
