@@ -74,6 +74,9 @@ pub struct ServerConfig {
     /// An `/mcp` session without any request for this long is ended (and
     /// its `maxConnections` slot freed).
     pub mcp_session_idle: Duration,
+    /// At most this many items per page of an `/mcp` list; more come with
+    /// a `nextCursor`.
+    pub mcp_page_size: usize,
 }
 
 #[derive(Clone, PartialEq, Eq)]

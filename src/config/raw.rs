@@ -53,6 +53,8 @@ pub struct RawServerSection {
     pub mcp_bare_names: Option<bool>,
     /// Milliseconds without a request after which an `/mcp` session ends.
     pub mcp_session_idle: Option<u64>,
+    /// Items per page of an `/mcp` list (`tools/list`, …).
+    pub mcp_page_size: Option<usize>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

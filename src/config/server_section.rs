@@ -83,6 +83,7 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             d::MCP_SESSION_IDLE_MS,
             "/server/mcpSessionIdle",
         )?,
+        mcp_page_size: ctx.positive(r.mcp_page_size, d::MCP_PAGE_SIZE, "/server/mcpPageSize")?,
     })
 }
 

@@ -20,6 +20,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 
 use super::limit::Ticket;
+use super::paging::{self, List};
 use super::sessions::{ListKind, SessionState};
 use super::Endpoint;
 use crate::server::slots::Slot;
@@ -70,6 +71,18 @@ impl HubServer {
 
     fn state(&self) -> &Arc<SessionState> {
         &self.session.state
+    }
+
+    /// One page of a list (`paging`), `server.mcpPageSize` long.
+    fn page<T>(
+        &self,
+        list: List,
+        items: Vec<T>,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        let size = self.ep.app.hub.config().server.mcp_page_size;
+        let cursor = request.and_then(|r| r.cursor);
+        paging::page(list, items, cursor.as_deref(), size)
     }
 
     fn tool(&self, exposed: &str, qualified: &str) -> Option<Tool> {
@@ -152,16 +165,19 @@ impl ServerHandler for HubServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let names = self.ep.tool_names();
-        let tools = names
-            .by_exposed
-            .iter()
+        let pairs: Vec<(&String, &String)> = names.by_exposed.iter().collect();
+        let (pairs, next) = self.page(List::Tools, pairs, request)?;
+        let tools = pairs
+            .into_iter()
             .filter_map(|(e, q)| self.tool(e, q))
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut r = ListToolsResult::with_all_items(tools);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -183,24 +199,28 @@ impl ServerHandler for HubServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let all = self.ep.app.hub.list_resources().await;
-        Ok(ListResourcesResult::with_all_items(
-            all.into_iter().map(|(_, r)| r).collect(),
-        ))
+        let all = all.into_iter().map(|(_, r)| r).collect();
+        let (items, next) = self.page(List::Resources, all, request)?;
+        let mut r = ListResourcesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all = self.ep.app.hub.list_resource_templates().await;
-        Ok(ListResourceTemplatesResult::with_all_items(
-            all.into_iter().map(|(_, t)| t).collect(),
-        ))
+        let all = all.into_iter().map(|(_, t)| t).collect();
+        let (items, next) = self.page(List::Templates, all, request)?;
+        let mut r = ListResourceTemplatesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn read_resource(
@@ -245,11 +265,14 @@ impl ServerHandler for HubServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let prompts = self.ep.prompts().await;
-        Ok(ListPromptsResult::with_all_items(prompts))
+        let (items, next) = self.page(List::Prompts, prompts, request)?;
+        let mut r = ListPromptsResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn get_prompt(

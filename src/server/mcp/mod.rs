@@ -14,6 +14,7 @@ mod fast;
 mod handler;
 mod limit;
 pub mod names;
+mod paging;
 mod sessions;
 
 use std::collections::BTreeMap;
