@@ -321,8 +321,17 @@ impl ServerHandler for HubServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        // 2026-07-28 removed logging/setLevel (a stateless request has no
+        // session to keep a level in): say so rather than pretend.
+        if cx.protocol_version().is_some_and(|v| !v.has_initialize()) {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "logging/setLevel is not part of MCP 2026-07-28, the version of this request; the hub sends no log messages to stateless clients. To receive servers' logs, open a session (initialize with 2025-11-25) and set the level there",
+                None,
+            ));
+        }
         self.state().set_level(request.level);
         self.ep.sessions.apply_levels().await;
         Ok(())

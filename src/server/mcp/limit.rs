@@ -10,13 +10,17 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use rmcp::model::ProtocolVersion;
 use serde_json::Value;
 
 use super::Endpoint;
+use crate::errors::{ErrorType, HubError};
 use crate::server::slots::Slot;
+
+const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// A session's slot on its way to the handler (request extensions must be
 /// `Clone`; the slot is taken out once).
@@ -32,7 +36,13 @@ impl Ticket {
 /// The middleware in front of rmcp (inside the gate): only a POST without
 /// `Mcp-Session-Id` can open a session, so only those are read here.
 pub async fn limit(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) -> Response {
-    if req.method() != Method::POST || req.headers().contains_key(super::SESSION_HEADER) {
+    if let Some(sid) = req.headers().get(super::SESSION_HEADER) {
+        if let Some(refused) = era_mismatch(&ep, sid, req.headers()) {
+            return refused;
+        }
+        return next.run(req).await;
+    }
+    if req.method() != Method::POST {
         return next.run(req).await;
     }
     let (mut parts, body) = req.into_parts();
@@ -52,6 +62,30 @@ pub async fn limit(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) ->
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// A request of a session (whose `initialize` negotiated a version with a
+/// handshake, 2025-11-25 at the newest) that names a sessionless version
+/// (2026-07-28 on) in `MCP-Protocol-Version`: the session's spec wants 400
+/// for a version it does not speak, and rmcp's would say only that
+/// 2026-07-28 `_meta` fields are missing. Other versions are rmcp's to judge.
+fn era_mismatch(ep: &Endpoint, sid: &HeaderValue, headers: &HeaderMap) -> Option<Response> {
+    let asked = headers.get(VERSION_HEADER)?.to_str().ok()?;
+    // The dates order as strings (as in rmcp's `has_initialize`).
+    if asked < ProtocolVersion::NO_INITIALIZE.as_str() {
+        return None;
+    }
+    let negotiated = ep.sessions.negotiated(sid.to_str().ok()?)?;
+    let err = HubError::new(
+        ErrorType::InvalidMessage,
+        format!(
+            "this session negotiated MCP {negotiated} at initialize, but the request says MCP-Protocol-Version: {asked}"
+        ),
+    )
+    .with_suggestion(format!(
+        "send MCP-Protocol-Version: {negotiated} with every request of this session; to speak {asked}, send requests without initialize and without Mcp-Session-Id"
+    ));
+    Some(super::refusal(StatusCode::BAD_REQUEST, Value::Null, err))
 }
 
 /// The JSON-RPC id of an `initialize` request; `None` for anything else.

@@ -2,6 +2,8 @@
 //! `outputSchema`, `annotations`, `icons` and `_meta` are passed through
 //! (also in `/ws` `list_tools`), and a tool with an `outputSchema` answers
 //! what the official TypeScript SDK client accepts, failures included.
+//! Lists come in pages of `server.mcpPageSize`, and the SDK client follows
+//! their cursors.
 
 use serde_json::{json, Value};
 

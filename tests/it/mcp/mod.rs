@@ -5,6 +5,7 @@ mod aggregate;
 mod conformance;
 mod direct;
 pub(crate) mod driver;
+mod era;
 mod gate;
 mod limit;
 mod relay;
