@@ -323,15 +323,7 @@ impl ServerHandler for HubServer {
         request: SetLevelRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        // 2026-07-28 removed logging/setLevel (a stateless request has no
-        // session to keep a level in): say so rather than pretend.
-        if cx.protocol_version().is_some_and(|v| !v.has_initialize()) {
-            return Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                "logging/setLevel is not part of MCP 2026-07-28, the version of this request; the hub sends no log messages to stateless clients. To receive servers' logs, open a session (initialize with 2025-11-25) and set the level there",
-                None,
-            ));
-        }
+        session_only(&cx, "logging/setLevel", "log messages")?;
         self.state().set_level(request.level);
         self.ep.sessions.apply_levels().await;
         Ok(())
@@ -372,4 +364,25 @@ impl ServerHandler for HubServer {
             }
         }
     }
+}
+
+/// 2026-07-28 removed `logging/setLevel` (rmcp itself refuses its removed
+/// `ping` and `resources/subscribe`), and a stateless request has no
+/// session to keep a level in: such a request is `-32601` saying so (done
+/// anyway, it would be a silent no-op).
+fn session_only(
+    cx: &RequestContext<RoleServer>,
+    method: &str,
+    what: &str,
+) -> Result<(), ErrorData> {
+    if cx.protocol_version().is_none_or(|v| v.has_initialize()) {
+        return Ok(());
+    }
+    Err(ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "{method} is not part of MCP 2026-07-28, the version of this request, and the hub sends no {what} to stateless clients; open a session (initialize with 2025-11-25) and send {method} there"
+        ),
+        None,
+    ))
 }

@@ -118,7 +118,8 @@ async fn a_stateless_2026_07_28_request_gets_2026_07_28_results() {
         let m = message(&r);
         assert_eq!(m["result"]["resultType"], "complete", "{m}");
     }
-    // logging/setLevel was removed in 2026-07-28: not a silent no-op.
+    // logging/setLevel was removed in 2026-07-28: not a silent no-op but
+    // -32601 saying what to do (as rmcp answers resources/subscribe).
     let set = json!({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel",
                      "params": {"level": "debug"}});
     let m = message(&stateless(&hub, set, None).await);
@@ -128,4 +129,8 @@ async fn a_stateless_2026_07_28_request_gets_2026_07_28_results() {
         text.contains("2026-07-28") && text.contains("initialize"),
         "{m}"
     );
+    let sub = json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe",
+                     "params": {"uri": "test://static-text"}});
+    let m = message(&stateless(&hub, sub, Some("test://static-text")).await);
+    assert_eq!(m["error"]["code"], -32601, "{m}");
 }
