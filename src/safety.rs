@@ -85,6 +85,7 @@ mod tests {
             description: String::new(),
             input_schema: json!({}),
             annotations: None,
+            extra: Default::default(),
         }
     }
 

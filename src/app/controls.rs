@@ -289,6 +289,7 @@ impl LocalTools for Controls {
                 } else {
                     json!({"destructiveHint": true})
                 }),
+                extra: Default::default(),
             })
             .collect()
     }

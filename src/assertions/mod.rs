@@ -232,6 +232,7 @@ impl LocalTools for Assertions {
                     description: Some(tool.description(alias_of)),
                     input_schema: tool.input_schema(),
                     annotations: Some(json!({"readOnlyHint": true, "idempotentHint": true})),
+                    extra: Default::default(),
                 }
             })
             .collect()

@@ -269,6 +269,7 @@ impl LocalTools for Builtin {
                 description: Some(description.to_string()),
                 input_schema: schema,
                 annotations: None,
+                extra: Default::default(),
             })
             .collect()
     }

@@ -11,6 +11,11 @@ pub const LISTEN: &str = "127.0.0.1:8765";
 pub const ALLOWED_ORIGINS: &[&str] = &["chrome-extension://*"];
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_CONNECTIONS: usize = 64;
+/// `server.mcpSessionIdle`: rmcp's own default for its sessions.
+pub const MCP_SESSION_IDLE_MS: u64 = 300_000;
+/// `server.mcpPageSize`: large, so that only a very large aggregate pages
+/// (some MCP clients do not follow `nextCursor`).
+pub const MCP_PAGE_SIZE: usize = 1000;
 pub const SEND_QUEUE: usize = 1024;
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 pub const PING_INTERVAL_MS: u64 = 20_000;

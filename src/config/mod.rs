@@ -71,6 +71,12 @@ pub struct ServerConfig {
     /// At `/mcp`, list a tool or prompt under its bare name when no other
     /// tool or prompt has that name (qualified `server__name` otherwise).
     pub mcp_bare_names: bool,
+    /// An `/mcp` session without any request for this long is ended (and
+    /// its `maxConnections` slot freed).
+    pub mcp_session_idle: Duration,
+    /// At most this many items per page of an `/mcp` list; more come with
+    /// a `nextCursor`.
+    pub mcp_page_size: usize,
 }
 
 #[derive(Clone, PartialEq, Eq)]

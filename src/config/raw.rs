@@ -51,6 +51,10 @@ pub struct RawServerSection {
     pub mcp_endpoint: Option<bool>,
     /// List tools and prompts at `/mcp` under their bare names where unique.
     pub mcp_bare_names: Option<bool>,
+    /// Milliseconds without a request after which an `/mcp` session ends.
+    pub mcp_session_idle: Option<u64>,
+    /// Items per page of an `/mcp` list (`tools/list`, …).
+    pub mcp_page_size: Option<usize>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

@@ -159,12 +159,13 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
 /// The keys read only at start-up. A reload cannot apply them: they keep
 /// the value the hub started with (so the config in force says what the hub
 /// does) and are named as needing a restart.
-pub const RESTART_KEYS: [&str; 5] = [
+pub const RESTART_KEYS: [&str; 6] = [
     "server.listen",
     "server.mcpEndpoint",
     "server.handshakeTimeout",
     "taskEngine.stateDir",
     "taskEngine.durability",
+    "server.mcpSessionIdle",
 ];
 
 /// Set the start-up-only keys of `new` back to their values in `started`;
@@ -192,6 +193,11 @@ pub fn keep_restart_keys(started: &Config, new: &mut Config) -> Vec<&'static str
     if s.durability != n.durability {
         n.durability = s.durability;
         differ.push(RESTART_KEYS[4]);
+    }
+    let (s, n) = (&started.server, &mut new.server);
+    if s.mcp_session_idle != n.mcp_session_idle {
+        n.mcp_session_idle = s.mcp_session_idle;
+        differ.push(RESTART_KEYS[5]);
     }
     differ
 }

@@ -78,6 +78,12 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
         )?,
         mcp_endpoint: r.mcp_endpoint.unwrap_or(true),
         mcp_bare_names: r.mcp_bare_names.unwrap_or(false),
+        mcp_session_idle: ctx.ms(
+            r.mcp_session_idle,
+            d::MCP_SESSION_IDLE_MS,
+            "/server/mcpSessionIdle",
+        )?,
+        mcp_page_size: ctx.positive(r.mcp_page_size, d::MCP_PAGE_SIZE, "/server/mcpPageSize")?,
     })
 }
 

@@ -160,6 +160,7 @@ mod tests {
             description: Some(desc.into()),
             input_schema: json!({"type": "object"}),
             annotations: None,
+            extra: Default::default(),
         };
         ToolSnapshot::build(vec![("s".to_string(), vec![raw])], "hub")
     }

@@ -93,6 +93,9 @@ impl Offline {
                         .filter(Value::is_object)
                         .unwrap_or_else(|| serde_json::json!({"type": "object"})),
                     annotations: def.and_then(|d| d.get("annotations").cloned()),
+                    extra: def
+                        .and_then(|d| serde_json::from_value(d.clone()).ok())
+                        .unwrap_or_default(),
                 }
             })
             .collect()

@@ -20,12 +20,30 @@ use crate::suggest::did_you_mean;
 pub use names::{assign_qualified_names, is_valid_qualified_name, MAX_QUALIFIED_LEN};
 
 /// A tool as a server listed it (the part of MCP `Tool` the hub keeps).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RawTool {
     pub name: String,
     pub description: Option<String>,
     pub input_schema: Value,
     pub annotations: Option<Value>,
+    /// What else the server said of the tool, passed on as it is.
+    pub extra: ToolExtra,
+}
+
+/// The parts of an MCP `Tool` the hub does not interpret but passes on
+/// unchanged (`/mcp` `tools/list`, `/ws` `list_tools`): its `title`,
+/// `outputSchema`, `icons` and `_meta`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExtra {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Value>,
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Value>,
 }
 
 /// One tool of the aggregated list, as `list_tools` sends it.
@@ -43,6 +61,9 @@ pub struct ToolInfo {
     /// MCP `ToolAnnotations` JSON (`readOnlyHint`, `destructiveHint`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// `title`, `outputSchema`, `icons`, `_meta`, when the server sent them.
+    #[serde(flatten)]
+    pub extra: ToolExtra,
 }
 
 /// What changed between two snapshots, as qualified names, each list sorted.
@@ -50,7 +71,8 @@ pub struct ToolInfo {
 pub struct ToolDiff {
     pub added: Vec<String>,
     pub removed: Vec<String>,
-    /// Same qualified name, different description, inputSchema or annotations.
+    /// Same qualified name, a different definition (description, inputSchema,
+    /// annotations, title, outputSchema, icons or `_meta`).
     pub changed: Vec<String>,
 }
 
@@ -119,6 +141,7 @@ impl ToolSnapshot {
                     description: tool.description.unwrap_or_default(),
                     input_schema: tool.input_schema,
                     annotations: tool.annotations,
+                    extra: tool.extra,
                 })
             })
             .collect();

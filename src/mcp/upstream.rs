@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
 use crate::mcp::ordered::{OrderedTransport, Seq};
-use crate::mcp::registry::RawTool;
+use crate::mcp::registry::{RawTool, ToolExtra};
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
 
 /// How many stderr lines of a child are kept for `health_status`.
@@ -453,6 +453,12 @@ pub async fn list_tools(
                     description: t.description.map(|d| d.to_string()),
                     input_schema: Value::Object((*t.input_schema).clone()),
                     annotations: t.annotations.and_then(|a| serde_json::to_value(a).ok()),
+                    extra: ToolExtra {
+                        title: t.title,
+                        output_schema: t.output_schema.map(|s| Value::Object((*s).clone())),
+                        icons: t.icons.and_then(|i| serde_json::to_value(i).ok()),
+                        meta: t.meta.and_then(|m| serde_json::to_value(m).ok()),
+                    },
                 });
             }
             match page.next_cursor {

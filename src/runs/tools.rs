@@ -144,6 +144,7 @@ impl LocalTools for RunTools {
                     Tool::Delete => json!({"destructiveHint": true}),
                     _ => json!({"readOnlyHint": false}),
                 }),
+                extra: Default::default(),
             })
             .collect()
     }

@@ -13,29 +13,21 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
+use super::slots::Slot;
 use crate::app::App;
-use crate::hub::Hub;
 use crate::protocol::{self, Outbox};
 
-/// Releases the connection slot however the connection ends.
-struct Slot(Hub);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
 /// Serve one socket; every log line carries `conn{session}`.
-pub async fn run(socket: WebSocket, app: App) {
+pub async fn run(socket: WebSocket, app: App, slot: Slot) {
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
-    tracing::Instrument::instrument(serve(socket, app, session), span).await;
+    tracing::Instrument::instrument(serve(socket, app, session, slot), span).await;
 }
 
-async fn serve(socket: WebSocket, app: App, session: String) {
+/// `slot` is the connection's place in `server.maxConnections`, given
+/// back when this ends.
+async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
     let hub = app.hub.clone();
-    let slot = Slot(hub.clone());
     tracing::info!("client connected");
     let cfg = hub.config();
     let (sink, mut stream) = socket.split();

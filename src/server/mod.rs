@@ -7,10 +7,9 @@ mod conn;
 mod dispatch;
 pub mod gate;
 pub mod mcp;
+pub mod slots;
 pub mod stdio;
 pub mod ui;
-
-use std::sync::atomic::Ordering;
 
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{Request, State};
@@ -154,25 +153,12 @@ async fn ws_upgrade(
         return refuse(r);
     }
     let cfg = state.app.hub.config();
-    let max = cfg.server.max_connections;
-    // Reserve a slot before upgrading; conn::run releases it.
-    let prev = state.app.hub.connections.fetch_add(1, Ordering::SeqCst);
-    if prev >= max {
-        state.app.hub.connections.fetch_sub(1, Ordering::SeqCst);
-        tracing::warn!(
-            limit = max,
-            "connection refused: server.maxConnections reached"
-        );
-        let err = crate::errors::HubError::new(
-            crate::errors::ErrorType::LimitExceeded,
-            format!("the hub already serves {max} connections (server.maxConnections)"),
-        );
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            Json(serde_json::json!({ "error": err })),
-        )
-            .into_response();
-    }
+    // Reserve a slot before upgrading; the connection holds it to its end
+    // (a failed upgrade drops it with the callback).
+    let slot = match slots::Slot::reserve(&state.app.hub) {
+        Ok(slot) => slot,
+        Err(e) => return slots::refused(e),
+    };
     // Frames a little over the limit are still read so they can be answered
     // with LIMIT_EXCEEDED; far larger ones close the socket (1009).
     let frame_cap = cfg
@@ -181,7 +167,6 @@ async fn ws_upgrade(
         .saturating_mul(2)
         .max(64 * 1024);
     let app = state.app.clone();
-    let hub = app.hub.clone();
     ws.protocols([gate::SUBPROTOCOL])
         // Our frames are small: an 8 KiB read buffer (it grows for a large
         // frame) instead of tungstenite's eager 128 KiB per connection.
@@ -189,14 +174,8 @@ async fn ws_upgrade(
         .write_buffer_size(WS_BUFFER)
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
-        .on_failed_upgrade({
-            let hub = hub.clone();
-            move |e| {
-                hub.connections.fetch_sub(1, Ordering::SeqCst);
-                tracing::warn!(error = %e, "websocket upgrade failed");
-            }
-        })
-        .on_upgrade(move |socket| conn::run(socket, app))
+        .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
+        .on_upgrade(move |socket| conn::run(socket, app, slot))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {

@@ -5,6 +5,7 @@
 //   {"id":1,"op":"connect","url":"http://127.0.0.1:PORT/mcp","token":"…",
 //    "sampling":{"text":"…"}, "elicitation":{"action":"accept","content":{…}}}
 //   {"id":2,"op":"listTools"}            -> {"id":2,"ok":true,"result":{…}}
+//   {"id":2,"op":"listPaged","list":"tools"} -> {"pages":[{…,"nextCursor"},…]}
 //   {"id":3,"op":"callTool","name":"…","arguments":{…},"progress":true}
 //   {"id":4,"op":"abort","target":3}     (cancels op 3: notifications/cancelled)
 //   events: {"event":"notification","method":"…","params":{…}}
@@ -96,6 +97,25 @@ async function run(cmd) {
       const ac = aborts.get(cmd.target);
       if (ac) ac.abort('test aborted the call');
       return { aborted: !!ac };
+    }
+    case 'listPaged': {
+      // Every page of a list, following nextCursor as a client must:
+      // {"op":"listPaged","list":"tools"|"resources"|"resourceTemplates"|"prompts","cursor"?}
+      const fetchPage = {
+        tools: (p) => client.listTools(p),
+        resources: (p) => client.listResources(p),
+        resourceTemplates: (p) => client.listResourceTemplates(p),
+        prompts: (p) => client.listPrompts(p),
+      }[cmd.list];
+      const pages = [];
+      let cursor = cmd.cursor;
+      for (let i = 0; i < 1000; i++) {
+        const page = await fetchPage(cursor === undefined ? undefined : { cursor });
+        pages.push(page);
+        cursor = page.nextCursor;
+        if (cursor === undefined) break;
+      }
+      return { pages };
     }
     case 'listResources':
       return client.listResources();

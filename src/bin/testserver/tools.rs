@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::model::{Icon, JsonObject, MetaObject, Tool, ToolAnnotations};
 use rmcp::ErrorData;
 use serde_json::{json, Number, Value};
 
@@ -52,6 +52,14 @@ pub fn builtin_tools() -> Vec<Tool> {
         ),
     );
     add_tool.output_schema = Some(schema(json!({"sum": {"type": "number"}}), &["sum"]));
+    // The rest of a tool's definition, for tests that it is passed on.
+    add_tool.title = Some("Add two numbers".into());
+    add_tool.icons = Some(vec![Icon::new("https://example.com/add.png")
+        .with_mime_type("image/png")
+        .with_sizes(vec!["48x48".into()])]);
+    let mut meta = JsonObject::new();
+    meta.insert("example.com/arity".into(), json!(2));
+    add_tool.meta = Some(MetaObject(meta));
     vec![
         tool(
             "echo",

@@ -13,6 +13,7 @@ fn tool(name: &str) -> RawTool {
         description: Some(format!("{name} does things")),
         input_schema: json!({"type": "object", "properties": {"x": {"type": "string"}}}),
         annotations: None,
+        extra: Default::default(),
     }
 }
 

@@ -40,7 +40,7 @@ pub async fn call_tool(
     let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some());
     let (link, mut forwards) = CallLink::new(session.into(), can_sample, can_elicit);
     let call = CallRequest {
-        tool,
+        tool: tool.clone(),
         params,
         timeout: None,
         session: session.to_string(),
@@ -79,7 +79,8 @@ pub async fn call_tool(
     while let Ok(f) = forwards.try_recv() {
         let _ = forward(&cx, &token, f).await;
     }
-    to_result(&outcome)
+    // rmcp drops `resultType` for a peer of a session era.
+    finish(ep, &tool, &outcome)
 }
 
 /// `tools/call` answered by the direct path (`fast`): a client that can be
@@ -96,7 +97,7 @@ pub async fn call_direct(
     let tool = ep.tool_names().to_call(&req.name);
     let (link, mut forwards) = CallLink::new(session.into(), false, false);
     let call = CallRequest {
-        tool,
+        tool: tool.clone(),
         params: Value::Object(req.arguments.unwrap_or_default()),
         timeout: None,
         session: session.to_string(),
@@ -116,7 +117,11 @@ pub async fn call_direct(
     while let Ok(f) = forwards.try_recv() {
         log_aside(peer, f);
     }
-    to_result(&outcome)
+    let mut r = finish(ep, &tool, &outcome);
+    // Only sessions (2025-11-25 and before) come here, and `resultType` is
+    // a 2026-07-28 field: leave it out, as rmcp does for these peers.
+    r.result_type = None;
+    r
 }
 
 /// A log message on the session's standalone stream; nothing else can
@@ -262,16 +267,50 @@ async fn confirm_by_elicitation(
     }
 }
 
+/// Where a failure's error object goes for a tool with an `outputSchema`.
+pub const ERROR_META_KEY: &str = "toolhub/error";
+
+/// [`to_result`], then for a tool that declares an `outputSchema` the
+/// failure's error object moves from `structuredContent` to
+/// `_meta["toolhub/error"]`: clients check `structuredContent` against the
+/// schema even on `isError` (the official TypeScript SDK does, and throws),
+/// so the error object there would make the client discard the failure.
+fn finish(ep: &Endpoint, tool: &str, o: &CallOutcome) -> CallToolResult {
+    let mut r = to_result(o);
+    if o.success || !declares_output_schema(ep, tool) {
+        return r;
+    }
+    if let Some(error) = r.structured_content.take() {
+        let mut meta = r.meta.take().unwrap_or_default();
+        meta.0.insert(ERROR_META_KEY.to_string(), error);
+        r.meta = Some(meta);
+    }
+    r
+}
+
+fn declares_output_schema(ep: &Endpoint, tool: &str) -> bool {
+    ep.app
+        .hub
+        .tools()
+        .resolve(tool)
+        .is_ok_and(|t| t.extra.output_schema.is_some())
+}
+
 /// The MCP result of a call: the server's own result when it succeeded,
 /// else `isError` with a sentence saying what went wrong and what to do,
 /// and the hub's error object as `structuredContent`.
 pub fn to_result(o: &CallOutcome) -> CallToolResult {
     if o.success {
-        if let Some(r) = o
+        if let Some(mut r) = o
             .raw
             .as_ref()
             .and_then(|raw| serde_json::from_value::<CallToolResult>(raw.clone()).ok())
         {
+            // The server's own result, from a session-era server: a
+            // 2026-07-28 client needs `resultType` (rmcp strips it again
+            // for older peers).
+            r.result_type
+                .get_or_insert(rmcp::model::ResultType::COMPLETE);
             return r;
         }
         let text = match &o.result {

@@ -18,7 +18,8 @@
 //!   it likewise;
 //! - a server's log message during the call goes to the session's
 //!   standalone stream (there is no request stream to carry it);
-//! - a session is ended after `IDLE` without any request, the rule rmcp
+//! - a session is ended after `server.mcpSessionIdle` without any request
+//!   (5 minutes by default), the rule rmcp
 //!   applies to its own sessions (whose idle clock no longer sees the calls
 //!   answered here, so rmcp's own one is off and this one replaces it).
 
@@ -42,8 +43,6 @@ use tokio_util::sync::CancellationToken;
 use super::sessions::SessionState;
 use super::Endpoint;
 
-/// A session with no request for this long is ended (rmcp's default).
-pub const IDLE: Duration = Duration::from_secs(300);
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The first protocol version without sessions.

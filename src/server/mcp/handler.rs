@@ -9,30 +9,39 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::json;
+use serde_json::{json, Value};
 
+use super::limit::Ticket;
+use super::paging::{self, List};
 use super::sessions::{ListKind, SessionState};
 use super::Endpoint;
+use crate::server::slots::Slot;
 
 const INSTRUCTIONS: &str = "toolhub: every tool of every MCP server behind this hub, named server__tool, plus the hub's own hub__… tools (health_check, history, tool_batch, record_start, …). A failed call says what went wrong and what to do; its error object (errorType, suggestion, recoverable) is in structuredContent.";
 
 /// Ends the session's recording and forgets it when rmcp drops the last
-/// handler instance of the session.
+/// handler instance of the session; gives back its `server.maxConnections`
+/// slot (`limit`) then too.
 struct SessionEnd {
     ep: Arc<Endpoint>,
     state: Arc<SessionState>,
+    slot: std::sync::Mutex<Option<Slot>>,
 }
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
+        // The slot first: "MCP session closed" in the log means it is free.
+        if let Ok(mut slot) = self.slot.lock() {
+            slot.take();
+        }
         self.ep.sessions.remove(&self.state.key);
         if let Some(id) = self.state.http_id() {
             self.ep.fast.remove(id);
@@ -54,6 +63,7 @@ impl HubServer {
             session: Arc::new(SessionEnd {
                 ep: ep.clone(),
                 state,
+                slot: std::sync::Mutex::new(None),
             }),
             ep,
         }
@@ -61,6 +71,18 @@ impl HubServer {
 
     fn state(&self) -> &Arc<SessionState> {
         &self.session.state
+    }
+
+    /// One page of a list (`paging`), `server.mcpPageSize` long.
+    fn page<T>(
+        &self,
+        list: List,
+        items: Vec<T>,
+        request: Option<PaginatedRequestParams>,
+    ) -> Result<(Vec<T>, Option<String>), ErrorData> {
+        let size = self.ep.app.hub.config().server.mcp_page_size;
+        let cursor = request.and_then(|r| r.cursor);
+        paging::page(list, items, cursor.as_deref(), size)
     }
 
     fn tool(&self, exposed: &str, qualified: &str) -> Option<Tool> {
@@ -77,6 +99,12 @@ impl HubServer {
         });
         if let Some(a) = &t.annotations {
             v["annotations"] = a.clone();
+        }
+        // title, outputSchema, icons and _meta as the server listed them.
+        if let (Value::Object(m), Ok(Value::Object(extra))) =
+            (&mut v, serde_json::to_value(&t.extra))
+        {
+            m.extend(extra);
         }
         serde_json::from_value(v).ok()
     }
@@ -105,6 +133,25 @@ impl ServerHandler for HubServer {
         std::borrow::Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The slot `limit` took for this session: held until it ends.
+        let ticket = cx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Ticket>());
+        if let (Some(slot), Ok(mut held)) =
+            (ticket.and_then(Ticket::take), self.session.slot.lock())
+        {
+            *held = Some(slot);
+        }
+        cx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
         self.ep.sessions.add(self.state().clone(), cx.peer.clone());
         let headers = cx
@@ -118,16 +165,19 @@ impl ServerHandler for HubServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let names = self.ep.tool_names();
-        let tools = names
-            .by_exposed
-            .iter()
+        let pairs: Vec<(&String, &String)> = names.by_exposed.iter().collect();
+        let (pairs, next) = self.page(List::Tools, pairs, request)?;
+        let tools = pairs
+            .into_iter()
             .filter_map(|(e, q)| self.tool(e, q))
             .collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut r = ListToolsResult::with_all_items(tools);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -149,24 +199,28 @@ impl ServerHandler for HubServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let all = self.ep.app.hub.list_resources().await;
-        Ok(ListResourcesResult::with_all_items(
-            all.into_iter().map(|(_, r)| r).collect(),
-        ))
+        let all = all.into_iter().map(|(_, r)| r).collect();
+        let (items, next) = self.page(List::Resources, all, request)?;
+        let mut r = ListResourcesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn list_resource_templates(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all = self.ep.app.hub.list_resource_templates().await;
-        Ok(ListResourceTemplatesResult::with_all_items(
-            all.into_iter().map(|(_, t)| t).collect(),
-        ))
+        let all = all.into_iter().map(|(_, t)| t).collect();
+        let (items, next) = self.page(List::Templates, all, request)?;
+        let mut r = ListResourceTemplatesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn read_resource(
@@ -211,11 +265,14 @@ impl ServerHandler for HubServer {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let prompts = self.ep.prompts().await;
-        Ok(ListPromptsResult::with_all_items(prompts))
+        let (items, next) = self.page(List::Prompts, prompts, request)?;
+        let mut r = ListPromptsResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
     }
 
     async fn get_prompt(
@@ -264,8 +321,9 @@ impl ServerHandler for HubServer {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        session_only(&cx, "logging/setLevel", "log messages")?;
         self.state().set_level(request.level);
         self.ep.sessions.apply_levels().await;
         Ok(())
@@ -306,4 +364,25 @@ impl ServerHandler for HubServer {
             }
         }
     }
+}
+
+/// 2026-07-28 removed `logging/setLevel` (rmcp itself refuses its removed
+/// `ping` and `resources/subscribe`), and a stateless request has no
+/// session to keep a level in: such a request is `-32601` saying so (done
+/// anyway, it would be a silent no-op).
+fn session_only(
+    cx: &RequestContext<RoleServer>,
+    method: &str,
+    what: &str,
+) -> Result<(), ErrorData> {
+    if cx.protocol_version().is_none_or(|v| v.has_initialize()) {
+        return Ok(());
+    }
+    Err(ErrorData::new(
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        format!(
+            "{method} is not part of MCP 2026-07-28, the version of this request, and the hub sends no {what} to stateless clients; open a session (initialize with 2025-11-25) and send {method} there"
+        ),
+        None,
+    ))
 }

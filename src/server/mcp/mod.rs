@@ -12,7 +12,9 @@
 mod call;
 mod fast;
 mod handler;
+mod limit;
 pub mod names;
+mod paging;
 mod sessions;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,7 @@ use rmcp::model::Prompt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ErrorData;
+use serde_json::Value;
 
 use super::gate::Gate;
 use crate::app::App;
@@ -34,9 +37,10 @@ use crate::mcp::registry::assign_qualified_names;
 use names::{exposed_names, NameCache, ToolNames};
 use sessions::Sessions;
 
-/// JSON-RPC error code of a request the gate refused (implementation-defined
-/// server error range).
+/// JSON-RPC error code of a request the gate or the connection limit
+/// refused (implementation-defined server error range).
 const REFUSED: i64 = -32001;
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// What every handler instance shares.
 pub struct Endpoint {
@@ -115,11 +119,13 @@ pub fn router(app: App, gate: Gate) -> Router {
     sessions::spawn_tool_watch(hub.clone(), sessions.clone());
     let fast = Arc::new(fast::FastPath::new());
     // rmcp's idle clock sees only what it serves; the direct path's clock
-    // sees every request, so it ends idle sessions instead (`fast::IDLE`).
+    // sees every request, so it ends idle sessions instead
+    // (`server.mcpSessionIdle`, read at start).
     let mut manager = LocalSessionManager::default();
     manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
-    fast.spawn_reaper(manager.clone(), fast::IDLE, hub.shutdown.clone());
+    let idle = hub.config().server.mcp_session_idle;
+    fast.spawn_reaper(manager.clone(), idle, hub.shutdown.clone());
     let ep = Arc::new(Endpoint {
         app,
         sessions,
@@ -142,6 +148,10 @@ pub fn router(app: App, gate: Gate) -> Router {
     );
     Router::new()
         .route_service("/mcp", service)
+        .route_layer(axum::middleware::from_fn_with_state(
+            ep.clone(),
+            limit::limit,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(ep, fast::direct))
         .route_layer(axum::middleware::from_fn_with_state(gate, gated))
 }
@@ -160,12 +170,7 @@ async fn gated(State(gate): State<Gate>, req: Request, next: Next) -> Response {
             if let Some(s) = r.suggestion.clone() {
                 err = err.with_suggestion(s);
             }
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {"code": REFUSED, "message": r.message, "data": err},
-            });
-            let mut resp = (r.status, Json(body)).into_response();
+            let mut resp = refusal(r.status, Value::Null, err);
             if r.status == StatusCode::UNAUTHORIZED {
                 resp.headers_mut().insert(
                     axum::http::header::WWW_AUTHENTICATE,
@@ -175,4 +180,28 @@ async fn gated(State(gate): State<Gate>, req: Request, next: Next) -> Response {
             resp
         }
     }
+}
+
+/// A refused request: `status` with a JSON-RPC error whose message is the
+/// error's and whose `data` is the hub's error object, so MCP clients show
+/// what happened and what to do.
+fn refusal(status: StatusCode, id: Value, err: crate::errors::HubError) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": REFUSED, "message": err.message, "data": err},
+    });
+    (status, Json(body)).into_response()
+}
+
+/// A request body, read whole up to `server.maxMessageBytes` (at least
+/// 64 KiB); a larger one is answered 413.
+async fn read_body(ep: &Endpoint, body: axum::body::Body) -> Result<axum::body::Bytes, Response> {
+    let limit = ep.app.hub.config().server.max_message_bytes.max(64 * 1024);
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let msg = format!(
+            "the request body could not be read ({e}); a request may be at most {limit} bytes (server.maxMessageBytes)"
+        );
+        (StatusCode::PAYLOAD_TOO_LARGE, msg).into_response()
+    })
 }

@@ -111,6 +111,15 @@ impl Sessions {
         }
     }
 
+    /// The protocol version a live session negotiated, by its
+    /// `Mcp-Session-Id`.
+    pub fn negotiated(&self, http_id: &str) -> Option<rmcp::model::ProtocolVersion> {
+        self.live()
+            .into_iter()
+            .find(|(s, _)| s.http_id().is_some_and(|id| &**id == http_id))
+            .and_then(|(_, peer)| peer.peer_info().map(|i| i.protocol_version.clone()))
+    }
+
     /// A session ended (its handler was dropped).
     pub fn remove(&self, key: &str) {
         if let Ok(mut o) = self.open.lock() {

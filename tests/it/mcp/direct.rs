@@ -8,17 +8,17 @@ use serde_json::{json, Value};
 use super::{hub_with, wait_running};
 use crate::support::{testserver_entry, TestHub};
 
-struct Reply {
-    status: u16,
-    headers: String,
-    body: String,
+pub(super) struct Reply {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
 }
 
-async fn post(hub: &TestHub, session: Option<&str>, auth: bool, body: Value) -> Reply {
+pub(super) async fn post(hub: &TestHub, session: Option<&str>, auth: bool, body: Value) -> Reply {
     post_with(hub, session, auth, body, &[]).await
 }
 
-async fn post_with(
+pub(super) async fn post_with(
     hub: &TestHub,
     session: Option<&str>,
     auth: bool,
@@ -62,12 +62,16 @@ async fn post_with(
 }
 
 /// initialize + notifications/initialized; the session id.
-async fn open(hub: &TestHub, capabilities: Value) -> String {
+pub(super) async fn open(hub: &TestHub, capabilities: Value) -> String {
     open_asking(hub, capabilities, "2025-06-18").await.0
 }
 
 /// The same, asking for `version`: (session id, the negotiated version).
-async fn open_asking(hub: &TestHub, capabilities: Value, version: &str) -> (String, String) {
+pub(super) async fn open_asking(
+    hub: &TestHub,
+    capabilities: Value,
+    version: &str,
+) -> (String, String) {
     let r = post(
         hub,
         None,

@@ -1,10 +1,13 @@
 //! `/mcp`: the aggregate as one MCP server, driven by the official
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
+mod aggregate;
 mod conformance;
 mod direct;
 pub(crate) mod driver;
+mod era;
 mod gate;
+mod limit;
 mod relay;
 mod stdio;
 
