@@ -84,8 +84,10 @@ pub async fn call_tool(
 }
 
 /// `tools/call` answered by the direct path (`fast`): a client that can be
-/// asked nothing back and wants no progress. A server's log message during
-/// the call goes to the session's standalone stream.
+/// asked nothing back and wants no progress. The call carries no link, so
+/// on a stdio server it takes the fast lane (`mcp::lane`); a server's log
+/// message during the call goes to the session's standalone stream (where
+/// `Sessions::log` sends it when the session has no call to attach it to).
 pub async fn call_direct(
     ep: &Endpoint,
     session: &str,
@@ -95,7 +97,6 @@ pub async fn call_direct(
 ) -> CallToolResult {
     let app = &ep.app;
     let tool = ep.tool_names().to_call(&req.name);
-    let (link, mut forwards) = CallLink::new(session.into(), false, false);
     let call = CallRequest {
         tool: tool.clone(),
         params: Value::Object(req.arguments.unwrap_or_default()),
@@ -104,35 +105,14 @@ pub async fn call_direct(
         retry: RetryOverride::Default,
         cancel,
         on_retry: None,
-        link: Some(link),
+        link: None,
     };
-    let work = run(app, peer, call, false);
-    tokio::pin!(work);
-    let outcome = loop {
-        tokio::select! {
-            outcome = &mut work => break outcome,
-            Some(f) = forwards.recv() => log_aside(peer, f),
-        }
-    };
-    while let Ok(f) = forwards.try_recv() {
-        log_aside(peer, f);
-    }
+    let outcome = run(app, peer, call, false).await;
     let mut r = finish(ep, &tool, &outcome);
     // Only sessions (2025-11-25 and before) come here, and `resultType` is
     // a 2026-07-28 field: leave it out, as rmcp does for these peers.
     r.result_type = None;
     r
-}
-
-/// A log message on the session's standalone stream; nothing else can
-/// reach a direct call (no progress token, no sampling or elicitation).
-fn log_aside(peer: &Peer<RoleServer>, f: Forward) {
-    if let Forward::Log(m) = f {
-        let peer = peer.clone();
-        tokio::spawn(async move {
-            let _ = peer.notify_logging_message(m).await;
-        });
-    }
 }
 
 /// Pass one forward to the client; an ask becomes a future to drive.
