@@ -16,7 +16,8 @@
 //! `/proc/<pid>/stat` (the hub process only), RSS from `/proc/<pid>/status`.
 //! This machine is shared and noisy: read the ratios, not the absolute times.
 //! `relay/runs.rs` adds the `list_runs` figure over 1,000 runs,
-//! `relay/retention.rs` the RSS after 1,000 and 10,000 small batches.
+//! `relay/retention.rs` the RSS after 1,000 and 10,000 small batches,
+//! `relay/mcp.rs` the `/mcp` row (a lean keep-alive HTTP client).
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -31,6 +32,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "relay/mcp.rs"]
+mod mcp;
 #[path = "relay/recovery.rs"]
 mod recovery;
 #[path = "relay/retention.rs"]
@@ -533,6 +536,10 @@ async fn main() {
         }
     }
     let load_kib = status_kib(pid, "VmHWM");
+    // The MCP endpoint, sequential, with a lean HTTP client.
+    let lean = mcp::McpLean::open(&hub).await;
+    let m_seq = sequential(&lean, n).await;
+    drop(lean);
     let calls_only = std::env::args().any(|a| a == "--calls-only");
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -553,6 +560,13 @@ async fn main() {
         us(h_seq.p50), us(h_seq.p90), us(h_seq.p99),
         (ms(h_seq.p50) - ms(d_seq.p50)) * 1e3,
         h_tp[0], h_tp[1], h_tp[2], h_tp[1] / d_tp[1], seq_cpu_us, cpu16
+    );
+    println!(
+        "| toolhub /mcp (lean HTTP client) | {} | {} | {} | +{:.0} µs | – | – | – | – | – |",
+        us(m_seq.p50),
+        us(m_seq.p90),
+        us(m_seq.p99),
+        (ms(m_seq.p50) - ms(d_seq.p50)) * 1e3
     );
     println!(
         "| rmcp client, direct stdio | {} | {} | {} | +{:.0} µs | – | {:.0} | – | {:.2} | client CPU/call 16: rmcp {:.0} µs, raw {:.0} µs |",

@@ -239,7 +239,7 @@ impl Drop for Abandon<'_> {
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 /// Split a spawned child's pipes into its lane and the rmcp transport.
@@ -306,6 +306,10 @@ async fn read_loop(stdout: ChildStdout, mut to_rmcp: WriteHalf<SimplexStream>, l
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::with_capacity(8 * 1024);
     loop {
+        // A huge answer's buffer is not kept for every later small line.
+        if line.capacity() > 1024 * 1024 {
+            line = Vec::with_capacity(8 * 1024);
+        }
         line.clear();
         match read_line(&mut r, &mut line).await {
             Ok(true) => {}
@@ -345,7 +349,7 @@ async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
         if got.is_empty() {
             return Ok(false);
         }
-        let (take, done) = match got.iter().position(|b| *b == b'\n') {
+        let (take, done) = match memchr::memchr(b'\n', got) {
             Some(i) => (i + 1, true),
             None => (got.len(), false),
         };
