@@ -23,9 +23,9 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 #[derive(Clone)]
 pub struct History {
     recent: Arc<Mutex<VecDeque<Arc<Value>>>>,
-    /// Set once the file's tail is in `recent` (the writer thread reads it
-    /// first, so start-up does not wait for it).
-    loaded: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    /// Turns true once the file's tail is in `recent` (the writer thread
+    /// reads it first, so start-up does not wait for it).
+    loaded: tokio::sync::watch::Receiver<bool>,
     tx: mpsc::UnboundedSender<Arc<Value>>,
 }
 
@@ -37,28 +37,35 @@ impl History {
         std::fs::create_dir_all(state_dir)?;
         let path = state_dir.join("history.jsonl");
         let recent = Arc::new(Mutex::new(VecDeque::new()));
-        let loaded = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let (loaded_tx, loaded) = tokio::sync::watch::channel(false);
         // Opened here, not in the writer thread: the file exists (or the
         // error is reported) by the time the hub is up.
         let file = open_append(&path)?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let (r, l) = (recent.clone(), loaded.clone());
+        let r = recent.clone();
         std::thread::Builder::new()
             .name("toolhub-history".into())
             .spawn(move || {
                 // Before anything is appended: the entries recorded
                 // meanwhile wait in `rx` and are newer than the tail.
-                fill_tail(&path, &r, &l);
+                fill_tail(&path, &r);
+                // Nobody waiting is fine: the receiver in `History` stays.
+                let _ = loaded_tx.send(true);
                 writer(path, file, rx)
             })?;
         Ok(History { recent, loaded, tx })
     }
 
-    /// Wait (bounded) until the file's tail is in memory.
-    fn wait_loaded(&self) {
-        let (lock, cv) = &*self.loaded;
-        if let Ok(done) = lock.lock() {
-            let _ = cv.wait_timeout_while(done, LOAD_WAIT, |d| !*d);
+    /// Wait (bounded, without blocking a runtime thread) until the
+    /// file's tail is in memory. After [`LOAD_WAIT`] the entries recorded
+    /// since start-up are answered alone, and the log says why.
+    async fn wait_loaded(&self) {
+        let mut rx = self.loaded.clone();
+        if tokio::time::timeout(LOAD_WAIT, rx.wait_for(|done| *done))
+            .await
+            .is_err()
+        {
+            tracing::warn!("the history file's tail is still being read; answering with the calls made since start-up");
         }
     }
 
@@ -92,9 +99,10 @@ impl History {
         let _ = self.tx.send(entry);
     }
 
-    /// The latest `limit` entries, oldest first.
-    pub fn latest(&self, limit: usize) -> Vec<Value> {
-        self.wait_loaded();
+    /// The latest `limit` entries, oldest first (the file's tail included:
+    /// right after start-up this waits for it).
+    pub async fn latest(&self, limit: usize) -> Vec<Value> {
+        self.wait_loaded().await;
         match self.recent.lock() {
             Ok(r) => {
                 let skip = r.len().saturating_sub(limit);
@@ -252,13 +260,8 @@ fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
     }
 }
 
-/// Put the file's last entries before those recorded since start-up, and
-/// say so.
-fn fill_tail(
-    path: &Path,
-    recent: &Mutex<VecDeque<Arc<Value>>>,
-    loaded: &(Mutex<bool>, std::sync::Condvar),
-) {
+/// Put the file's last entries before those recorded since start-up.
+fn fill_tail(path: &Path, recent: &Mutex<VecDeque<Arc<Value>>>) {
     let mut tail = load_tail(path);
     if let Ok(mut r) = recent.lock() {
         tail.extend(r.drain(..));
@@ -267,11 +270,6 @@ fn fill_tail(
         }
         *r = tail;
     }
-    let (lock, cv) = loaded;
-    if let Ok(mut done) = lock.lock() {
-        *done = true;
-    }
-    cv.notify_all();
 }
 
 /// The last `KEEP` entries, read backwards from the end of the file: the
