@@ -1,10 +1,12 @@
 //! Durable state on disk: append-only JSONL journals, one per task
-//! (`journal`), and the recordings' file format and folder store
-//! (`recordings`).
+//! (`journal`), the recordings' file format and folder store
+//! (`recordings`), and the append-only index file a store keeps beside
+//! its files (`index_file`).
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
 
+pub mod index_file;
 pub mod journal;
 pub mod recordings;
 

@@ -16,6 +16,7 @@ mod protocol;
 mod recording;
 mod reload;
 mod runs;
+mod runs_index;
 mod runs_more;
 mod safety;
 mod sandbox;

@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use super::valid_id;
 use crate::protocol::recording::{ListReq, RecordingSort};
+pub use crate::store::index_file::Repairs;
 
 /// The index file, beside the recordings (a dot name is never an id).
 pub const FILE: &str = ".index.jsonl";
@@ -60,23 +61,6 @@ struct State {
 #[derive(Default)]
 pub struct Index {
     state: Mutex<Option<State>>,
-}
-
-/// What a check of the index against the files found and repaired.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Repairs {
-    /// Recordings without an entry (written, then a crash before the index line).
-    pub added: usize,
-    /// Recordings whose file changed behind the hub's back.
-    pub changed: usize,
-    /// Entries whose recording is gone.
-    pub removed: usize,
-}
-
-impl Repairs {
-    pub fn any(&self) -> bool {
-        self.added + self.changed + self.removed > 0
-    }
 }
 
 /// One page of a listing.
