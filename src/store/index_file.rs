@@ -10,12 +10,13 @@
 //! logged and leaves the entry in memory; the owner's next check against
 //! the files (at the latest at the next start) repairs the file. The file
 //! is rewritten whole (temp file and rename) when it holds more than twice
-//! as many lines as entries.
+//! as many lines as entries. Like the task journals, the file is readable
+//! by its owner only (mode 0600).
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
@@ -103,14 +104,19 @@ pub struct IndexFile<E> {
 }
 
 impl<E: Indexed> IndexFile<E> {
-    /// Read the index at `path` (entries replayed in order).
-    pub fn load(path: &Path) -> (IndexFile<E>, Loaded) {
-        let mut ix = IndexFile {
+    /// An index with no entries that will write to `path` (nothing is read).
+    pub fn empty(path: &Path) -> IndexFile<E> {
+        IndexFile {
             path: path.to_path_buf(),
             entries: HashMap::new(),
             lines: 0,
             file: None,
-        };
+        }
+    }
+
+    /// Read the index at `path` (entries replayed in order).
+    pub fn load(path: &Path) -> (IndexFile<E>, Loaded) {
+        let mut ix = IndexFile::empty(path);
         let f = match File::open(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (ix, Loaded::Missing),
@@ -207,6 +213,7 @@ impl<E: Indexed> IndexFile<E> {
                     OpenOptions::new()
                         .create(true)
                         .append(true)
+                        .mode(0o600)
                         .open(&self.path)
                 });
             match opened {
@@ -240,6 +247,7 @@ impl<E: Indexed> IndexFile<E> {
             .parent()
             .map_or(Ok(()), fs::create_dir_all)
             .and_then(|()| crate::util::write_atomic(&self.path, &buf))
+            .and_then(|()| fs::set_permissions(&self.path, fs::Permissions::from_mode(0o600)))
             .and_then(|()| OpenOptions::new().append(true).open(&self.path));
         match written {
             Ok(f) => {

@@ -24,6 +24,7 @@ mod secrets;
 mod servers;
 mod spawn;
 mod stores;
+mod tasks_index;
 mod threats;
 mod tools;
 mod ui;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::support::{Client, TestHub};
+use crate::support::{sorted_ids, Client, TestHub};
 
 async fn create(c: &mut Client, id: &str) {
     let r = c
@@ -26,14 +26,7 @@ async fn list(c: &mut Client, params: Value) -> Value {
 
 /// The run ids of a listing, sorted.
 fn ids(l: &Value) -> Vec<String> {
-    let mut v: Vec<String> = l["runs"]
-        .as_array()
-        .expect("runs")
-        .iter()
-        .map(|r| r["runId"].as_str().expect("runId").to_string())
-        .collect();
-    v.sort();
-    v
+    sorted_ids(l, "runs", "runId")
 }
 
 fn theme_of(l: &Value, id: &str) -> Value {
