@@ -221,7 +221,8 @@ impl Engine {
     pub fn recover(&self) {
         let paths = match journal::list(&self.store.dir) {
             Ok(p) => p,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            // No journals: every index entry is dropped below.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => {
                 self.store
                     .problem(format!("cannot list {}: {e}", self.store.dir.display()));
@@ -294,7 +295,7 @@ impl Engine {
         if missing && indexed > 0 {
             tracing::info!(dir = %self.store.dir.display(), rebuilt = indexed, "tasks index was missing; rebuilt from the journals");
         }
-        if missing || r.any() {
+        if (missing && indexed > 0) || r.any() {
             // One rewrite for everything put quietly above.
             ix.compact();
         }

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::task::Task;
 use crate::store::index_file::{IndexFile, Indexed, Loaded, Stamp};
@@ -35,8 +34,9 @@ pub struct Finished {
     pub updated_ms: u64,
     /// The tool of each step as written (for `list_tasks {tool}`).
     pub tools: Vec<String>,
-    /// The task as `list_tasks` shows it.
-    pub summary: Value,
+    /// The task as `list_tasks` shows it, kept as its JSON text (a few
+    /// hundred bytes, where a parsed object costs several times that).
+    pub summary: String,
     /// Of the journal when the entry was made.
     pub stamp: Stamp,
 }
@@ -53,6 +53,7 @@ impl Finished {
     /// kept in memory only, as before).
     pub fn of(task: &Task, journal: &Path) -> Option<Finished> {
         let stamp = Stamp::of(journal).ok()?;
+        let summary = task.to_json(false).to_string();
         let (created_ms, updated_ms) = task.with(|d| (d.created_ms, d.updated_ms));
         Some(Finished {
             id: task.id.clone(),
@@ -64,7 +65,7 @@ impl Finished {
                 .iter()
                 .map(|p| p.step.tool.clone())
                 .collect(),
-            summary: task.to_json(false),
+            summary,
             stamp,
         })
     }

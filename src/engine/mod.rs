@@ -404,7 +404,8 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
         .take(req.page.limit())
         .map(|(_, _, h)| match h {
             Hit::Live(t) => t.to_json(false),
-            Hit::Indexed(v) => Value::clone(v),
+            // Written by this hub from a `Value`: it parses.
+            Hit::Indexed(text) => serde_json::from_str(text).unwrap_or(Value::Null),
         })
         .collect();
     Ok(json!({
@@ -419,7 +420,7 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
 /// A task in a `list_tasks` answer.
 enum Hit<'a> {
     Live(&'a Arc<Task>),
-    Indexed(&'a Value),
+    Indexed(&'a str),
 }
 
 /// The error for a task id no task has: a value that cannot be a task id
