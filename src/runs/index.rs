@@ -58,6 +58,10 @@ pub struct Page {
 struct State {
     storage: PathBuf,
     ix: IndexFile<Entry>,
+    /// The runs folder's stamp when it was last checked: a run folder
+    /// added or removed changes it, so `list` checks again at once (an
+    /// edit inside a run is caught by the periodic check).
+    folder: Option<Stamp>,
 }
 
 /// The index of one runs folder (the configured `runs.storagePath`; a
@@ -100,8 +104,13 @@ impl Index {
     /// count the hub's own change as one made behind its back).
     pub fn hold<'a>(&'a self, storage: &'a Path) -> Held<'a> {
         let mut g = self.lock();
-        Index::state(&mut g, storage);
-        Held { guard: g, storage }
+        let st = Index::state(&mut g, storage);
+        let fresh = st.folder.is_some() && Stamp::of(storage).ok() == st.folder;
+        Held {
+            guard: g,
+            storage,
+            fresh,
+        }
     }
 
     /// Check the index against the runs (see the module doc).
@@ -127,6 +136,9 @@ impl Index {
     ) -> Page {
         let mut g = self.lock();
         let st = Index::state(&mut g, storage);
+        if Stamp::of(storage).ok() != st.folder {
+            verify(st);
+        }
         let mut problems = Vec::new();
         let mut hits: Vec<&Metadata> = Vec::new();
         for e in st.ix.entries() {
@@ -157,6 +169,8 @@ impl Index {
 pub struct Held<'a> {
     guard: MutexGuard<'a, Option<State>>,
     storage: &'a Path,
+    /// The folder had no change the index missed before the hub's own.
+    fresh: bool,
 }
 
 impl Held<'_> {
@@ -168,11 +182,22 @@ impl Held<'_> {
     pub fn refresh(&mut self, id: &str) {
         let e = read(self.storage, id);
         self.state().ix.put(e);
+        self.own_change();
     }
 
     /// Drop run `id` (after the hub deleted it).
     pub fn remove(&mut self, id: &str) {
         self.state().ix.remove(id);
+        self.own_change();
+    }
+
+    /// The hub's own change (a run created or deleted) moved the folder's
+    /// stamp: a folder that was current before it stays current.
+    fn own_change(&mut self) {
+        if self.fresh {
+            let now = Stamp::of(self.storage).ok();
+            self.state().folder = now;
+        }
     }
 }
 
@@ -218,6 +243,7 @@ fn load(storage: &Path) -> State {
     State {
         storage: storage.to_path_buf(),
         ix,
+        folder: None,
     }
 }
 
@@ -225,6 +251,9 @@ fn load(storage: &Path) -> State {
 /// differs, add runs without an entry, drop entries whose run is gone.
 fn verify(st: &mut State) -> Repairs {
     let storage = st.storage.clone();
+    // Before reading the folder: a change made while it is read is seen
+    // by the next check.
+    st.folder = Stamp::of(&storage).ok();
     let on_disk = store::ids(&storage);
     let mut r = Repairs::default();
     for id in &on_disk {
