@@ -2,9 +2,14 @@
 //! measured on the real `toolhub` binary over its WebSocket.
 //!
 //! ```sh
-//! cargo bench --bench stores   # 10,000 recordings, 10,000 tasks, a 60 MB history
-//! cargo test --bench stores    # 100 / 100 / 1 MB, as a smoke check
+//! cargo bench --bench stores   # 10,000 recordings, 10,000 tasks, a 60 MB history, 1,000 runs
+//! cargo test --bench stores    # 100 / 100 / 1 MB / 50, as a smoke check
+//! cargo bench --bench stores -- first-call runs   # only these phases
+//! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench stores   # another hub build
 //! ```
+//!
+//! Phases (all by default): `recordings`, `first-call`, `tasks-start`,
+//! `runs`.
 //!
 //! - `list_recordings`: a page of 50 and a search, each the median of 20,
 //!   over recordings made by the hub itself (one `start_recording`, one
@@ -14,7 +19,11 @@
 //!   batches).
 //! - the hub's RSS after 1 and after 100 listings.
 //! - time from spawning the hub to the first `tool_call` answered, with
-//!   an empty history and with a large `history.jsonl`.
+//!   an empty history and with a large `history.jsonl` (`first-call`).
+//! - the same with 10,000 finished tasks in the task store against an
+//!   empty one (`tasks-start`; `stores/tasks.rs`).
+//! - `list_runs` over 1,000 runs: the first listing after start, a page
+//!   of 50 and the whole list (`runs`; `stores/runs.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,6 +36,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
+
+#[path = "stores/runs.rs"]
+mod runs;
+#[path = "stores/tasks.rs"]
+mod tasks;
 
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -58,7 +72,10 @@ fn write_config(dir: &Path) -> PathBuf {
 impl Running {
     async fn start(dir: &Path) -> Running {
         let path = write_config(dir);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhub"))
+        // TOOLHUB_BIN: another build of the hub to measure (e.g. a baseline).
+        let bin =
+            std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
+        let mut child = Command::new(bin)
             .arg("--config")
             .arg(&path)
             .env("RUST_LOG", "warn,toolhub=info")
@@ -258,14 +275,60 @@ async fn first_call_ms(dir: &Path) -> f64 {
     ms
 }
 
+/// The median of `v` (sorted here).
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The phases named on the command line, or all of them.
+struct Phases(Vec<String>);
+
+impl Phases {
+    fn from_args() -> Phases {
+        let names = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--"))
+            .collect();
+        Phases(names)
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.0.is_empty() || self.0.iter().any(|n| n == name)
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let (n, tasks, history_mb) = if full {
-        (10_000, 10_000, 60)
+    let phases = Phases::from_args();
+    let (n, tasks, history_mb, runs) = if full {
+        (10_000, 10_000, 60, 1_000)
     } else {
-        (100, 100, 1)
+        (100, 100, 1, 50)
     };
+    println!(
+        "stores: {n} recordings, {tasks} finished tasks, {history_mb} MB history, {runs} runs"
+    );
+    println!("| what | measured |");
+    println!("|---|---:|");
+    if phases.wants("recordings") {
+        recordings(n, tasks).await;
+    }
+    if phases.wants("first-call") {
+        first_call(history_mb).await;
+    }
+    if phases.wants("tasks-start") {
+        tasks::start(tasks).await;
+    }
+    if phases.wants("runs") {
+        runs::list(runs).await;
+    }
+}
+
+/// Recordings made by the hub, copied to `n`, and `tasks` finished tasks:
+/// the index rebuilt at start, pages, a search, RSS over 100 listings.
+async fn recordings(n: usize, tasks: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path();
 
@@ -324,22 +387,6 @@ async fn main() {
     let rss_hundred = hub.rss_kib();
     hub.kill().await;
 
-    // Time to the first call: an empty history against a large one.
-    let empty = tempfile::tempdir().expect("tempdir");
-    let big = tempfile::tempdir().expect("tempdir");
-    write_history(&big.path().join("state"), history_mb * 1024 * 1024);
-    let mut e_ms = Vec::new();
-    let mut b_ms = Vec::new();
-    for _ in 0..7 {
-        e_ms.push(first_call_ms(empty.path()).await);
-        b_ms.push(first_call_ms(big.path()).await);
-    }
-    e_ms.sort_by(f64::total_cmp);
-    b_ms.sort_by(f64::total_cmp);
-
-    println!("stores: {n} recordings, {tasks} finished tasks, {history_mb} MB history");
-    println!("| what | measured |");
-    println!("|---|---:|");
     println!("| one hub-made one-step recording on disk | {one} B |");
     println!("| hub start to index ready (rebuilt from {n} files) | {rebuilt:.0} ms |");
     println!("| `list_recordings` page of 50 (median of 20) | {page_ms:.1} ms, {page_bytes} B |");
@@ -351,8 +398,27 @@ async fn main() {
         rss_hundred as f64 / 1024.0,
         (rss_hundred as f64 - rss_one as f64) / 1024.0
     );
+}
+
+/// Time to the first call: an empty history against a large one.
+async fn first_call(history_mb: usize) {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let big = tempfile::tempdir().expect("tempdir");
+    write_history(&big.path().join("state"), history_mb * 1024 * 1024);
+    let reps = if std::env::args().any(|a| a == "--bench") {
+        15
+    } else {
+        3
+    };
+    let mut e_ms = Vec::new();
+    let mut b_ms = Vec::new();
+    for _ in 0..reps {
+        e_ms.push(first_call_ms(empty.path()).await);
+        b_ms.push(first_call_ms(big.path()).await);
+    }
+    let (e, b) = (median(&mut e_ms), median(&mut b_ms));
     println!(
-        "| spawn to first call, empty / {history_mb} MB history (median of 7, interleaved) | {:.0} / {:.0} ms |",
-        e_ms[3], b_ms[3]
+        "| spawn to first call, empty / {history_mb} MB history (median of {reps}, interleaved) | {e:.1} / {b:.1} ms ({:+.0} %) |",
+        (b - e) / e * 100.0
     );
 }

@@ -1,7 +1,10 @@
 //! Call history: every call appended to `<stateDir>/history.jsonl`, secrets
 //! redacted before anything is written. A writer task owns the file so the
 //! call path never waits on disk; the latest entries are also kept in memory
-//! for `history {limit}`.
+//! for `history {limit}`. The entries already in the file when the hub
+//! started are read (backwards from where the file ended then) only when a
+//! `history` request first asks for them, so start-up does no work for
+//! them at all.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -22,11 +25,21 @@ const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
 #[derive(Clone)]
 pub struct History {
-    recent: Arc<Mutex<VecDeque<Arc<Value>>>>,
-    /// Set once the file's tail is in `recent` (the writer thread reads it
-    /// first, so start-up does not wait for it).
-    loaded: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    recent: Arc<Mutex<Recent>>,
+    /// The file and its length at start-up: the tail to read is what was
+    /// there then (the writer appends after it meanwhile).
+    path: Arc<PathBuf>,
+    start_len: u64,
+    /// Set once the tail has been read (by the first `latest`).
+    tail: Arc<tokio::sync::OnceCell<()>>,
     tx: mpsc::UnboundedSender<Arc<Value>>,
+}
+
+/// The entries in memory, and whether the file's tail is among them yet.
+#[derive(Default)]
+struct Recent {
+    entries: VecDeque<Arc<Value>>,
+    tail_in: bool,
 }
 
 /// Longest `latest` waits for the file's tail at start-up.
@@ -36,29 +49,36 @@ impl History {
     pub fn open(state_dir: &Path) -> std::io::Result<History> {
         std::fs::create_dir_all(state_dir)?;
         let path = state_dir.join("history.jsonl");
-        let recent = Arc::new(Mutex::new(VecDeque::new()));
-        let loaded = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         // Opened here, not in the writer thread: the file exists (or the
         // error is reported) by the time the hub is up.
         let file = open_append(&path)?;
+        let start_len = file.metadata()?.len();
         let (tx, rx) = mpsc::unbounded_channel();
-        let (r, l) = (recent.clone(), loaded.clone());
+        let writer_path = path.clone();
         std::thread::Builder::new()
             .name("toolhub-history".into())
-            .spawn(move || {
-                // Before anything is appended: the entries recorded
-                // meanwhile wait in `rx` and are newer than the tail.
-                fill_tail(&path, &r, &l);
-                writer(path, file, rx)
-            })?;
-        Ok(History { recent, loaded, tx })
+            .spawn(move || writer(writer_path, file, rx))?;
+        Ok(History {
+            recent: Arc::default(),
+            path: Arc::new(path),
+            start_len,
+            tail: Arc::default(),
+            tx,
+        })
     }
 
-    /// Wait (bounded) until the file's tail is in memory.
-    fn wait_loaded(&self) {
-        let (lock, cv) = &*self.loaded;
-        if let Ok(done) = lock.lock() {
-            let _ = cv.wait_timeout_while(done, LOAD_WAIT, |d| !*d);
+    /// Read the file's tail into memory the first time it is needed
+    /// (off the runtime's threads), waiting at most [`LOAD_WAIT`]; after
+    /// that the entries recorded since start-up are answered alone, and
+    /// the log says why.
+    async fn wait_loaded(&self) {
+        let (path, end, recent) = (self.path.clone(), self.start_len, self.recent.clone());
+        let load = self.tail.get_or_init(|| async move {
+            let read = tokio::task::spawn_blocking(move || fill_tail(&path, end, &recent));
+            let _ = read.await;
+        });
+        if tokio::time::timeout(LOAD_WAIT, load).await.is_err() {
+            tracing::warn!("the history file's tail is still being read; answering with the calls made since start-up");
         }
     }
 
@@ -84,21 +104,26 @@ impl History {
         });
         let entry = Arc::new(entry);
         if let Ok(mut r) = self.recent.lock() {
-            if r.len() >= KEEP {
-                r.pop_front();
+            if r.entries.len() >= KEEP {
+                r.entries.pop_front();
             }
-            r.push_back(entry.clone());
+            r.entries.push_back(entry.clone());
         }
         let _ = self.tx.send(entry);
     }
 
-    /// The latest `limit` entries, oldest first.
-    pub fn latest(&self, limit: usize) -> Vec<Value> {
-        self.wait_loaded();
+    /// The latest `limit` entries, oldest first (the file's tail included:
+    /// right after start-up this waits for it).
+    pub async fn latest(&self, limit: usize) -> Vec<Value> {
+        self.wait_loaded().await;
         match self.recent.lock() {
             Ok(r) => {
-                let skip = r.len().saturating_sub(limit);
-                r.iter().skip(skip).map(|e| Value::clone(e)).collect()
+                let skip = r.entries.len().saturating_sub(limit);
+                r.entries
+                    .iter()
+                    .skip(skip)
+                    .map(|e| Value::clone(e))
+                    .collect()
             }
             Err(_) => Vec::new(),
         }
@@ -252,33 +277,33 @@ fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
     }
 }
 
-/// Put the file's last entries before those recorded since start-up, and
-/// say so.
-fn fill_tail(
-    path: &Path,
-    recent: &Mutex<VecDeque<Arc<Value>>>,
-    loaded: &(Mutex<bool>, std::sync::Condvar),
-) {
-    let mut tail = load_tail(path);
+/// Put the file's last entries (of its first `end` bytes: what it held at
+/// start-up) before those recorded since, once: a second call (after a
+/// `latest` that gave up waiting) changes nothing.
+fn fill_tail(path: &Path, end: u64, recent: &Mutex<Recent>) {
+    let full = |r: &Recent| r.tail_in || r.entries.len() >= KEEP;
+    if recent.lock().map_or(true, |r| full(&r)) {
+        return;
+    }
+    let mut tail = load_tail(path, end);
     if let Ok(mut r) = recent.lock() {
-        tail.extend(r.drain(..));
+        if r.tail_in {
+            return;
+        }
+        tail.extend(r.entries.drain(..));
         while tail.len() > KEEP {
             tail.pop_front();
         }
-        *r = tail;
+        r.entries = tail;
+        r.tail_in = true;
     }
-    let (lock, cv) = loaded;
-    if let Ok(mut done) = lock.lock() {
-        *done = true;
-    }
-    cv.notify_all();
 }
 
-/// The last `KEEP` entries, read backwards from the end of the file: the
-/// time to start does not grow with the history file.
-fn load_tail(path: &Path) -> VecDeque<Arc<Value>> {
+/// The last `KEEP` entries of the file's first `end` bytes, read
+/// backwards: the cost does not grow with the history file.
+fn load_tail(path: &Path, end: u64) -> VecDeque<Arc<Value>> {
     let mut q = VecDeque::new();
-    let text = match crate::util::read_last_lines(path, KEEP) {
+    let text = match crate::util::read_last_lines_before(path, KEEP, end) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return q,
         Err(e) => {
@@ -397,10 +422,21 @@ mod tests {
         }
         write!(f, "{{\"n\": 5000, \"pad\": \"torn").unwrap();
         drop(f);
-        let q = load_tail(&path);
+        let q = load_tail(&path, u64::MAX);
         assert_eq!(q.len(), KEEP);
         assert_eq!(q[0]["n"], 5000 - KEEP as u64);
         assert_eq!(q[KEEP - 1]["n"], 4999);
-        assert!(load_tail(&dir.path().join("missing.jsonl")).is_empty());
+        assert!(load_tail(&dir.path().join("missing.jsonl"), u64::MAX).is_empty());
+        // Only what the file held at start-up: a line appended since is not
+        // part of the tail (it is in memory already).
+        let start_len = std::fs::metadata(&path).unwrap().len();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        writeln!(f).unwrap();
+        writeln!(f, "{}", json!({"n": "new"})).unwrap();
+        let q = load_tail(&path, start_len);
+        assert_eq!(q[KEEP - 1]["n"], 4999);
     }
 }

@@ -119,10 +119,20 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
 /// read backwards in 64 KiB blocks so a long file is never read whole: the
 /// cost depends on `n`, not on the file's size.
 pub fn read_last_lines(path: &std::path::Path, n: usize) -> std::io::Result<String> {
+    read_last_lines_before(path, n, u64::MAX)
+}
+
+/// [`read_last_lines`] of the file's first `end` bytes (what it held
+/// before a writer appended more).
+pub fn read_last_lines_before(
+    path: &std::path::Path,
+    n: usize,
+    end: u64,
+) -> std::io::Result<String> {
     use std::io::{Read, Seek, SeekFrom};
     const BLOCK: u64 = 64 * 1024;
     let mut f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    let len = f.metadata()?.len().min(end);
     let mut start = len;
     let mut buf: Vec<u8> = Vec::new();
     let mut newlines = 0;

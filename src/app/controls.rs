@@ -191,7 +191,7 @@ impl Controls {
                     .and_then(Value::as_u64)
                     .unwrap_or(50)
                     .min(1000) as usize;
-                Ok(json!({"entries": hub.history.latest(limit)}))
+                Ok(json!({"entries": hub.history.latest(limit).await}))
             }
             Tool::Batch => {
                 crate::engine::run_inline(engine, params, call.session, call.cancel).await

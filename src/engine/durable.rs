@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::finished::Finished;
 use super::service::Engine;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::task::Task;
 use crate::config::Config;
 use crate::protocol::BatchReq;
+use crate::store::index_file::{Repairs, Stamp};
 use crate::store::journal::{self, JournalWriter, Record};
 
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
@@ -197,47 +199,122 @@ impl Engine {
         }
         if state == TaskState::Success {
             // Final: nothing is appended again, and nothing resumes it.
+            let journaled = task.with_journal(|w| w.is_some());
             task.compact();
+            if journaled {
+                let path = self.store.dir.join(format!("{}.jsonl", task.id));
+                self.store.finished.put(task, &path);
+            }
             // Retention as tasks finish, not only hourly: a busy hour must
             // not carry more than `maxTasks` tasks (and journals).
             let cfg = self.hub().config();
-            if self.tasks.len() > cfg.task_engine.retention.max_tasks {
+            if self.known() > cfg.task_engine.retention.max_tasks {
                 self.prune_by(&cfg, Prune::Count);
             }
         }
     }
 
-    /// Load every journal: running tasks become `recoverable`, started but
-    /// unfinished steps `uncertain`. A bad journal is reported, never fatal.
+    /// Load the journals: running tasks become `recoverable`, started but
+    /// unfinished steps `uncertain`. A task the finished-task index knows
+    /// with its journal unchanged is not replayed (see `finished`). A bad
+    /// journal is reported, never fatal.
     pub fn recover(&self) {
         let paths = match journal::list(&self.store.dir) {
             Ok(p) => p,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            // No journals: every index entry is dropped below.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => {
                 self.store
                     .problem(format!("cannot list {}: {e}", self.store.dir.display()));
                 return;
             }
         };
-        let mut recovered = 0usize;
+        let (mut ix, missing) = self.store.finished.load();
+        let mut r = Repairs::default();
+        let (mut recovered, mut indexed) = (0usize, 0usize);
+        let mut present = std::collections::HashSet::new();
         for path in paths {
+            let Some(id) = path.file_stem().and_then(|s| s.to_str()).map(String::from) else {
+                continue;
+            };
+            let known = ix.get(&id).map(|e| e.stamp);
+            present.insert(id.clone());
+            if known.is_some() && known == Stamp::of(&path).ok() {
+                indexed += 1;
+                continue;
+            }
             match self.recover_one(&path) {
+                Ok(task) if task.state() == TaskState::Success => {
+                    // Final: into the index, not into memory.
+                    task.compact();
+                    match Finished::of(&task, &path) {
+                        Some(e) => {
+                            match (missing, known) {
+                                (true, _) => {}
+                                (false, None) => r.added += 1,
+                                (false, Some(_)) => r.changed += 1,
+                            }
+                            ix.put_quiet(e);
+                            indexed += 1;
+                        }
+                        None => {
+                            self.tasks.insert(task.id.clone(), task);
+                        }
+                    }
+                }
                 Ok(task) => {
+                    if known.is_some() {
+                        // Indexed as finished, but its journal says otherwise now.
+                        r.changed += 1;
+                        ix.remove(&id);
+                    }
                     recovered += 1;
                     self.tasks.insert(task.id.clone(), task);
                 }
-                Err(e) => self.store.problem(format!(
-                    "task journal {} was not loaded: {e}",
-                    path.display()
-                )),
+                Err(e) => {
+                    if known.is_some() {
+                        r.removed += 1;
+                        ix.remove(&id);
+                    }
+                    self.store.problem(format!(
+                        "task journal {} was not loaded: {e}",
+                        path.display()
+                    ))
+                }
             }
         }
+        let gone: Vec<String> = ix
+            .entries()
+            .filter(|e| !present.contains(&e.id))
+            .map(|e| e.id.clone())
+            .collect();
+        r.removed += gone.len();
+        for id in gone {
+            ix.remove(&id);
+        }
+        if missing && indexed > 0 {
+            tracing::info!(dir = %self.store.dir.display(), rebuilt = indexed, "tasks index was missing; rebuilt from the journals");
+        }
+        if (missing && indexed > 0) || r.any() {
+            // One rewrite for everything put quietly above.
+            ix.compact();
+        }
+        if r.any() {
+            tracing::info!(
+                dir = %self.store.dir.display(),
+                added = r.added,
+                changed = r.changed,
+                removed = r.removed,
+                "tasks index: picked up journals changed outside the hub"
+            );
+        }
+        tracing::info!(dir = %self.store.dir.display(), finished = indexed, loaded = recovered, "tasks index ready");
         if recovered > 0 {
             tracing::info!(count = recovered, dir = %self.store.dir.display(), "tasks recovered from their journals");
         }
     }
 
-    fn recover_one(&self, path: &Path) -> Result<Arc<Task>, String> {
+    pub(crate) fn recover_one(&self, path: &Path) -> Result<Arc<Task>, String> {
         let replayed = journal::read(path).map_err(|e| e.to_string())?;
         if let Some(torn) = &replayed.torn {
             tracing::warn!(path = %path.display(), %torn, "a torn last record (crash mid-write) was truncated");
@@ -361,8 +438,17 @@ impl Engine {
             .filter(|t| t.state() == TaskState::Success)
             .map(|t| (t.with(|d| d.updated_ms), t.id.clone()))
             .collect();
+        // And those known only from the finished-task index.
+        done.extend(
+            self.store
+                .finished
+                .lock()
+                .entries()
+                .filter(|e| !self.tasks.contains_key(&e.id))
+                .map(|e| (e.updated_ms, e.id.clone())),
+        );
         done.sort();
-        let total = self.tasks.len();
+        let total = self.known();
         let over = total.saturating_sub(cfg.task_engine.retention.max_tasks);
         let mut pruned = 0usize;
         for (i, (updated, id)) in done.iter().enumerate() {
@@ -376,6 +462,7 @@ impl Engine {
                     }
                 }
                 self.tasks.remove(id);
+                self.store.finished.lock().remove(id);
                 pruned += 1;
             }
         }

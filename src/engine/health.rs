@@ -33,7 +33,7 @@ impl Engine {
             message: if problems.is_empty() {
                 format!(
                     "{} tasks known; {} recoverable, {} waiting for a confirmation",
-                    tasks.len(),
+                    self.known(),
                     recoverable.len(),
                     need_user.len()
                 )

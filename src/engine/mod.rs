@@ -10,6 +10,7 @@ pub mod condition;
 pub mod confirm;
 pub mod durable;
 pub mod expect;
+pub mod finished;
 pub mod health;
 pub mod redacted;
 pub mod runner;
@@ -362,9 +363,16 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
                 .with_suggestion("use one of pending, running, retrying, need_user, success, failed, recoverable, cancelled")
         })?),
     };
-    let mut hits: Vec<Arc<Task>> = engine
-        .list()
-        .into_iter()
+    let since = |ms: u64| {
+        req.since.as_ref().is_none_or(|s| {
+            s.admits(&crate::util::rfc3339(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+            ))
+        })
+    };
+    let live = engine.list();
+    let mut hits: Vec<(u64, &str, Hit)> = live
+        .iter()
         .filter(|t| state.is_none_or(|s| t.state() == s))
         .filter(|t| {
             req.tool.as_deref().is_none_or(|want| {
@@ -374,21 +382,31 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
                     .any(|p| crate::util::names_tool(&p.step.tool, want))
             })
         })
-        .filter(|t| {
-            req.since.as_ref().is_none_or(|s| {
-                let ms = t.with(|d| d.created_ms);
-                s.admits(&crate::util::rfc3339(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
-                ))
-            })
-        })
+        .map(|t| (t.with(|d| d.created_ms), t.id.as_str(), Hit::Live(t)))
+        .filter(|(ms, _, _)| since(*ms))
         .collect();
-    hits.reverse();
+    // Tasks that succeeded before this start: from the index alone.
+    let ix = engine.store.finished.lock();
+    if state.is_none_or(|s| s == state::TaskState::Success) {
+        hits.extend(
+            ix.entries()
+                .filter(|e| engine.tasks.get(&e.id).is_none())
+                .filter(|e| req.tool.as_deref().is_none_or(|want| e.uses_tool(want)))
+                .filter(|e| since(e.created_ms))
+                .map(|e| (e.created_ms, e.id.as_str(), Hit::Indexed(&e.summary))),
+        );
+    }
+    // Newest first (ties by id, so pages never overlap).
+    hits.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     let tasks: Vec<Value> = hits
         .iter()
         .skip(req.page.offset)
         .take(req.page.limit())
-        .map(|t| t.to_json(false))
+        .map(|(_, _, h)| match h {
+            Hit::Live(t) => t.to_json(false),
+            // Written by this hub from a `Value`: it parses.
+            Hit::Indexed(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        })
         .collect();
     Ok(json!({
         "tasks": tasks,
@@ -397,6 +415,12 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
         "offset": req.page.offset,
         "limit": req.page.limit(),
     }))
+}
+
+/// A task in a `list_tasks` answer.
+enum Hit<'a> {
+    Live(&'a Arc<Task>),
+    Indexed(&'a str),
 }
 
 /// The error for a task id no task has: a value that cannot be a task id

@@ -60,8 +60,40 @@ impl Engine {
         &self.templates
     }
 
+    /// A task by id: from memory, else (a task that succeeded before this
+    /// start) replayed from its journal once and kept.
     pub fn get(&self, id: &str) -> Option<Arc<Task>> {
-        self.tasks.get(id).map(|t| t.clone())
+        if let Some(t) = self.tasks.get(id) {
+            return Some(t.clone());
+        }
+        // Known as finished? Otherwise no such task.
+        self.store.finished.lock().get(id)?;
+        let path = self.store.dir.join(format!("{id}.jsonl"));
+        match self.recover_one(&path) {
+            Ok(task) => {
+                task.compact();
+                Some(self.tasks.entry(id.to_string()).or_insert(task).clone())
+            }
+            Err(e) => {
+                self.store.problem(format!(
+                    "task journal {} was not loaded: {e}",
+                    path.display()
+                ));
+                None
+            }
+        }
+    }
+
+    /// How many tasks this hub knows: in memory and only in the
+    /// finished-task index.
+    pub fn known(&self) -> usize {
+        let ix = self.store.finished.lock();
+        ix.len()
+            + self
+                .tasks
+                .iter()
+                .filter(|t| ix.get(&t.id).is_none())
+                .count()
     }
 
     pub fn list(&self) -> Vec<Arc<Task>> {

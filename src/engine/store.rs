@@ -13,12 +13,15 @@ pub struct Store {
     pub(crate) durability: Durability,
     /// Journals that could not be read (shown by list_tasks and health).
     pub problems: Mutex<Vec<String>>,
+    /// The tasks that succeeded, known without replaying their journals.
+    pub finished: super::finished::Index,
 }
 
 impl Store {
     pub fn new(cfg: &Config) -> Store {
         Store {
             dir: cfg.task_engine.state_dir.join("tasks"),
+            finished: super::finished::Index::new(&cfg.task_engine.state_dir),
             durability: match cfg.task_engine.durability {
                 CfgDurability::Step => Durability::Step,
                 CfgDurability::Batch => Durability::Batch,

@@ -10,6 +10,7 @@
 //! client messages (`handle`) and `hub__run_*` tools (`tools`).
 
 pub mod context;
+pub mod index;
 pub mod infer;
 pub mod model;
 pub mod store;
@@ -25,7 +26,6 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use serde_json::{json, Value};
-use tokio::time::Instant;
 
 use crate::builtin::sandbox::RunFolder;
 use crate::errors::{ErrorType, HubError};
@@ -33,10 +33,11 @@ use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
 use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
 use crate::protocol::{self, MsgId, Outbox};
-use model::{LogEntry, Metadata, RunStatus};
+use model::{LogEntry, RunStatus};
 
-/// How long a `list_runs` answer may be reused.
-const LIST_CACHE: Duration = Duration::from_secs(5);
+/// How often the runs index is checked against the run folders (a run
+/// changed behind the hub's back is picked up within this).
+pub const INDEX_CHECK_EVERY: Duration = Duration::from_secs(5);
 /// Default and largest `tail` of `get_run`.
 const DEFAULT_TAIL: usize = 20;
 const MAX_TAIL: usize = 1000;
@@ -51,13 +52,6 @@ pub enum Current {
         run_id: String,
         reason: String,
     },
-}
-
-struct ListCache {
-    at: Instant,
-    storage: PathBuf,
-    runs: Vec<Metadata>,
-    problems: Vec<String>,
 }
 
 /// The runs service.
@@ -76,7 +70,9 @@ pub struct Runs {
     default: Mutex<Option<String>>,
     /// One lock per run serialises appends to its log.
     locks: DashMap<String, Arc<Mutex<()>>>,
-    cache: Mutex<Option<ListCache>>,
+    /// What `list_runs` reads: one entry per run, kept in step with the
+    /// run folders.
+    index: index::Index,
 }
 
 impl Runs {
@@ -94,7 +90,7 @@ impl Runs {
             env,
             env_gone: AtomicBool::new(false),
             locks: DashMap::new(),
-            cache: Mutex::new(None),
+            index: index::Index::default(),
         }
     }
 
@@ -106,10 +102,22 @@ impl Runs {
         self.hub.config().task_engine.state_dir.clone()
     }
 
-    fn invalidate(&self) {
-        if let Ok(mut c) = self.cache.lock() {
-            *c = None;
-        }
+    /// Load the runs index off the call path, then check it against the
+    /// run folders every [`INDEX_CHECK_EVERY`] until shutdown.
+    pub fn spawn_index_checks(self: &Arc<Self>) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let r = me.clone();
+            let _ = tokio::task::spawn_blocking(move || r.index.open(&r.storage())).await;
+            loop {
+                tokio::select! {
+                    _ = me.hub.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(INDEX_CHECK_EVERY) => {}
+                }
+                let r = me.clone();
+                let _ = tokio::task::spawn_blocking(move || r.index.verify(&r.storage())).await;
+            }
+        });
     }
 
     /// The current run of `session`: its own choice, else the environment,
@@ -192,15 +200,21 @@ impl Runs {
     }
 
     pub fn create(&self, req: &CreateRunReq) -> Result<Value, HubError> {
-        let meta = store::create(&self.storage(), &req.theme, req.run_id.as_deref())?;
-        self.invalidate();
+        let storage = self.storage();
+        let mut ix = self.index.hold(&storage);
+        let meta = store::create(&storage, &req.theme, req.run_id.as_deref())?;
+        ix.refresh(&meta.run_id);
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
     /// Make `run_id` the current run of `session` and the hub-wide default;
     /// an archived run becomes active again.
     pub fn set(&self, session: &str, run_id: &str) -> Result<Value, HubError> {
-        let meta = store::touch(&self.storage(), run_id, RunStatus::Active)?;
+        let storage = self.storage();
+        let mut ix = self.index.hold(&storage);
+        let meta = store::touch(&storage, run_id, RunStatus::Active)?;
+        ix.refresh(&meta.run_id);
+        drop(ix);
         if !session.is_empty() {
             self.sessions
                 .insert(session.to_string(), meta.run_id.clone());
@@ -209,54 +223,34 @@ impl Runs {
         if let Ok(mut d) = self.default.lock() {
             *d = Some(meta.run_id.clone());
         }
-        self.invalidate();
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
-    /// Every run's metadata, at most [`LIST_CACHE`] old.
+    /// A page of the runs, from the index (no run's file is read).
     pub fn list(&self, req: &ListRunsReq) -> Value {
-        let storage = self.storage();
-        let cached = self.cache.lock().ok().and_then(|c| {
-            c.as_ref()
-                .filter(|c| c.storage == storage && c.at.elapsed() < LIST_CACHE)
-                .map(|c| (c.runs.clone(), c.problems.clone()))
-        });
-        let (runs, problems) = match cached {
-            Some(v) => v,
-            None => {
-                let (runs, problems) = store::list(&storage);
-                if let Ok(mut c) = self.cache.lock() {
-                    *c = Some(ListCache {
-                        at: Instant::now(),
-                        storage,
-                        runs: runs.clone(),
-                        problems: problems.clone(),
-                    });
-                }
-                (runs, problems)
-            }
-        };
         let want = req.status.map(|s| match s {
             protocol::runs::StatusFilter::Active => RunStatus::Active,
             protocol::runs::StatusFilter::Archived => RunStatus::Archived,
         });
         let page = req.page();
-        let hits: Vec<_> = runs
-            .iter()
-            .filter(|m| want.is_none_or(|w| m.status == w))
-            .collect();
-        let shown: Vec<Value> = hits
-            .iter()
-            .skip(page.offset)
-            .take(page.limit())
-            .map(|m| store::meta_json(m))
-            .collect();
-        json!({"runs": shown, "problems": problems, "total": hits.len(), "offset": page.offset, "limit": page.limit()})
+        let found = self
+            .index
+            .list(&self.storage(), want, page.offset, page.limit());
+        let shown: Vec<Value> = found.runs.iter().map(store::meta_json).collect();
+        json!({"runs": shown, "problems": found.problems, "total": found.total, "offset": page.offset, "limit": page.limit()})
     }
 
     pub fn get(&self, req: &GetRunReq) -> Result<Value, HubError> {
         let storage = self.storage();
-        let (meta, rebuilt) = store::read_meta(&storage, &req.run_id)?;
+        let (meta, rebuilt) = {
+            let mut ix = self.index.hold(&storage);
+            let (meta, rebuilt) = store::read_meta(&storage, &req.run_id)?;
+            if rebuilt.is_some() {
+                // Written back from the log: the index follows.
+                ix.refresh(&req.run_id);
+            }
+            (meta, rebuilt)
+        };
         let n = req.tail.unwrap_or(DEFAULT_TAIL).min(MAX_TAIL);
         let tail = store::tail(&storage, &req.run_id, n)?;
         let mut warnings: Vec<String> = rebuilt.into_iter().collect();
@@ -313,18 +307,24 @@ impl Runs {
     }
 
     pub fn archive(&self, run_id: &str) -> Result<Value, HubError> {
-        let meta = store::touch(&self.storage(), run_id, RunStatus::Archived)?;
-        self.invalidate();
+        let storage = self.storage();
+        let mut ix = self.index.hold(&storage);
+        let meta = store::touch(&storage, run_id, RunStatus::Archived)?;
+        ix.refresh(&meta.run_id);
+        drop(ix);
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
     /// Delete a run; every context naming it is cleared.
     pub fn delete(&self, run_id: &str) -> Result<Value, HubError> {
-        store::delete(&self.storage(), run_id)?;
+        let storage = self.storage();
+        let mut ix = self.index.hold(&storage);
+        store::delete(&storage, run_id)?;
+        ix.remove(run_id);
+        drop(ix);
         self.sessions.retain(|_, r| r != run_id);
         self.clear_default(run_id);
         self.locks.remove(run_id);
-        self.invalidate();
         Ok(json!({"runId": run_id, "deleted": true}))
     }
 

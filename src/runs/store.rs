@@ -141,6 +141,18 @@ fn claim(storage: &Path, base: &str) -> Result<(PathBuf, String), HubError> {
 /// A run's metadata. A missing or unreadable `.metadata.json` is rebuilt
 /// from the log (and written back); the second value says so.
 pub fn read_meta(storage: &Path, id: &str) -> Result<(Metadata, Option<String>), HubError> {
+    let (meta, problem) = peek_meta(storage, id)?;
+    if let Some(p) = &problem {
+        tracing::warn!(run = id, "{p}");
+        write_meta(&dir_of(storage, id)?, &meta)?;
+    }
+    Ok((meta, problem))
+}
+
+/// [`read_meta`] without writing anything: a missing or unreadable
+/// `.metadata.json` is rebuilt from the log in memory only (the index
+/// reads runs this way, so checking it never changes a run).
+pub fn peek_meta(storage: &Path, id: &str) -> Result<(Metadata, Option<String>), HubError> {
     let dir = dir_of(storage, id)?;
     let path = dir.join(META);
     let problem = match fs::read(&path) {
@@ -159,10 +171,7 @@ pub fn read_meta(storage: &Path, id: &str) -> Result<(Metadata, Option<String>),
         }
         Err(e) => return Err(io_err("read", &path, e)),
     };
-    tracing::warn!(run = id, "{problem}");
-    let meta = rebuild(&dir, id);
-    write_meta(&dir, &meta)?;
-    Ok((meta, Some(problem)))
+    Ok((rebuild(&dir, id), Some(problem)))
 }
 
 /// Metadata from the log: first and last timestamps, the first step as theme.
@@ -193,24 +202,6 @@ pub fn touch(storage: &Path, id: &str, status: RunStatus) -> Result<Metadata, Hu
     meta.status = status;
     write_meta(&dir_of(storage, id)?, &meta)?;
     Ok(meta)
-}
-
-/// Every run's metadata (never the logs), newest access first, and the
-/// problems met (each names its run).
-pub fn list(storage: &Path) -> (Vec<Metadata>, Vec<String>) {
-    let mut runs = Vec::new();
-    let mut problems = Vec::new();
-    for id in ids(storage) {
-        match read_meta(storage, &id) {
-            Ok((m, p)) => {
-                runs.push(m);
-                problems.extend(p.map(|p| format!("{id}: {p}")));
-            }
-            Err(e) => problems.push(format!("{id}: {}", e.message)),
-        }
-    }
-    runs.sort_by(|a, b| b.last_accessed.cmp(&a.last_accessed));
-    (runs, problems)
 }
 
 /// Append one validated entry as a whole line. Callers serialise appends to

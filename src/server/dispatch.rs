@@ -75,12 +75,16 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
             });
         }
         ClientMsg::History(req) => {
-            let entries = hub.history.latest(req.limit.min(1000));
-            out.send(protocol::reply(
-                "history",
-                &id,
-                json!({ "entries": entries }),
-            ));
+            // Right after start-up this waits for the file's tail.
+            let (history, out) = (hub.history.clone(), out.clone());
+            tokio::spawn(async move {
+                let entries = history.latest(req.limit.min(1000)).await;
+                out.send(protocol::reply(
+                    "history",
+                    &id,
+                    json!({ "entries": entries }),
+                ));
+            });
         }
         ClientMsg::Recording(m) => {
             crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m)

@@ -1,12 +1,14 @@
 //! Durable state on disk: append-only JSONL journals, one per task
 //! (`journal`), the recordings' file format and folder store
-//! (`recordings`), and one stored file of a recording's or a run's folder
-//! read for `get_artifact`, confined to that folder (`artifact`).
+//! (`recordings`), the append-only index file a store keeps beside its
+//! files (`index_file`), and one stored file of a recording's or a run's
+//! folder read for `get_artifact`, confined to that folder (`artifact`).
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
 
 pub mod artifact;
+pub mod index_file;
 pub mod journal;
 pub mod recordings;
 

@@ -442,3 +442,37 @@ async fn list_runs_pages_with_a_total() {
     assert_eq!(r["result"]["runs"].as_array().map(Vec::len), Some(1), "{r}");
     assert_eq!(r["result"]["total"], 3, "{r}");
 }
+
+/// Issue 19: the history file's tail is read on the hub's history thread
+/// while the hub already serves; a `history` request right after start
+/// waits for it, and a call made meanwhile comes after the old entries.
+#[tokio::test]
+async fn history_right_after_start_has_the_entries_already_in_the_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let state = dir.path().join("state");
+    std::fs::create_dir_all(&state).expect("state");
+    // Large entries, so reading the tail takes longer than connecting and
+    // asking does.
+    let pad = "x".repeat(8 * 1024);
+    let mut text = String::new();
+    for n in 0..1500 {
+        let entry = json!({"ts": "2026-01-01T00:00:00.000Z", "session": "old",
+            "tool": "t__echo", "params": {"n": n, "pad": pad}, "success": true,
+            "errorType": null, "attempts": 1, "retries": 0, "durationMs": 1});
+        text.push_str(&entry.to_string());
+        text.push('\n');
+    }
+    std::fs::write(state.join("history.jsonl"), text).expect("history");
+    let hub = crate::support::TestHub::start_in(dir, json!({})).await;
+    let mut c = hub.connect().await;
+    let r = c
+        .call("write_file", json!({"path": "a.txt", "content": "hi"}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    let h = c.request(json!({"type": "history", "limit": 1000})).await;
+    let entries = h["entries"].as_array().expect("entries");
+    assert_eq!(entries.len(), 1000);
+    assert_eq!(entries[0]["params"]["n"], 501);
+    assert_eq!(entries[998]["params"]["n"], 1499);
+    assert_eq!(entries[999]["tool"], "hub__write_file");
+}

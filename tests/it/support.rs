@@ -439,3 +439,20 @@ pub fn with_test_defaults(mut config: Value) -> Value {
     }
     config
 }
+
+/// The `key` of every object in `l[array]`, sorted (a listing's ids).
+pub fn sorted_ids(l: &Value, array: &str, key: &str) -> Vec<String> {
+    let mut v: Vec<String> = l[array]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {array} in {l}"))
+        .iter()
+        .map(|x| {
+            x[key]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {key} in {x}"))
+                .to_string()
+        })
+        .collect();
+    v.sort();
+    v
+}

@@ -11,48 +11,38 @@
 //! modification time with its entry and reads again what differs, adds
 //! folders without an entry (a crash between a recording's write and its
 //! index line) and drops entries whose folder is gone. A missing index is
-//! rebuilt from the files; the file is compacted when it holds more than
-//! twice as many lines as recordings.
+//! rebuilt from the files. The file itself (replay, append, compaction
+//! past twice as many lines as recordings) is a `store::index_file`.
 
 pub mod entry;
 
 pub use entry::Entry;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::valid_id;
 use crate::protocol::recording::{ListReq, RecordingSort};
+pub use crate::store::index_file::Repairs;
+use crate::store::index_file::{IndexFile, Indexed, Loaded};
 
 /// The index file, beside the recordings (a dot name is never an id).
 pub const FILE: &str = ".index.jsonl";
 
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Op {
-    Put { entry: Box<Entry> },
-    Del { id: String },
-}
-
-/// `Op::Put` written from a borrowed entry.
-#[derive(Serialize)]
-struct PutRef<'a> {
-    op: &'static str,
-    entry: &'a Entry,
-}
-
 struct State {
     storage: PathBuf,
-    entries: HashMap<String, Entry>,
-    /// Lines in the index file (for compaction).
-    lines: usize,
-    file: Option<File>,
+    /// The entries and the file (`store::index_file`).
+    ix: IndexFile<Entry>,
+}
+
+impl Indexed for Entry {
+    fn id(&self) -> &str {
+        &self.id
+    }
 }
 
 /// The index of one recordings folder (the configured `storagePath`; a
@@ -60,23 +50,6 @@ struct State {
 #[derive(Default)]
 pub struct Index {
     state: Mutex<Option<State>>,
-}
-
-/// What a check of the index against the files found and repaired.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Repairs {
-    /// Recordings without an entry (written, then a crash before the index line).
-    pub added: usize,
-    /// Recordings whose file changed behind the hub's back.
-    pub changed: usize,
-    /// Entries whose recording is gone.
-    pub removed: usize,
-}
-
-impl Repairs {
-    pub fn any(&self) -> bool {
-        self.added + self.changed + self.removed > 0
-    }
 }
 
 /// One page of a listing.
@@ -123,7 +96,7 @@ impl Index {
     pub fn open(&self, storage: &Path) -> Repairs {
         let n = {
             let mut g = self.lock();
-            Index::state(&mut g, storage).entries.len()
+            Index::state(&mut g, storage).ix.len()
         };
         let r = self.verify(storage, &HashSet::new());
         tracing::info!(storage = %storage.display(), recordings = n + r.added - r.removed, "recordings index ready");
@@ -134,16 +107,14 @@ impl Index {
     pub fn refresh(&self, storage: &Path, id: &str) {
         let e = entry::read(storage, id);
         let mut g = self.lock();
-        put(Index::state(&mut g, storage), e);
+        Index::state(&mut g, storage).ix.put(e);
     }
 
     /// Drop recording `id` (after the hub deleted it).
     pub fn remove(&self, storage: &Path, id: &str) {
         let mut g = self.lock();
         let st = Index::state(&mut g, storage);
-        if st.entries.remove(id).is_some() {
-            append_op(st, &Op::Del { id: id.to_string() });
-        }
+        st.ix.remove(id);
     }
 
     /// Compare every entry with its file (size and modification time; a
@@ -157,11 +128,11 @@ impl Index {
             let mut g = self.lock();
             let st = Index::state(&mut g, storage);
             let known = st
-                .entries
-                .iter()
-                .map(|(id, e)| (id.clone(), (e.size, e.mtime_ns)))
+                .ix
+                .entries()
+                .map(|e| (e.id.clone(), (e.size, e.mtime_ns)))
                 .collect();
-            (known, st.file.is_some() && !storage.join(FILE).exists())
+            (known, st.ix.file_gone())
         };
         let on_disk = ids(storage);
         let mut r = Repairs::default();
@@ -182,7 +153,7 @@ impl Index {
         let gone: Vec<&String> = known.keys().filter(|id| !present.contains(id)).collect();
         let mut g = self.lock();
         let st = Index::state(&mut g, storage);
-        let stamp_of = |st: &State, id: &str| st.entries.get(id).map(|e| (e.size, e.mtime_ns));
+        let stamp_of = |st: &State, id: &str| st.ix.get(id).map(|e| (e.size, e.mtime_ns));
         // Only what the hub did not update meanwhile is applied and counted.
         for e in fresh {
             let was = known.get(&e.id).copied();
@@ -191,19 +162,18 @@ impl Index {
                     None => r.added += 1,
                     Some(_) => r.changed += 1,
                 }
-                put(st, e);
+                st.ix.put(e);
             }
         }
         for id in gone {
             if stamp_of(st, id) == known.get(id).copied() && !storage.join(id).exists() {
                 r.removed += 1;
-                st.entries.remove(id);
-                append_op(st, &Op::Del { id: id.clone() });
+                st.ix.remove(id);
             }
         }
         if file_gone {
             tracing::warn!(storage = %storage.display(), "the recordings index file was deleted; written again");
-            compact(st);
+            st.ix.compact();
         }
         if r.any() {
             tracing::info!(
@@ -230,7 +200,7 @@ impl Index {
         let st = Index::state(&mut g, storage);
         let mut problems = Vec::new();
         let mut hits: Vec<&Entry> = Vec::new();
-        for e in st.entries.values() {
+        for e in st.ix.entries() {
             if let Some(p) = &e.problem {
                 problems.push(p.clone());
                 continue;
@@ -303,137 +273,31 @@ fn order_of(sort: RecordingSort) -> Order {
 
 /// Read the index file, or rebuild it from the recordings when it is missing.
 fn load(storage: &Path) -> State {
-    let mut st = State {
-        storage: storage.to_path_buf(),
-        entries: HashMap::new(),
-        lines: 0,
-        file: None,
-    };
-    let path = storage.join(FILE);
-    match File::open(&path) {
-        Ok(f) => {
-            let mut bad = 0;
-            for line in BufReader::new(f).lines().map_while(Result::ok) {
-                st.lines += 1;
-                match serde_json::from_str::<Op>(&line) {
-                    Ok(Op::Put { entry }) => {
-                        st.entries.insert(entry.id.clone(), *entry);
-                    }
-                    Ok(Op::Del { id }) => {
-                        st.entries.remove(&id);
-                    }
-                    Err(_) => bad += 1,
-                }
-            }
-            if bad > 0 {
-                // The entries are checked against the files next anyway.
-                tracing::warn!(path = %path.display(), lines = bad, "unreadable lines in the recordings index skipped");
-                compact(&mut st);
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let (mut ix, loaded) = IndexFile::load(&storage.join(FILE));
+    match loaded {
+        // Unreadable lines were dropped; the entries are checked against
+        // the files next anyway.
+        Loaded::Read { .. } => {}
+        Loaded::Missing => {
             let ids = ids(storage);
-            if ids.is_empty() {
-                return st;
+            if !ids.is_empty() {
+                for id in &ids {
+                    ix.put_quiet(entry::read(storage, id));
+                }
+                tracing::info!(storage = %storage.display(), rebuilt = ids.len(), "recordings index was missing; rebuilt from the recordings");
+                ix.compact();
             }
-            for id in &ids {
-                st.entries.insert(id.clone(), entry::read(storage, id));
-            }
-            tracing::info!(storage = %storage.display(), rebuilt = ids.len(), "recordings index was missing; rebuilt from the recordings");
-            compact(&mut st);
         }
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read the recordings index; listing from the recordings");
+        Loaded::Unreadable(e) => {
+            tracing::warn!(storage = %storage.display(), error = %e, "cannot read the recordings index; listing from the recordings");
             for id in ids(storage) {
-                let e = entry::read(storage, &id);
-                st.entries.insert(id, e);
+                ix.put_quiet(entry::read(storage, &id));
             }
         }
     }
-    st
-}
-
-fn put(st: &mut State, e: Entry) {
-    let line = serde_json::to_vec(&PutRef {
-        op: "put",
-        entry: &e,
-    });
-    st.entries.insert(e.id.clone(), e);
-    if let Ok(line) = line {
-        append(st, line);
-    }
-}
-
-/// Append one line; when the file has grown past twice the live entries,
-/// rewrite it whole instead. A failed write is logged: the next `verify`
-/// (or start) repairs the index from the files.
-fn append_op(st: &mut State, op: &Op) {
-    if let Ok(line) = serde_json::to_vec(op) {
-        append(st, line);
-    }
-}
-
-/// Append one serialised line (the entries are already updated in memory).
-fn append(st: &mut State, mut line: Vec<u8>) {
-    if st.lines > 2 * st.entries.len() + 64 {
-        compact(st);
-        return;
-    }
-    line.push(b'\n');
-    if st.file.is_none() {
-        let opened = fs::create_dir_all(&st.storage).and_then(|()| {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(st.storage.join(FILE))
-        });
-        match opened {
-            Ok(f) => st.file = Some(f),
-            Err(e) => {
-                tracing::warn!(storage = %st.storage.display(), error = %e, "cannot open the recordings index");
-                return;
-            }
-        }
-    }
-    if let Some(f) = st.file.as_mut() {
-        match crate::util::append_whole(f, &line) {
-            Ok(()) => st.lines += 1,
-            Err(e) => {
-                tracing::warn!(storage = %st.storage.display(), error = %e, "cannot append to the recordings index")
-            }
-        }
-    }
-}
-
-/// Rewrite the index file with one `put` per entry (temp file + rename).
-fn compact(st: &mut State) {
-    let mut buf = Vec::with_capacity(st.entries.len() * 400);
-    for e in st.entries.values() {
-        if serde_json::to_writer(
-            &mut buf,
-            &PutRef {
-                op: "put",
-                entry: e,
-            },
-        )
-        .is_ok()
-        {
-            buf.push(b'\n');
-        }
-    }
-    let path = st.storage.join(FILE);
-    let written = fs::create_dir_all(&st.storage)
-        .and_then(|()| crate::util::write_atomic(&path, &buf))
-        .and_then(|()| OpenOptions::new().append(true).open(&path));
-    match written {
-        Ok(f) => {
-            st.file = Some(f);
-            st.lines = st.entries.len();
-        }
-        Err(e) => {
-            st.file = None;
-            tracing::warn!(path = %path.display(), error = %e, "cannot write the recordings index")
-        }
+    State {
+        storage: storage.to_path_buf(),
+        ix,
     }
 }
 

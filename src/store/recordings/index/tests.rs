@@ -1,4 +1,5 @@
 use std::collections::HashSet;
+use std::fs::File;
 use std::io::Write;
 
 use serde_json::json;
