@@ -51,7 +51,8 @@ impl History {
         let path = state_dir.join("history.jsonl");
         // Opened here, not in the writer thread: the file exists (or the
         // error is reported) by the time the hub is up.
-        let file = open_append(&path)?;
+        let mut file = open_append(&path)?;
+        mend_torn_end(&path, &mut file);
         let start_len = file.metadata()?.len();
         let (tx, rx) = mpsc::unbounded_channel();
         let writer_path = path.clone();
@@ -323,6 +324,35 @@ fn load_tail(path: &Path, end: u64) -> VecDeque<Arc<Value>> {
     q
 }
 
+/// A file that ends in a torn line (the hub was killed mid-write) gets a
+/// newline first, so the next entry starts a line of its own instead of
+/// being glued onto the fragment and lost with it. The fragment stays where
+/// it is; every reader skips a line that does not parse.
+fn mend_torn_end(path: &Path, file: &mut std::fs::File) {
+    use std::io::Write;
+    use std::os::unix::fs::FileExt;
+    let Ok(len) = file.metadata().map(|m| m.len()) else {
+        return;
+    };
+    if len == 0 {
+        return;
+    }
+    let mut last = [0u8; 1];
+    let read = std::fs::File::open(path).and_then(|f| f.read_exact_at(&mut last, len - 1));
+    if read.is_err() || last[0] == b'\n' {
+        return;
+    }
+    match file.write_all(b"\n") {
+        Ok(()) => tracing::warn!(
+            path = %path.display(),
+            "history ended in a torn line (the hub stopped mid-write); it is kept and skipped, and new entries start on the next line"
+        ),
+        Err(e) => {
+            tracing::error!(path = %path.display(), error = %e, "cannot end the history's torn last line")
+        }
+    }
+}
+
 fn open_append(p: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .create(true)
@@ -409,6 +439,26 @@ mod tests {
     }
 
     use std::io::Write;
+
+    #[test]
+    fn a_torn_last_line_is_ended_so_the_next_entry_is_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("history.jsonl");
+        std::fs::write(&path, "{\"n\":1}\n{\"n\": 2, \"pad\": \"to").unwrap();
+        let mut f = open_append(&path).unwrap();
+        mend_torn_end(&path, &mut f);
+        writeln!(f, "{}", json!({"n": 3})).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let whole: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert_eq!(whole, vec![json!({"n": 1}), json!({"n": 3})], "{text}");
+        // A whole file is left as it is.
+        let before = std::fs::read(&path).unwrap();
+        mend_torn_end(&path, &mut f);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
 
     #[test]
     fn start_up_keeps_the_last_entries_in_order_and_skips_a_torn_tail() {
