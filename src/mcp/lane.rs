@@ -106,7 +106,7 @@ struct Envelope {
     id: Option<Value>,
     method: Option<serde::de::IgnoredAny>,
     result: Option<Value>,
-    error: Option<rmcp::ErrorData>,
+    error: Option<Value>,
 }
 
 impl Lane {
@@ -190,7 +190,16 @@ impl Lane {
             t
         });
         let answer = match (env.result, env.error) {
-            (_, Some(e)) => Err(LaneError::Rpc(e)),
+            // An error object of the wrong shape still ends the call, with
+            // what the server sent.
+            (_, Some(e)) => Err(LaneError::Rpc(
+                serde_json::from_value::<rmcp::ErrorData>(e.clone()).unwrap_or_else(|_| {
+                    rmcp::ErrorData::internal_error(
+                        format!("malformed error from the server: {e}"),
+                        None,
+                    )
+                }),
+            )),
             (Some(r), None) => Ok(r),
             (None, None) => Ok(Value::Null),
         };
@@ -566,6 +575,19 @@ mod tests {
         match call.await.expect("join") {
             Err(LaneError::Rpc(e)) => assert_eq!(e.code.0, -32602),
             other => panic!("expected the server's error, got {other:?}"),
+        }
+        // An error of the wrong shape still ends the call.
+        let l = lane.clone();
+        let call = tokio::spawn(async move { l.call_tool("odd", None).await });
+        while lane.open.load(Ordering::Relaxed) == 0 {
+            tokio::task::yield_now().await;
+        }
+        let id = sent(&mut rx)["id"].as_str().expect("id").to_string();
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":"{id}","error":"nope"}}"#);
+        assert!(lane.take_answer(answer.as_bytes()));
+        match call.await.expect("join") {
+            Err(LaneError::Rpc(e)) => assert!(e.message.contains("nope"), "{e:?}"),
+            other => panic!("expected an error, got {other:?}"),
         }
         let l = lane.clone();
         let call = tokio::spawn(async move { l.call_tool("slow", None).await });
