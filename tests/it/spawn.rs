@@ -134,8 +134,13 @@ async fn a_dead_wrapper_takes_its_group_down_and_the_server_restarts() {
         "the real server {real} outlived its wrapper"
     );
     assert!(!alive(real));
+    // The running status of the restart, not the first start's (which may
+    // still be queued: `wait_running` can answer from `health_check`).
     c.recv_where("t running again with a new pid", |v| {
-        v["type"] == "server_status" && v["name"] == "t" && v["state"] == "running"
+        v["type"] == "server_status"
+            && v["name"] == "t"
+            && v["state"] == "running"
+            && v["pid"].as_i64().is_some_and(|p| p != i64::from(wrapper))
     })
     .await;
     let now = server_pid(&mut c, "t").await;
