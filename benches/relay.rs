@@ -40,6 +40,8 @@ mod recovery;
 mod retention;
 #[path = "relay/runs.rs"]
 mod runs;
+#[path = "common/runs_fixture.rs"]
+mod runs_fixture;
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 

@@ -39,6 +39,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 #[path = "stores/runs.rs"]
 mod runs;
+#[path = "common/runs_fixture.rs"]
+mod runs_fixture;
 #[path = "stores/tasks.rs"]
 mod tasks;
 

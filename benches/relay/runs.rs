@@ -11,21 +11,7 @@ use super::{Hub, WsClient};
 
 pub async fn list_runs(hub: &Hub, client: &WsClient, n: usize) {
     let root = hub.dir.path().join("runs");
-    let entry = json!({"timestamp": "2026-01-01T00:00:00Z", "step": "tool_call t__echo",
-        "status": "success", "action_type": "other", "execution_method": "tool",
-        "data": {"tool": "t__echo", "result": "x".repeat(500)}, "schema_version": "1.0"})
-    .to_string();
-    let log = format!("{entry}\n").repeat(20);
-    for i in 0..n {
-        let id = format!("run-{i:05}");
-        let dir = root.join(&id);
-        std::fs::create_dir_all(dir.join("logs")).expect("run dir");
-        let meta = json!({"run_id": id, "theme_description": format!("topic {i}"),
-            "created_at": "2026-01-01T00:00:00Z", "last_accessed": "2026-01-01T00:00:00Z",
-            "status": "active", "schema_version": "1.0"});
-        std::fs::write(dir.join(".metadata.json"), meta.to_string()).expect("meta");
-        std::fs::write(dir.join("logs/execution.jsonl"), &log).expect("log");
-    }
+    super::runs_fixture::make_runs(&root, n);
     let mut cold = Vec::new();
     let mut warm = Vec::new();
     for k in 0..5 {

@@ -3,35 +3,15 @@
 //! folder (an index is built), the first listing after the next start, then a page of 50 and the whole list, each the median
 //! of 20, and the whole list again right after a `create_run`.
 
-use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
 
 use super::{median, Running};
 
-fn make_runs(root: &Path, n: usize) {
-    let entry = json!({"timestamp": "2026-01-01T00:00:00Z", "step": "tool_call t__echo",
-        "status": "success", "action_type": "other", "execution_method": "tool",
-        "data": {"tool": "t__echo", "result": "x".repeat(500)}, "schema_version": "1.0"})
-    .to_string();
-    let log = format!("{entry}\n").repeat(20);
-    for i in 0..n {
-        let id = format!("run-{i:05}");
-        let dir = root.join("runs").join(&id);
-        std::fs::create_dir_all(dir.join("logs")).expect("run dir");
-        let meta = json!({"run_id": id, "theme_description": format!("topic {i}"),
-            "created_at": "2026-01-01T00:00:00Z",
-            "last_accessed": format!("2026-01-01T00:{:02}:{:02}Z", i / 60 % 60, i % 60),
-            "status": "active", "schema_version": "1.0"});
-        std::fs::write(dir.join(".metadata.json"), meta.to_string()).expect("meta");
-        std::fs::write(dir.join("logs/execution.jsonl"), &log).expect("log");
-    }
-}
-
 pub async fn list(n: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
-    make_runs(dir.path(), n);
+    super::runs_fixture::make_runs(&dir.path().join("runs"), n);
     // A first start lists them once (a hub with an index builds it: the
     // runs were made without one), then a second start is measured.
     let hub = Running::start(dir.path()).await;

@@ -299,15 +299,7 @@ impl Engine {
             // One rewrite for everything put quietly above.
             ix.compact();
         }
-        if r.any() {
-            tracing::info!(
-                dir = %self.store.dir.display(),
-                added = r.added,
-                changed = r.changed,
-                removed = r.removed,
-                "tasks index: picked up journals changed outside the hub"
-            );
-        }
+        r.log("tasks", "journals", &self.store.dir);
         tracing::info!(dir = %self.store.dir.display(), finished = indexed, loaded = recovered, "tasks index ready");
         if recovered > 0 {
             tracing::info!(count = recovered, dir = %self.store.dir.display(), "tasks recovered from their journals");

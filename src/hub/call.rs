@@ -15,10 +15,10 @@ use super::local::{LocalCall, Mounted, OfflineTools};
 use super::outcome::{Attempt, CallOutcome, CallRequest};
 use super::Hub;
 use crate::errors::{ErrorType, HubError};
+use crate::mcp::call as mcp_call;
 use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{CallLink, Inflight};
 use crate::mcp::supervisor::ServerState;
-use crate::mcp::upstream;
 use crate::retry::RetryOverride;
 
 /// Where one attempt goes.
@@ -280,17 +280,17 @@ impl Hub {
                     Value::Object(m) => Some(m),
                     Value::Null => None,
                     other => {
-                        let m = upstream::params_kind_error(other);
+                        let m = mcp_call::params_kind_error(other);
                         return Attempt {
                             result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
                             raw: None,
                         };
                     }
                 };
-                futures::future::Either::Left(upstream::send_lane_call(lane, &info.name, arguments))
+                futures::future::Either::Left(mcp_call::send_lane_call(lane, &info.name, arguments))
             }
             _ => {
-                let call = match upstream::call_params(&info.name, params) {
+                let call = match mcp_call::call_params(&info.name, params) {
                     Ok(c) => c,
                     Err(m) => {
                         return Attempt {
@@ -300,7 +300,7 @@ impl Hub {
                     }
                 };
                 let linked = link.map(|l| (&inflight, l));
-                futures::future::Either::Right(upstream::send_call(&peer.peer, call, linked))
+                futures::future::Either::Right(mcp_call::send_call(&peer.peer, call, linked))
             }
         };
         let response = tokio::select! {

@@ -3,6 +3,7 @@
 //! `relay` (what servers send for the clients above the hub), `lane` (plain
 //! `tools/call`s on a stdio server, beside rmcp's service loop).
 
+pub mod call;
 pub mod children;
 pub mod lane;
 pub mod offline;

@@ -279,18 +279,8 @@ fn verify(st: &mut State) -> Repairs {
         r.removed += 1;
         st.ix.remove(&id);
     }
-    if st.ix.file_gone() {
-        tracing::warn!(storage = %storage.display(), "the runs index file was deleted; written again");
-        st.ix.compact();
-    }
-    if r.any() {
-        tracing::info!(
-            storage = %storage.display(),
-            added = r.added,
-            changed = r.changed,
-            removed = r.removed,
-            "runs index: picked up runs changed outside the hub"
-        );
-    }
+    let gone = st.ix.file_gone();
+    st.ix.rewrite_if_deleted(gone, "runs", &storage);
+    r.log("runs", "runs", &storage);
     r
 }

@@ -81,6 +81,20 @@ impl Repairs {
     pub fn any(&self) -> bool {
         self.added + self.changed + self.removed > 0
     }
+
+    /// Log what a check of the `index` ("runs") over its `files`
+    /// ("runs", "journals") in `storage` picked up.
+    pub fn log(&self, index: &str, files: &str, storage: &Path) {
+        if self.any() {
+            tracing::info!(
+                storage = %storage.display(),
+                added = self.added,
+                changed = self.changed,
+                removed = self.removed,
+                "{index} index: picked up {files} changed outside the hub"
+            );
+        }
+    }
 }
 
 /// How the file was found at load.
@@ -194,6 +208,15 @@ impl<E: Indexed> IndexFile<E> {
     /// The file was written by this hub and has been deleted since.
     pub fn file_gone(&self) -> bool {
         self.file.is_some() && !self.path.exists()
+    }
+
+    /// After a check that found the file deleted (`gone`, from
+    /// [`IndexFile::file_gone`]): write it again, and say so.
+    pub fn rewrite_if_deleted(&mut self, gone: bool, what: &str, storage: &Path) {
+        if gone {
+            tracing::warn!(storage = %storage.display(), "the {what} index file was deleted; written again");
+            self.compact();
+        }
     }
 
     /// Append one line; when the file has grown past twice the live

@@ -171,19 +171,8 @@ impl Index {
                 st.ix.remove(id);
             }
         }
-        if file_gone {
-            tracing::warn!(storage = %storage.display(), "the recordings index file was deleted; written again");
-            st.ix.compact();
-        }
-        if r.any() {
-            tracing::info!(
-                storage = %storage.display(),
-                added = r.added,
-                changed = r.changed,
-                removed = r.removed,
-                "recordings index: picked up recordings changed outside the hub"
-            );
-        }
+        st.ix.rewrite_if_deleted(file_gone, "recordings", storage);
+        r.log("recordings", "recordings", storage);
         r
     }
 
