@@ -1,16 +1,18 @@
-//! One task per socket, split into a reader (this task) and a writer.
+//! One task per socket: it reads frames and writes what is queued for the
+//! client.
 //!
 //! Everything bound for the client goes through one bounded queue
 //! ([`Outbox`]). A client that stops reading fills it; it is then evicted
 //! instead of making the hub buffer without limit or stall a producer.
 
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::slots::Slot;
@@ -26,23 +28,19 @@ pub async fn run(socket: WebSocket, app: App, slot: Slot) {
 
 /// `slot` is the connection's place in `server.maxConnections`, given
 /// back when this ends.
-async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
+///
+/// One task owns the socket, reading frames and writing what the
+/// [`Outbox`] holds in one `select!`. Reading and writing in two tasks over
+/// a split socket cost a wake-up of the other task (often on the other
+/// worker thread) for every frame: the socket's readiness wakes both
+/// halves. The relay benchmark counts these ("hub threads went to sleep").
+async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
     let hub = app.hub.clone();
     tracing::info!("client connected");
     let cfg = hub.config();
-    let (sink, mut stream) = socket.split();
     let evict = CancellationToken::new();
-    let (outbox, rx) = Outbox::new(session.clone(), cfg.server.send_queue.max(8), evict.clone());
-    // The close frame the writer sends when the connection ends: 1008
-    // (policy) unless the reader says why it ended; 0 = send none.
-    let close = Arc::new(AtomicU16::new(CLOSE_EVICTED));
-    let writer = tokio::spawn(write_loop(
-        sink,
-        rx,
-        evict.clone(),
-        close.clone(),
-        cfg.server.ping_interval,
-    ));
+    let (outbox, mut rx) =
+        Outbox::new(session.clone(), cfg.server.send_queue.max(8), evict.clone());
     let tools = hub.tools();
     outbox.send(protocol::hello(
         &session,
@@ -52,32 +50,70 @@ async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
     let events = tokio::spawn(forward_events(hub.subscribe(), outbox.clone()));
     let idle = cfg.server.idle_timeout;
     let max_bytes = cfg.server.max_message_bytes;
+    let ping_every = cfg.server.ping_interval.max(Duration::from_millis(50));
+    let mut ping = tokio::time::interval_at(Instant::now() + ping_every, ping_every);
+    // Any frame from the client (a pong too) starts the idle time again.
+    let idle_end = tokio::time::sleep(idle);
+    tokio::pin!(idle_end);
+    // The close frame sent when the connection ends: 1008 (policy) unless
+    // the loop says why it ended; 0 = send none.
+    let mut close = CLOSE_EVICTED;
     loop {
-        let next = tokio::select! {
-            n = tokio::time::timeout(idle, stream.next()) => n,
+        let frame = tokio::select! {
+            m = rx.recv() => {
+                let Some(first) = m else { break };
+                // Whatever else is already queued leaves with it, in one
+                // write. A client that stopped reading blocks this send once
+                // the socket's buffers are full; eviction (or shutdown) must
+                // still end it, or the connection and its slot would leak.
+                tokio::select! {
+                    r = send_burst(&mut socket, first, &mut rx) => if r.is_err() {
+                        close = 0;
+                        break;
+                    },
+                    _ = evict.cancelled() => break,
+                    _ = hub.shutdown.cancelled() => {
+                        close = CLOSE_SHUTDOWN;
+                        break;
+                    }
+                }
+                continue;
+            }
+            f = socket.next() => f,
+            _ = ping.tick() => {
+                let sent = tokio::select! {
+                    r = socket.send(Message::Ping(Vec::new().into())) => r.is_ok(),
+                    _ = evict.cancelled() => false,
+                };
+                if !sent {
+                    break;
+                }
+                continue;
+            }
+            _ = &mut idle_end => {
+                tracing::info!(session = %session, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
+                close = CLOSE_IDLE;
+                break;
+            }
             _ = evict.cancelled() => break,
             _ = hub.shutdown.cancelled() => {
-                close.store(CLOSE_SHUTDOWN, Ordering::SeqCst);
+                close = CLOSE_SHUTDOWN;
                 break;
             }
         };
-        let frame = match next {
-            Err(_) => {
-                tracing::info!(session = %session, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
-                close.store(CLOSE_IDLE, Ordering::SeqCst);
+        let frame = match frame {
+            None => {
+                close = 0;
                 break;
             }
-            Ok(None) => {
-                close.store(0, Ordering::SeqCst);
-                break;
-            }
-            Ok(Some(Err(e))) => {
+            Some(Err(e)) => {
                 tracing::info!(session = %session, error = %e, "socket error");
-                close.store(0, Ordering::SeqCst);
+                close = 0;
                 break;
             }
-            Ok(Some(Ok(m))) => m,
+            Some(Ok(m)) => m,
         };
+        idle_end.as_mut().reset(Instant::now() + idle);
         match frame {
             Message::Text(text) => super::dispatch::handle(&app, &outbox, text.as_str(), max_bytes),
             Message::Binary(_) => {
@@ -89,7 +125,7 @@ async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
             }
             Message::Close(_) => {
                 // The client closed; the library answers its close frame.
-                close.store(0, Ordering::SeqCst);
+                close = 0;
                 break;
             }
             Message::Ping(_) | Message::Pong(_) => {}
@@ -98,7 +134,15 @@ async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
     evict.cancel();
     events.abort();
     app.connection_closed(&session);
-    let _ = writer.await;
+    if close != 0 {
+        // Best effort: a client that does not read may never see it.
+        let frame = Message::Close(Some(CloseFrame {
+            code: close,
+            reason: close_reason(close).into(),
+        }));
+        let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(frame)).await;
+    }
+    drop(socket);
     // Free the slot first: whoever reads "client disconnected" (a person,
     // a test) may connect again at once.
     drop(slot);
@@ -106,53 +150,21 @@ async fn serve(socket: WebSocket, app: App, session: String, slot: Slot) {
     crate::trim::soon();
 }
 
-async fn write_loop(
-    mut sink: futures::stream::SplitSink<WebSocket, Message>,
-    mut rx: mpsc::Receiver<String>,
-    evict: CancellationToken,
-    close: Arc<AtomicU16>,
-    ping_every: std::time::Duration,
-) {
-    let mut ping = tokio::time::interval(ping_every.max(std::time::Duration::from_millis(50)));
-    ping.tick().await;
-    loop {
-        let out = tokio::select! {
-            m = rx.recv() => match m {
-                Some(m) => Message::Text(m.into()),
-                None => break,
-            },
-            _ = ping.tick() => Message::Ping(Vec::new().into()),
-            _ = evict.cancelled() => {
-                // Best effort: a client that does not read may never see it.
-                let code = close.load(Ordering::SeqCst);
-                if code != 0 {
-                    let frame = Message::Close(Some(CloseFrame { code, reason: close_reason(code).into() }));
-                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), sink.send(frame)).await;
-                }
-                break;
-            }
-        };
-        // Whatever else is already queued leaves with it, in one write (a
-        // busy connection pays one send per burst, not one per message).
-        let send = async {
-            sink.feed(out).await?;
-            for _ in 0..COALESCE {
-                match rx.try_recv() {
-                    Ok(m) => sink.feed(Message::Text(m.into())).await?,
-                    Err(_) => break,
-                }
-            }
-            sink.flush().await
-        };
-        // A client that stopped reading blocks this send once the socket's
-        // buffers are full; eviction (or shutdown) must still end it, or the
-        // connection and its slot would leak.
-        tokio::select! {
-            r = send => if r.is_err() { break },
-            _ = evict.cancelled() => break,
+/// Write `first` and whatever else is queued (up to [`COALESCE`] more),
+/// then flush once: a busy connection pays one send per burst.
+async fn send_burst(
+    socket: &mut WebSocket,
+    first: String,
+    rx: &mut mpsc::Receiver<String>,
+) -> Result<(), axum::Error> {
+    socket.feed(Message::Text(first.into())).await?;
+    for _ in 0..COALESCE {
+        match rx.try_recv() {
+            Ok(m) => socket.feed(Message::Text(m.into())).await?,
+            Err(_) => break,
         }
     }
-    evict.cancel();
+    socket.flush().await
 }
 
 /// The most queued messages written together with the first.
