@@ -386,6 +386,16 @@ impl Caller for WsClient {
     }
 }
 
+/// `ping` over the same socket: the floor of a WebSocket round trip
+/// through the hub, with no tool call behind it.
+struct WsPing(Arc<WsClient>);
+
+impl Caller for WsPing {
+    async fn echo(&self, _n: u64) -> Value {
+        self.0.request(json!({"type": "ping"})).await
+    }
+}
+
 // ---------------------------------------------------------------- measures
 
 /// `(utime + stime)` of a process, in seconds.
@@ -418,6 +428,27 @@ fn status_kib(pid: u32, key: &str) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+/// Times the threads of a process went to sleep waiting for something
+/// (voluntary context switches, summed over its threads): each one is a
+/// wake-up someone pays for later.
+fn sleeps(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .map(|t| {
+            std::fs::read_to_string(t.path().join("status"))
+                .unwrap_or_default()
+                .lines()
+                .find(|l| l.starts_with("voluntary_ctxt_switches"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 struct Latency {
@@ -526,8 +557,13 @@ async fn main() {
     client.wait_running().await;
     let idle_kib = status_kib(pid, "VmRSS");
     let cpu0 = cpu_seconds(pid);
+    let sleeps0 = sleeps(pid);
     let h_seq = sequential(client.as_ref(), n).await;
     let seq_cpu_us = (cpu_seconds(pid) - cpu0) * 1e6 / (n + n / 10) as f64;
+    let seq_sleeps = (sleeps(pid) - sleeps0) as f64 / (n + n / 10) as f64;
+    let ps0 = sleeps(pid);
+    let p_seq = sequential(&WsPing(client.clone()), n).await;
+    let ping_sleeps = (sleeps(pid) - ps0) as f64 / (n + n / 10) as f64;
     let mut h_tp = Vec::new();
     let mut cpu16 = 0.0;
     for k in [1, 16, 64] {
@@ -540,7 +576,9 @@ async fn main() {
     let load_kib = status_kib(pid, "VmHWM");
     // The MCP endpoint, sequential, with a lean HTTP client.
     let lean = mcp::McpLean::open(&hub).await;
+    let ms0 = sleeps(pid);
     let m_seq = sequential(&lean, n).await;
+    let mcp_sleeps = (sleeps(pid) - ms0) as f64 / (n + n / 10) as f64;
     drop(lean);
     let calls_only = std::env::args().any(|a| a == "--calls-only");
 
@@ -558,23 +596,34 @@ async fn main() {
         d_tp[2]
     );
     println!(
-        "| toolhub WebSocket | {} | {} | {} | +{:.0} µs | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} µs / {:.0} µs |",
+        "| toolhub WebSocket | {} | {} | {} | {:+.0} µs | {:.0} | {:.0} | {:.0} | {:.2} | {:.0} µs / {:.0} µs |",
         us(h_seq.p50), us(h_seq.p90), us(h_seq.p99),
         (ms(h_seq.p50) - ms(d_seq.p50)) * 1e3,
         h_tp[0], h_tp[1], h_tp[2], h_tp[1] / d_tp[1], seq_cpu_us, cpu16
     );
     println!(
-        "| toolhub /mcp (lean HTTP client) | {} | {} | {} | +{:.0} µs | – | – | – | – | – |",
+        "| toolhub WebSocket `ping` (no tool call) | {} | {} | {} | {:+.0} µs | – | – | – | – | – |",
+        us(p_seq.p50),
+        us(p_seq.p90),
+        us(p_seq.p99),
+        (ms(p_seq.p50) - ms(d_seq.p50)) * 1e3
+    );
+    println!(
+        "| toolhub /mcp (lean HTTP client) | {} | {} | {} | {:+.0} µs | – | – | – | – | – |",
         us(m_seq.p50),
         us(m_seq.p90),
         us(m_seq.p99),
         (ms(m_seq.p50) - ms(d_seq.p50)) * 1e3
     );
     println!(
-        "| rmcp client, direct stdio | {} | {} | {} | +{:.0} µs | – | {:.0} | – | {:.2} | client CPU/call 16: rmcp {:.0} µs, raw {:.0} µs |",
+        "| rmcp client, direct stdio | {} | {} | {} | {:+.0} µs | – | {:.0} | – | {:.2} | client CPU/call 16: rmcp {:.0} µs, raw {:.0} µs |",
         us(r_seq.p50), us(r_seq.p90), us(r_seq.p99),
         (ms(r_seq.p50) - ms(d_seq.p50)) * 1e3,
         r16, r16 / raw16.max(1.0), r_cpu16, raw_cpu16
+    );
+    println!(
+        "\nhub threads went to sleep {seq_sleeps:.1} times per sequential call, {ping_sleeps:.1} per ping, {mcp_sleeps:.1} per /mcp call \
+         (each is a wake-up paid later; a call needs at most 2: wait for the client, wait for the server)"
     );
     println!(
         "\nhub RSS: {:.1} MiB idle with one server, peak {:.1} MiB under load",

@@ -10,8 +10,9 @@
 //!
 //! - the request is written as one line with an id of the lane's own
 //!   (`"toolhub:<n>"`, a string, so it can never collide with rmcp's numeric
-//!   ids) to a writer task that owns the child's stdin and coalesces
-//!   whatever is queued into one write;
+//!   ids): by the call itself when it is the only one in flight, else
+//!   through a writer task that coalesces whatever is queued into one write
+//!   ([`writer`]);
 //! - a reader task owns the child's stdout: an answer to a lane id goes
 //!   straight to the waiting call; every other line is passed on, unchanged
 //!   and in order, to rmcp's own line transport through an in-memory pipe,
@@ -34,21 +35,21 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 mod pipes;
 #[cfg(test)]
 mod tests;
+mod writer;
 
 pub use pipes::{pipes, ChildTransport};
-use pipes::{read_loop, write_loop, LineSink};
+use pipes::{read_loop, LineSink};
+use writer::{write_loop, Writer};
 
 /// The longest line read from a server (rmcp's own limit).
 const MAX_LINE: usize = 16 * 1024 * 1024;
 /// What the reader may hold for rmcp before it waits for rmcp to read.
 const RMCP_PIPE: usize = 256 * 1024;
-/// The most the writer gathers into one write.
-const WRITE_BATCH: usize = 64 * 1024;
 /// The id prefix of lane calls, as it appears in an answer's JSON.
 const ID_MARK: &[u8] = b"\"toolhub:";
 
@@ -61,13 +62,6 @@ pub enum LaneError {
     Rpc(rmcp::ErrorData),
 }
 
-/// What the writer task is given.
-enum Out {
-    Line(Vec<u8>),
-    /// Close the child's stdin (the first step of a graceful shutdown).
-    Close,
-}
-
 struct Waiting {
     calls: HashMap<u64, oneshot::Sender<Result<Value, LaneError>>>,
     closed: bool,
@@ -75,7 +69,7 @@ struct Waiting {
 
 /// The fast lane of one running stdio server (see the module docs).
 pub struct Lane {
-    out: mpsc::UnboundedSender<Out>,
+    writer: Arc<Writer>,
     waiting: Mutex<Waiting>,
     /// How many calls wait: the reader looks at no line while it is zero.
     open: AtomicU64,
@@ -107,9 +101,9 @@ struct Envelope {
 }
 
 impl Lane {
-    fn new(out: mpsc::UnboundedSender<Out>) -> Arc<Lane> {
+    fn new(writer: Arc<Writer>) -> Arc<Lane> {
         Arc::new(Lane {
-            out,
+            writer,
             waiting: Mutex::new(Waiting {
                 calls: HashMap::new(),
                 closed: false,
@@ -137,7 +131,7 @@ impl Lane {
         .map_err(|e| LaneError::Rpc(rmcp::ErrorData::invalid_params(e.to_string(), None)))?;
         line.push(b'\n');
         let (tx, rx) = oneshot::channel();
-        {
+        let alone = {
             let Ok(mut w) = self.waiting.lock() else {
                 return Err(LaneError::Closed);
             };
@@ -145,14 +139,16 @@ impl Lane {
                 return Err(LaneError::Closed);
             }
             w.calls.insert(n, tx);
-            self.open.fetch_add(1, Ordering::Relaxed);
-        }
+            self.open.fetch_add(1, Ordering::Relaxed) == 0
+        };
         let mut guard = Abandon {
             lane: self,
             n,
             id: Some(id),
         };
-        if self.out.send(Out::Line(line)).is_err() {
+        // The only call in flight writes its line itself (no wake-up of
+        // the writer task); with others in flight the writer coalesces.
+        if self.writer.send(&line, alone).is_err() {
             return Err(LaneError::Closed);
         }
         let answer = rx.await;
@@ -252,7 +248,7 @@ impl Drop for Abandon<'_> {
         });
         let mut line = note.to_string().into_bytes();
         line.push(b'\n');
-        let _ = self.lane.out.send(Out::Line(line));
+        let _ = self.lane.writer.send(&line, false);
     }
 }
 
@@ -266,12 +262,12 @@ pub fn open(
     stdin: ChildStdin,
     stdout: ChildStdout,
 ) -> (Arc<Lane>, ChildTransport) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let lane = Lane::new(tx.clone());
+    let writer = Arc::new(Writer::new(stdin));
+    let lane = Lane::new(writer.clone());
     let (from_reader, to_rmcp) = tokio::io::simplex(RMCP_PIPE);
-    tokio::spawn(write_loop(stdin, rx));
+    tokio::spawn(write_loop(writer.clone()));
     tokio::spawn(read_loop(stdout, to_rmcp, lane.clone()));
-    let sink = LineSink::new(tx);
+    let sink = LineSink::new(writer);
     let transport = ChildTransport {
         child: Some(child),
         inner: AsyncRwTransport::new(from_reader, sink),
@@ -280,9 +276,15 @@ pub fn open(
     (lane, transport)
 }
 
-/// Used by tests to look at a lane's traffic without a process.
+/// Used by tests to look at a lane's traffic without a process: what the
+/// lane writes comes out of the returned reader.
 #[cfg(test)]
-fn test_lane() -> (Arc<Lane>, mpsc::UnboundedReceiver<Out>) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (Lane::new(tx), rx)
+fn test_lane() -> (
+    Arc<Lane>,
+    tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::SimplexStream>>,
+) {
+    let (rx, tx) = tokio::io::simplex(1 << 20);
+    let writer = Arc::new(Writer::new(tx));
+    tokio::spawn(write_loop(writer.clone()));
+    (Lane::new(writer), tokio::io::BufReader::new(rx))
 }

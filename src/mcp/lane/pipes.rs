@@ -17,38 +17,9 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, ReadHalf, SimplexStream, WriteHalf,
 };
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::mpsc;
 
-use super::{Lane, Out, MAX_LINE, WRITE_BATCH};
-
-pub(super) async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Out>) {
-    let mut buf = Vec::with_capacity(8 * 1024);
-    let mut closing = false;
-    while let Some(first) = rx.recv().await {
-        buf.clear();
-        let mut next = Some(first);
-        while let Some(out) = next.take() {
-            match out {
-                Out::Line(l) => buf.extend_from_slice(&l),
-                Out::Close => {
-                    closing = true;
-                    break;
-                }
-            }
-            if buf.len() < WRITE_BATCH {
-                next = rx.try_recv().ok();
-            }
-        }
-        if !buf.is_empty() && stdin.write_all(&buf).await.is_err() {
-            break;
-        }
-        if closing {
-            break;
-        }
-    }
-    // Asked to close, every sender gone, or the pipe broke: dropping stdin
-    // closes it.
-}
+use super::writer::Writer;
+use super::{Lane, MAX_LINE};
 
 pub(super) async fn read_loop(
     stdout: ChildStdout,
@@ -114,15 +85,15 @@ pub(super) async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-/// rmcp's writes, cut into whole lines for the writer task (a line is never
+/// rmcp's writes, cut into whole lines for the [`Writer`] (a line is never
 /// interleaved with a lane call's).
 pub(super) struct LineSink {
-    out: Option<mpsc::UnboundedSender<Out>>,
+    out: Option<Arc<Writer>>,
     partial: Vec<u8>,
 }
 
 impl LineSink {
-    pub(super) fn new(out: mpsc::UnboundedSender<Out>) -> LineSink {
+    pub(super) fn new(out: Arc<Writer>) -> LineSink {
         LineSink {
             out: Some(out),
             partial: Vec::new(),
@@ -144,7 +115,7 @@ impl AsyncWrite for LineSink {
         while let Some(i) = rest.iter().position(|b| *b == b'\n') {
             let mut line = std::mem::take(&mut this.partial);
             line.extend_from_slice(&rest[..=i]);
-            if out.send(Out::Line(line)).is_err() {
+            if out.send(&line, true).is_err() {
                 return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
             }
             rest = &rest[i + 1..];
@@ -180,7 +151,7 @@ impl ChildTransport {
     async fn shutdown(&mut self) -> std::io::Result<()> {
         self.inner.close().await?;
         // Lines already queued are written first, then stdin is closed.
-        let _ = self.lane.out.send(Out::Close);
+        self.lane.writer.close();
         self.lane.close();
         let Some(child) = self.child.as_mut() else {
             return Ok(());
