@@ -417,3 +417,56 @@ async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals
     assert_eq!(status["task"]["state"], "success", "{status}");
     assert_eq!(status["task"]["steps"][0]["success"], true, "{status}");
 }
+
+async fn journal_syncs(c: &mut Client) -> u64 {
+    let h = c.request(json!({"type": "health_check"})).await;
+    h["tasks"]["journalSyncs"].as_u64().expect("journalSyncs")
+}
+
+/// With durability `step` a step's start is synced before its call and
+/// carries the previous step's result; the end is the last sync: n + 1
+/// fdatasyncs for n steps (it was 2n + 4), with every message in its order.
+#[tokio::test]
+async fn a_step_durable_batch_syncs_once_per_step_and_once_at_the_end() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (hub, mut c) = start(&p, dir).await;
+    let n = 6u64;
+    let steps: Vec<Value> = (0..n)
+        .map(|i| json!({"tool": "t__echo", "params": {"message": format!("m{i}")}}))
+        .collect();
+    let before = journal_syncs(&mut c).await;
+    c.seen.clear();
+    c.send(json!({"type": "tool_batch", "id": "sync", "steps": steps}))
+        .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "success", "{done}");
+    let synced = journal_syncs(&mut c).await - before;
+    assert!(
+        (n..=n + 1).contains(&synced),
+        "{synced} fdatasyncs for {n} steps; expected one per step start and one at the end"
+    );
+    let order: Vec<String> = c
+        .seen
+        .iter()
+        .filter(|m| m["batchId"] == "sync")
+        .map(|m| match m["type"].as_str() {
+            Some("task_state") => format!("state:{}", m["state"].as_str().unwrap_or("?")),
+            Some("batch_step_result") => format!("step:{}", m["stepIndex"]),
+            other => other.unwrap_or("?").to_string(),
+        })
+        .collect();
+    let mut want = vec!["state:running".to_string()];
+    want.extend((0..n).map(|i| format!("step:{i}")));
+    want.extend(["state:success".to_string(), "batch_complete".to_string()]);
+    assert_eq!(order, want);
+    // Read back after a crash, every step of the journal is finished.
+    let task_id = done["taskId"].clone();
+    let hub = hub.crash_and_restart().await;
+    let mut c = hub.connect().await;
+    let t = c
+        .request(json!({"type": "task_status", "taskId": task_id}))
+        .await;
+    assert_eq!(t["task"]["state"], "success", "{t}");
+    assert_eq!(t["task"]["stepsCompleted"], n, "{t}");
+}
