@@ -38,6 +38,7 @@ pub async fn drive(
         engine.persist_resume(&task, start);
     }
     if task.transition(event).is_none() {
+        engine.flush(&task);
         return;
     }
     engine.persist_state(&task);

@@ -236,9 +236,17 @@ async fn torn_and_corrupt_journals_are_reported_never_fatal() {
         format!("{h2}\nnot json at all\n{started}\n"),
     )
     .expect("corrupt");
+    // The hub stopped before a task's first sync: its header never
+    // completed, nobody was told of it, and recovery removes it.
+    std::fs::write(tasks.join("unsynced1.jsonl"), b"").expect("empty");
+    std::fs::write(tasks.join("unsynced2.jsonl"), br#"{"kind":"header","sch"#).expect("torn");
     let hub = TestHub::start_in(dir, json!({})).await;
     let mut c = hub.connect().await;
     let list = c.request(json!({"type": "list_tasks"})).await;
+    let tasks = hub.path().join("state/tasks");
+    assert!(!tasks.join("unsynced1.jsonl").exists());
+    assert!(!tasks.join("unsynced2.jsonl").exists());
+    assert!(!list["problems"].to_string().contains("unsynced"), "{list}");
     let torn = list["tasks"]
         .as_array()
         .expect("tasks")
