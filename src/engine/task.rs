@@ -275,14 +275,15 @@ impl Task {
     /// Send the held events, if the journal has no unsynced records now
     /// (the engine calls it after each sync).
     pub fn release(&self) {
-        if self.unsynced() {
-            return;
-        }
+        // The journal is asked under the held lock, as in `emit` (always
+        // held, then journal): a record written meanwhile keeps its message.
         let mut held = match self.held.lock() {
             Ok(h) => h,
             Err(p) => p.into_inner(),
         };
-        self.send_held(&mut held);
+        if !self.unsynced() {
+            self.send_held(&mut held);
+        }
     }
 
     /// How many events wait for the journal's next sync.
