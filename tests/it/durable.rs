@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, Client, TestHub};
+use crate::support::{batch_events, call_log, testserver_entry, Client, TestHub};
 
 async fn start(p: &std::path::Path, dir: tempfile::TempDir) -> (TestHub, Client) {
     let hub = TestHub::start_in(
@@ -454,16 +454,7 @@ async fn a_step_durable_batch_syncs_once_per_step_and_once_at_the_end() {
         (n..=n + 1).contains(&synced),
         "{synced} fdatasyncs for {n} steps; expected one per step start and one at the end"
     );
-    let order: Vec<String> = c
-        .seen
-        .iter()
-        .filter(|m| m["batchId"] == "sync")
-        .map(|m| match m["type"].as_str() {
-            Some("task_state") => format!("state:{}", m["state"].as_str().unwrap_or("?")),
-            Some("batch_step_result") => format!("step:{}", m["stepIndex"]),
-            other => other.unwrap_or("?").to_string(),
-        })
-        .collect();
+    let order = batch_events(&c.seen, "sync");
     let mut want = vec!["state:running".to_string()];
     want.extend((0..n).map(|i| format!("step:{i}")));
     want.extend(["state:success".to_string(), "batch_complete".to_string()]);
