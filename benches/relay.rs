@@ -499,21 +499,34 @@ fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
-/// ms per step of a batch of `steps` echo calls (best of `reps`).
-async fn batch_ms_per_step(c: &WsClient, steps: usize, reps: usize) -> f64 {
+/// The hub's journal fdatasyncs so far (`health_check` `tasks.journalSyncs`;
+/// `None` from a build without the counter, given by `TOOLHUB_BIN`).
+async fn journal_syncs(c: &WsClient) -> Option<u64> {
+    let h = c.request(json!({"type": "health_check"})).await;
+    h["tasks"]["journalSyncs"].as_u64()
+}
+
+/// ms per step of a batch of `steps` echo calls (best of `reps`), and the
+/// journal fdatasyncs per step (over all reps; NaN when not counted).
+async fn batch_ms_per_step(c: &WsClient, steps: usize, reps: usize) -> (f64, f64) {
     let step = json!({"tool": "t__echo", "params": {"message": "x"}});
     let msg = json!({"type": "tool_batch", "steps": vec![step; steps]});
     let mut best = f64::MAX;
+    let syncs0 = journal_syncs(c).await;
     for _ in 0..reps {
         let t = Instant::now();
         let done = c.request(msg.clone()).await;
         assert_eq!(done["success"], true, "{done}");
         best = best.min(t.elapsed().as_secs_f64() * 1e3 / steps as f64);
     }
+    let syncs = match (syncs0, journal_syncs(c).await) {
+        (Some(a), Some(b)) => (b - a) as f64 / (steps * reps) as f64,
+        _ => f64::NAN,
+    };
     // The streamed step results and states went to `events`: drop them.
     let mut ev = c.events.lock().await;
     while ev.try_recv().is_ok() {}
-    best
+    (best, syncs)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -672,10 +685,23 @@ async fn main() {
     println!("|---|{}---:|", "---:|".repeat(sizes.len()));
     for (d, row) in &rows {
         print!("| {d} |");
-        for v in row {
+        for (v, _) in row {
             print!(" {v:.3} |");
         }
-        println!(" {:.2} |", row[row.len() - 1] / row[1]);
+        println!(" {:.2} |", row[row.len() - 1].0 / row[1].0);
+    }
+    println!("\njournal fdatasyncs per step (with durability step n steps cost n + 1: each start, the end; with batch 2 per task: the header, the end):\n");
+    print!("| durability |");
+    for s in sizes {
+        print!(" {s} step{} |", if *s == 1 { "" } else { "s" });
+    }
+    println!("\n|---|{}", "---:|".repeat(sizes.len()));
+    for (d, row) in &rows {
+        print!("| {d} |");
+        for (_, syncs) in row {
+            print!(" {syncs:.2} |");
+        }
+        println!();
     }
 
     // Steady use: RSS after 1,000 and 10,000 small batches (before the

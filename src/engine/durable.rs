@@ -2,9 +2,13 @@
 //! append-only journal per task under `<stateDir>/tasks/`, recovery of every
 //! task at start-up, and retention.
 //!
-//! Writes are synchronous on purpose: a step's result must be on disk
-//! before its `batch_step_result` is sent. On the multi-threaded runtime the
-//! write runs under `block_in_place`, so other tasks keep running.
+//! Writes are synchronous on purpose: a step's start must be on disk before
+//! its call goes out, and a step's result before its `batch_step_result` is
+//! sent. With durability `step` one `fdatasync` covers both: step *i*'s
+//! result is only written, the task holds its messages ([`Task::emit`]), and
+//! step *i+1*'s start (or the end, or a [`Engine::flush`] before anything
+//! that may wait) syncs the file and releases them. On the multi-threaded
+//! runtime the write runs under `block_in_place`, so other tasks keep running.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -95,6 +99,38 @@ impl Engine {
         let r = task.with_journal(|w| w.map(|w| blocking(|| w.append(&rec))));
         if let Some(Err(e)) = r {
             self.journal_failed(task, &e.to_string());
+        }
+        // A barrier synced everything written so far.
+        task.release();
+    }
+
+    /// Sync whatever the task's journal has written and not yet synced, and
+    /// send the messages held for it. Called before anything that may take
+    /// time (a delay, a wait for a server or a person, the end of a run), so
+    /// no message waits on an idle task.
+    pub(crate) fn flush(&self, task: &Task) {
+        let r = task.with_journal(|w| w.map(|w| blocking(|| w.flush())));
+        if let Some(Err(e)) = r {
+            self.journal_failed(task, &e.to_string());
+        }
+        task.release();
+    }
+
+    /// Run `fut`; if it does not finish at its first poll (it waits for
+    /// something), flush first, so the held messages do not wait with it.
+    pub(crate) async fn flushed_if_waiting<F: std::future::Future>(
+        &self,
+        task: &Task,
+        fut: F,
+    ) -> F::Output {
+        let mut fut = std::pin::pin!(fut);
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+        match first {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => {
+                self.flush(task);
+                fut.await
+            }
         }
     }
 
@@ -270,6 +306,15 @@ impl Engine {
                     }
                     recovered += 1;
                     self.tasks.insert(task.id.clone(), task);
+                }
+                Err(_) if journal::never_committed(&path).unwrap_or(false) => {
+                    // Its header never reached the disk whole: nobody was told
+                    // of the task (its messages wait for the first sync).
+                    tracing::warn!(path = %path.display(), "removing a task journal whose header was never synced (the hub stopped as the task began; no message about it was sent)");
+                    if let Err(e) = journal::remove(&path) {
+                        tracing::warn!(path = %path.display(), error = %e, "cannot remove the unsynced journal");
+                    }
+                    present.remove(&id);
                 }
                 Err(e) => {
                     if known.is_some() {

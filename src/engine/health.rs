@@ -9,7 +9,7 @@ use crate::hub::health::Check;
 
 /// What the engine adds to the health report.
 pub struct TaskHealth {
-    /// `{"recoverable": [ids], "needUser": [ids]}`.
+    /// `{"recoverable": [ids], "needUser": [ids], "journalSyncs": n}`.
     pub summary: Value,
     pub checks: Vec<Check>,
 }
@@ -49,7 +49,11 @@ impl Engine {
             },
         };
         TaskHealth {
-            summary: json!({"recoverable": recoverable, "needUser": need_user}),
+            summary: json!({
+                "recoverable": recoverable,
+                "needUser": need_user,
+                "journalSyncs": crate::store::journal::syncs_total(),
+            }),
             checks: vec![check],
         }
     }

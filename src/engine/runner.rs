@@ -38,6 +38,7 @@ pub async fn drive(
         engine.persist_resume(&task, start);
     }
     if task.transition(event).is_none() {
+        engine.flush(&task);
         return;
     }
     engine.persist_state(&task);
@@ -99,6 +100,7 @@ pub async fn drive(
         }
         let pause = task.delay_before(i);
         if !pause.is_zero() {
+            engine.flush(&task);
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = batch_cancel.cancelled() => break,
@@ -168,6 +170,9 @@ pub async fn drive(
     }
     tracing::info!(state = ?final_state, completed, total, "task finished");
     engine.task_finished(&task);
+    // `End` synced everything; a run that ends without one (or whose
+    // journal failed) sends what it holds here, before anyone is told.
+    engine.flush(&task);
     task.finished.send_modify(|n| *n += 1);
     drop(driving);
     task.emit(msg);
@@ -231,8 +236,11 @@ async fn run_step(
     // The safety gate: deny at once, or wait for a person's confirm. A tool
     // that cannot be resolved is never called unchecked: the step fails.
     let timeout = step.timeout.map(Duration::from_millis);
-    let resolved = hub
-        .resolve_settled(&step.tool, timeout, &planned.retry, batch_cancel)
+    let resolved = engine
+        .flushed_if_waiting(
+            task,
+            hub.resolve_settled(&step.tool, timeout, &planned.retry, batch_cancel),
+        )
         .await;
     let info = match resolved {
         Ok(info) => info,
@@ -290,6 +298,8 @@ async fn run_step(
                 {
                     engine.persist_state(&task);
                     emit_state(&task, Some(i));
+                    // The backoff may be long: the client hears of it now.
+                    engine.flush(&task);
                 }
             }
         }))),

@@ -53,11 +53,11 @@ pub(super) async fn record(
             nested: owner.is_none(),
             save_images: step.save_images.as_ref(),
         };
-        if let Some(ev) = engine.observer().finished(&session, capture).await {
+        let finished = engine.observer().finished(&session, capture);
+        if let Some(ev) = engine.flushed_if_waiting(task, finished).await {
             match &owner {
-                Some(o) => {
-                    o.send(ev);
-                }
+                // Through the task: behind the messages it holds.
+                Some(_) => task.emit(ev),
                 None => {
                     tracing::info!(%session, event = %ev, "an event for a control tool's caller")
                 }
@@ -116,10 +116,11 @@ pub(super) fn finish_step(
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
     });
-    // Durable before it is sent.
+    // Durable before it is sent: written now, synced with the next step's
+    // start (or the end, or a flush), and held by the task until then.
     engine.persist_step_finished(task, i, &hub.config().security);
-    if let Some(observe) = task.observer() {
-        observe(i, &msg);
+    if let Some(seen) = task.observer().and_then(|observe| observe(i, &msg)) {
+        task.emit(seen);
     }
     task.emit(msg);
 }
@@ -147,8 +148,8 @@ pub(super) fn not_run(task: &Arc<Task>, i: usize, at: usize, resumed: bool) {
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
     });
-    if let Some(observe) = task.observer() {
-        observe(i, &msg);
+    if let Some(seen) = task.observer().and_then(|observe| observe(i, &msg)) {
+        task.emit(seen);
     }
     task.emit(msg);
 }
@@ -172,6 +173,9 @@ pub(super) fn enter_need_user(
         engine.persist_state(task);
         emit_state(task, Some(i));
     }
+    // The wait may be long, and `need_user` itself goes out past the task's
+    // queue: sync and send what is held first.
+    engine.flush(task);
 }
 
 /// The decision came (or the wait ended): back to running.

@@ -58,9 +58,14 @@ pub struct Task {
     observer: Mutex<Option<StepObserver>>,
     /// Waits before each step (replay pacing); empty = none.
     delays: Mutex<Vec<std::time::Duration>>,
+    /// Events for the owner that wait for the journal's next sync, in order
+    /// (see [`Task::emit`]).
+    held: Mutex<Vec<Value>>,
 }
 
-pub type StepObserver = Arc<dyn Fn(usize, &Value) + Send + Sync>;
+/// Called with each step's `batch_step_result`; a message it returns goes
+/// to the owner right before that result, in the task's order.
+pub type StepObserver = Arc<dyn Fn(usize, &Value) -> Option<Value> + Send + Sync>;
 
 impl Task {
     pub fn new(
@@ -106,6 +111,7 @@ impl Task {
             journal: Mutex::new(None),
             observer: Mutex::new(None),
             delays: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         }
     }
 
@@ -250,10 +256,52 @@ impl Task {
             .or_else(|| self.caller())
     }
 
-    /// Send an event to the owner, if it is still connected.
+    /// Send an event to the owner, if it is still connected. While the
+    /// journal holds records that step durability has not synced yet, the
+    /// event is held instead, behind any held before it, and goes out when
+    /// the sync is made ([`Task::release`]): nothing reaches the client ahead
+    /// of the record it reports, and the order never changes.
     pub fn emit(&self, msg: Value) {
-        if let Some(o) = self.owner() {
-            if !o.is_closed() {
+        let mut held = match self.held.lock() {
+            Ok(h) => h,
+            Err(p) => p.into_inner(),
+        };
+        held.push(msg);
+        if !self.unsynced() {
+            self.send_held(&mut held);
+        }
+    }
+
+    /// Send the held events, if the journal has no unsynced records now
+    /// (the engine calls it after each sync).
+    pub fn release(&self) {
+        // The journal is asked under the held lock, as in `emit` (always
+        // held, then journal): a record written meanwhile keeps its message.
+        let mut held = match self.held.lock() {
+            Ok(h) => h,
+            Err(p) => p.into_inner(),
+        };
+        if !self.unsynced() {
+            self.send_held(&mut held);
+        }
+    }
+
+    /// How many events wait for the journal's next sync.
+    pub fn held(&self) -> usize {
+        self.held.lock().map(|h| h.len()).unwrap_or(0)
+    }
+
+    fn unsynced(&self) -> bool {
+        self.with_journal(|w| w.is_some_and(|w| w.unsynced()))
+    }
+
+    fn send_held(&self, held: &mut Vec<Value>) {
+        if held.is_empty() {
+            return;
+        }
+        let owner = self.owner().filter(|o| !o.is_closed());
+        for msg in held.drain(..) {
+            if let Some(o) = &owner {
                 o.send(msg);
             }
         }
@@ -353,3 +401,6 @@ impl Task {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -31,6 +31,8 @@ pub(super) async fn settle_uncertain(
     cancel: &CancellationToken,
 ) -> Uncertain {
     let hub = engine.hub();
+    // Settling may wait for a server or a person: nothing stays held meanwhile.
+    engine.flush(task);
     use crate::config::UncertainPolicy;
     let cfg = hub.config();
     let step = &task.plan.steps[i].step;

@@ -252,15 +252,14 @@ async fn live(
     }
     let diffs = Arc::new(Mutex::new((0usize, Vec::<Value>::new())));
     {
-        let (rec, out, diffs, ignore, replay_id) = (
+        let (rec, diffs, ignore, replay_id) = (
             rec.clone(),
-            out.clone(),
             diffs.clone(),
             ignore.clone(),
             replay_id.to_string(),
         );
         task.set_observer(Arc::new(move |i: usize, step_msg: &Value| {
-            let Some(recorded) = rec.steps.get(i) else { return };
+            let recorded = rec.steps.get(i)?;
             let success = step_msg["success"].as_bool().unwrap_or(false);
             let error: Option<HubError> = serde_json::from_value(step_msg["error"].clone()).ok();
             // Not run after a stop (stopOnError): nothing to compare; it
@@ -287,13 +286,15 @@ async fn live(
                     acc.1.push(json!({"stepIndex": i, "tool": recorded.tool, "diff": d}));
                 }
             }
-            out.send(json!({
+            // Sent by the task (to `out`, its owner) in its order: held
+            // with the step's result until the journal has it.
+            Some(json!({
                 "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
                 "taskId": step_msg["taskId"], "mode": "live", "stepIndex": i, "tool": step_msg["tool"],
                 "success": success, "recorded": outcome_of(recorded),
                 "actual": {"success": success, "result": step_msg["result"], "error": step_msg["error"]},
                 "skipped": step_msg["skipped"], "diff": d,
-            }));
+            }))
         }));
     }
     let handle = crate::engine::start(

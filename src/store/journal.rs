@@ -94,13 +94,39 @@ pub enum Record {
     End { state: String, ts: u64 },
 }
 
+impl Record {
+    /// A record that must be on the disk before the runner acts on it: a
+    /// step's start before its call goes out (a crash then leaves the step
+    /// uncertain, never silently unrun), and the end. Every other record is
+    /// only written; the next barrier's `fdatasync` covers it too.
+    fn is_barrier(&self) -> bool {
+        matches!(self, Record::StepStarted { .. } | Record::End { .. })
+    }
+}
+
 /// When appended records reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// `fdatasync` after every record: a step's result is durable before it is sent.
+    /// Group commit per step: a record is written at once, and one
+    /// `fdatasync` covers everything written so far whenever a barrier (a
+    /// step's start, the end) is appended or the caller [`flush`]es. The
+    /// caller holds every message that reports a record until
+    /// [`unsynced`] is false: a step's result is durable before it is sent.
+    ///
+    /// [`flush`]: JournalWriter::flush
+    /// [`unsynced`]: JournalWriter::unsynced
     Step,
     /// No sync per record (the OS page cache holds them); `fdatasync` on `End`.
     Batch,
+}
+
+/// `fdatasync`s of journals made by this process (all tasks): the relay
+/// benchmark reads it from `health_check` to show syncs per step.
+static SYNCS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many journal `fdatasync`s this process has made.
+pub fn syncs_total() -> u64 {
+    SYNCS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Appends records to one journal. Owned by the task's runner; one writer per file.
@@ -115,8 +141,12 @@ pub struct JournalWriter {
     /// calls it corruption. The caller re-reads (which truncates the tear) and
     /// re-opens instead.
     poisoned: bool,
+    /// Records written since the last `fdatasync`.
+    dirty: bool,
+    /// The directory of a journal just created with step durability: its
+    /// entry is synced with the header by the first sync, not at create.
+    dir: Option<File>,
     /// Number of fdatasync calls made, so tests can see the durability policy.
-    #[cfg(test)]
     syncs: u64,
 }
 
@@ -128,7 +158,10 @@ impl JournalWriter {
     ///
     /// The header line and the directory entry are synced in both durability
     /// modes: without the directory fsync a later `End` sync could land in a
-    /// file whose name was lost.
+    /// file whose name was lost. With `Batch` that happens here; with `Step`
+    /// the header is only written, and the first sync (the first step's
+    /// start, or a [`flush`](Self::flush)) makes both durable, before any
+    /// message about the task may be sent.
     pub fn create(dir: &Path, header: &Record, durability: Durability) -> io::Result<Self> {
         let Record::Header {
             schema_version,
@@ -162,14 +195,17 @@ impl JournalWriter {
             path,
             durability,
             poisoned: false,
-            #[cfg(test)]
+            dirty: true,
+            dir: Some(File::from(dir_fd)),
             syncs: 0,
         };
         let written = writer
             .file
             .write_all(&line)
-            .and_then(|()| writer.sync())
-            .and_then(|()| File::from(dir_fd).sync_all());
+            .and_then(|()| match durability {
+                Durability::Batch => writer.sync(),
+                Durability::Step => Ok(()),
+            });
         if let Err(e) = written {
             // Leave no half-made journal behind: recovery would report it as
             // headerless, though nobody was ever told the task existed.
@@ -223,20 +259,19 @@ impl JournalWriter {
             path: path.to_path_buf(),
             durability,
             poisoned: false,
-            #[cfg(test)]
+            dirty: false,
+            dir: None,
             syncs: 0,
         })
     }
 
     /// Append one record as one line (a single `write_all` of `"json\n"`), then
-    /// fdatasync per durability. Cost is O(record), never rewrites the file.
+    /// fdatasync per durability: with `Step` only a barrier (a step's start,
+    /// the end) is synced at once, and its sync covers every record written
+    /// before it; with `Batch` only the end. Cost is O(record), never
+    /// rewrites the file.
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
-        if self.poisoned {
-            return Err(io::Error::other(format!(
-                "{}: an earlier journal write failed; read and re-open the journal before appending",
-                self.path.display()
-            )));
-        }
+        self.usable()?;
         if matches!(rec, Record::Header { .. }) {
             return Err(invalid_input(
                 "a header record may only be the first line; use JournalWriter::create".to_string(),
@@ -244,28 +279,71 @@ impl JournalWriter {
         }
         let line = encode(rec)?;
         let result = crate::util::append_whole(&mut self.file, &line).and_then(|()| {
+            self.dirty = true;
             match (self.durability, rec) {
-                (Durability::Step, _) | (Durability::Batch, Record::End { .. }) => self.sync(),
-                (Durability::Batch, _) => Ok(()),
+                (Durability::Step, r) if r.is_barrier() => self.sync(),
+                (Durability::Batch, Record::End { .. }) => self.sync(),
+                _ => Ok(()),
             }
         });
-        if result.is_err() {
-            self.poisoned = true;
+        self.checked(result)
+    }
+
+    /// Make every record written so far durable (one `fdatasync`), if step
+    /// durability still owes a sync; nothing otherwise. The runner calls it
+    /// before anything that may take time, so held messages go out.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.unsynced() {
+            return Ok(());
         }
-        result.map_err(|e| with_path(e, &self.path))
+        self.usable()?;
+        let result = self.sync();
+        self.checked(result)
+    }
+
+    /// Records were written that step durability promises to sync and has
+    /// not yet: a message reporting them must wait for the next sync.
+    pub fn unsynced(&self) -> bool {
+        self.durability == Durability::Step && self.dirty
+    }
+
+    /// How many `fdatasync`s this writer has made.
+    pub fn syncs(&self) -> u64 {
+        self.syncs
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    fn usable(&self) -> io::Result<()> {
+        if self.poisoned {
+            return Err(io::Error::other(format!(
+                "{}: an earlier journal write failed; read and re-open the journal before appending",
+                self.path.display()
+            )));
+        }
+        Ok(())
+    }
+
+    fn checked(&mut self, result: io::Result<()>) -> io::Result<()> {
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result.map_err(|e| with_path(e, &self.path))
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         // Only the data (and the size) must reach the disk; mtime need not.
         self.file.sync_data()?;
-        #[cfg(test)]
-        {
-            self.syncs += 1;
+        self.syncs += 1;
+        SYNCS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(dir) = &self.dir {
+            // A new journal's name: after its header, before anything relies on it.
+            dir.sync_all()?;
+            self.dir = None;
         }
+        self.dirty = false;
         Ok(())
     }
 }
@@ -329,6 +407,25 @@ pub fn list(dir: &Path) -> io::Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// A journal whose header line never completed: the hub stopped inside
+/// `create` or, with step durability, before the task's first sync wrote the
+/// header out. No message about its task was sent (they wait for that sync),
+/// so recovery removes it instead of reporting a headerless journal.
+pub fn never_committed(path: &Path) -> io::Result<bool> {
+    use std::io::BufRead;
+    journal_name(path)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| with_path(refuse_link(e), path))?;
+    let mut first = Vec::new();
+    io::BufReader::new(file)
+        .read_until(b'\n', &mut first)
+        .map_err(|e| with_path(e, path))?;
+    Ok(first.last() != Some(&b'\n'))
 }
 
 /// Delete a journal (used by retention). Refuses a path that is not

@@ -344,6 +344,43 @@ async fn retries_follow_strategies_and_report_every_attempt() {
         .any(|e| e["attempts"] == 3));
 }
 
+/// A step's retry waits out its backoff; what the task has to say (the
+/// last step's result, `retrying`) is synced and sent before that wait, not
+/// held for the journal's next sync after it.
+#[tokio::test]
+async fn the_retrying_state_goes_out_before_the_backoff_not_after() {
+    let (hub, mut c) = hub_with_t().await;
+    c.send(json!({"type": "tool_batch", "id": "backoff", "steps": [
+        {"tool": "t__echo", "params": {"message": "first"}},
+        {"tool": "t__flaky", "params": {"key": "slowretry", "failures": 1},
+         "retry": {"maxRetries": 1, "delay": 600000}}
+    ]}))
+    .await;
+    let first = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["batchId"] == "backoff"
+        })
+        .await;
+    assert_eq!(first["stepIndex"], 0, "{first}");
+    let retrying = c
+        .recv_where("retrying state", |v| {
+            v["type"] == "task_state" && v["state"] == "retrying"
+        })
+        .await;
+    assert_eq!(retrying["step"], 1, "{retrying}");
+    let flaky = call_log(&hub.path(), "t")
+        .into_iter()
+        .filter(|l| l["tool"] == "flaky")
+        .count();
+    assert_eq!(flaky, 1, "the retry is still ten minutes away");
+    let r = c
+        .request(json!({"type": "cancel_task", "taskId": retrying["taskId"]}))
+        .await;
+    assert_eq!(r["type"], "task_cancelling", "{r}");
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "cancelled", "{done}");
+}
+
 #[tokio::test]
 async fn hub_tool_batch_runs_a_batch_from_a_tool_call() {
     let (_hub, mut c) = hub_with_t().await;

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, Client, TestHub};
+use crate::support::{batch_events, call_log, testserver_entry, Client, TestHub};
 
 async fn start(p: &std::path::Path, dir: tempfile::TempDir) -> (TestHub, Client) {
     let hub = TestHub::start_in(
@@ -236,9 +236,17 @@ async fn torn_and_corrupt_journals_are_reported_never_fatal() {
         format!("{h2}\nnot json at all\n{started}\n"),
     )
     .expect("corrupt");
+    // The hub stopped before a task's first sync: its header never
+    // completed, nobody was told of it, and recovery removes it.
+    std::fs::write(tasks.join("unsynced1.jsonl"), b"").expect("empty");
+    std::fs::write(tasks.join("unsynced2.jsonl"), br#"{"kind":"header","sch"#).expect("torn");
     let hub = TestHub::start_in(dir, json!({})).await;
     let mut c = hub.connect().await;
     let list = c.request(json!({"type": "list_tasks"})).await;
+    let tasks = hub.path().join("state/tasks");
+    assert!(!tasks.join("unsynced1.jsonl").exists());
+    assert!(!tasks.join("unsynced2.jsonl").exists());
+    assert!(!list["problems"].to_string().contains("unsynced"), "{list}");
     let torn = list["tasks"]
         .as_array()
         .expect("tasks")
@@ -416,4 +424,48 @@ async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals
         .await;
     assert_eq!(status["task"]["state"], "success", "{status}");
     assert_eq!(status["task"]["steps"][0]["success"], true, "{status}");
+}
+
+async fn journal_syncs(c: &mut Client) -> u64 {
+    let h = c.request(json!({"type": "health_check"})).await;
+    h["tasks"]["journalSyncs"].as_u64().expect("journalSyncs")
+}
+
+/// With durability `step` a step's start is synced before its call and
+/// carries the previous step's result; the end is the last sync: n + 1
+/// fdatasyncs for n steps (it was 2n + 4), with every message in its order.
+#[tokio::test]
+async fn a_step_durable_batch_syncs_once_per_step_and_once_at_the_end() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let (hub, mut c) = start(&p, dir).await;
+    let n = 6u64;
+    let steps: Vec<Value> = (0..n)
+        .map(|i| json!({"tool": "t__echo", "params": {"message": format!("m{i}")}}))
+        .collect();
+    let before = journal_syncs(&mut c).await;
+    c.seen.clear();
+    c.send(json!({"type": "tool_batch", "id": "sync", "steps": steps}))
+        .await;
+    let done = c.recv_type("batch_complete").await;
+    assert_eq!(done["state"], "success", "{done}");
+    let synced = journal_syncs(&mut c).await - before;
+    assert!(
+        (n..=n + 1).contains(&synced),
+        "{synced} fdatasyncs for {n} steps; expected one per step start and one at the end"
+    );
+    let order = batch_events(&c.seen, "sync");
+    let mut want = vec!["state:running".to_string()];
+    want.extend((0..n).map(|i| format!("step:{i}")));
+    want.extend(["state:success".to_string(), "batch_complete".to_string()]);
+    assert_eq!(order, want);
+    // Read back after a crash, every step of the journal is finished.
+    let task_id = done["taskId"].clone();
+    let hub = hub.crash_and_restart().await;
+    let mut c = hub.connect().await;
+    let t = c
+        .request(json!({"type": "task_status", "taskId": task_id}))
+        .await;
+    assert_eq!(t["task"]["state"], "success", "{t}");
+    assert_eq!(t["task"]["stepsCompleted"], n, "{t}");
 }

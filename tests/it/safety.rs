@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, Client, TestHub};
+use crate::support::{batch_events, call_log, testserver_entry, Client, TestHub};
 
 async fn hub_with_rules(confirm_timeout: u64) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
@@ -22,6 +22,27 @@ async fn hub_with_rules(confirm_timeout: u64) -> (TestHub, Client) {
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
     (hub, c)
+}
+
+/// With durability `step` a step's result waits for the journal's next
+/// sync; a wait for a person must not hold it too. Everything before the
+/// `need_user` arrives before it, in order.
+#[tokio::test]
+async fn messages_held_for_the_journal_go_out_before_a_confirmation_wait() {
+    let (_hub, mut c) = hub_with_rules(300_000).await;
+    c.seen.clear();
+    c.send(json!({"type": "tool_batch", "id": "held", "steps": [
+        {"tool": "t__echo", "params": {"message": "safe"}},
+        {"tool": "t__echo", "params": {"message": "danger zone"}}
+    ]}))
+    .await;
+    c.recv_type("need_user").await;
+    assert_eq!(
+        batch_events(&c.seen, "held"),
+        ["state:running", "step:0", "state:need_user", "need_user"],
+        "{:?}",
+        c.seen
+    );
 }
 
 #[tokio::test]

@@ -456,3 +456,16 @@ pub fn sorted_ids(l: &Value, array: &str, key: &str) -> Vec<String> {
     v.sort();
     v
 }
+
+/// A batch's messages in `seen`, in order, as short labels
+/// (`state:running`, `step:0`, `need_user`, `batch_complete`, …).
+pub fn batch_events(seen: &[Value], batch_id: &str) -> Vec<String> {
+    seen.iter()
+        .filter(|m| m["batchId"] == batch_id)
+        .map(|m| match m["type"].as_str() {
+            Some("task_state") => format!("state:{}", m["state"].as_str().unwrap_or("?")),
+            Some("batch_step_result") => format!("step:{}", m["stepIndex"]),
+            other => other.unwrap_or("?").to_string(),
+        })
+        .collect()
+}

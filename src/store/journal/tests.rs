@@ -142,21 +142,61 @@ fn every_record_kind_round_trips_through_the_file() {
 }
 
 #[test]
-fn step_durability_syncs_every_record_and_batch_only_the_end() {
+fn step_durability_syncs_at_barriers_covering_what_came_before_and_batch_only_the_end() {
     let tmp = tempfile::tempdir().unwrap();
     let mut step = JournalWriter::create(tmp.path(), &header("s"), Durability::Step).unwrap();
-    assert_eq!(step.syncs, 1, "the header is synced at create");
+    assert_eq!(step.syncs, 0, "the header waits for the first sync");
+    assert!(step.unsynced());
     step.append(&state(1)).unwrap();
-    step.append(&state(2)).unwrap();
-    assert_eq!(step.syncs, 3);
+    assert_eq!(step.syncs, 0, "a state record is only written");
+    let started = Record::StepStarted {
+        index: 0,
+        params: serde_json::json!({}),
+        ts: 2,
+    };
+    step.append(&started).unwrap();
+    assert_eq!(
+        step.syncs, 1,
+        "a step's start is a barrier: one sync for all three"
+    );
+    assert!(!step.unsynced());
+    assert!(step.dir.is_none(), "the first sync syncs the new name too");
+    step.append(&Record::StepFinished {
+        index: 0,
+        state: "success".into(),
+        outcome: serde_json::json!({"success": true}),
+        var: None,
+        ts: 3,
+    })
+    .unwrap();
+    assert_eq!(step.syncs, 1, "a result waits for the next barrier");
+    assert!(step.unsynced());
+    step.flush().unwrap();
+    step.flush().unwrap();
+    assert_eq!(
+        step.syncs, 2,
+        "a flush syncs once, and only what is unsynced"
+    );
+    step.append(&started).unwrap();
+    step.append(&Record::End {
+        state: "success".into(),
+        ts: 4,
+    })
+    .unwrap();
+    assert_eq!(step.syncs, 4);
 
     let mut batch = JournalWriter::create(tmp.path(), &header("b"), Durability::Batch).unwrap();
     assert_eq!(
         batch.syncs, 1,
-        "the header is synced at create in batch mode too"
+        "the header is synced at create in batch mode"
     );
     batch.append(&state(1)).unwrap();
-    batch.append(&state(2)).unwrap();
+    batch.append(&started).unwrap();
+    batch.flush().unwrap();
+    assert!(
+        !batch.unsynced(),
+        "batch durability owes no sync per record"
+    );
     assert_eq!(batch.syncs, 1);
     batch
         .append(&Record::End {
@@ -168,9 +208,29 @@ fn step_durability_syncs_every_record_and_batch_only_the_end() {
 
     // The re-opened writer keeps the policy too.
     let mut again = JournalWriter::open_append(step.path(), Durability::Step).unwrap();
+    assert!(!again.unsynced());
     again.append(&state(3)).unwrap();
+    assert_eq!(again.syncs, 0);
+    again.flush().unwrap();
     assert_eq!(again.syncs, 1);
-    assert_eq!(read(step.path()).unwrap().records.len(), 4);
+    assert_eq!(read(step.path()).unwrap().records.len(), 7);
+}
+
+#[test]
+fn a_journal_whose_header_never_completed_is_never_committed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("e.jsonl");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(never_committed(&empty).unwrap());
+    let torn = tmp.path().join("t.jsonl");
+    std::fs::write(&torn, br#"{"kind":"header","schemaVer"#).unwrap();
+    assert!(never_committed(&torn).unwrap());
+    let w = JournalWriter::create(tmp.path(), &header("whole"), Durability::Step).unwrap();
+    assert!(!never_committed(w.path()).unwrap());
+    // A damaged but complete first line is corruption to report, not this.
+    let bad = tmp.path().join("b.jsonl");
+    std::fs::write(&bad, b"garbage\n").unwrap();
+    assert!(!never_committed(&bad).unwrap());
 }
 
 #[test]
@@ -313,6 +373,8 @@ fn a_failed_write_poisons_the_writer() {
         path: PathBuf::from("/dev/full"),
         durability: Durability::Step,
         poisoned: false,
+        dirty: false,
+        dir: None,
         syncs: 0,
     };
     let first = w.append(&state(1)).unwrap_err();
