@@ -81,12 +81,16 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
             }
             f = socket.next() => f,
             _ = ping.tick() => {
-                let sent = tokio::select! {
-                    r = socket.send(Message::Ping(Vec::new().into())) => r.is_ok(),
-                    _ = evict.cancelled() => false,
-                };
-                if !sent {
-                    break;
+                tokio::select! {
+                    r = socket.send(Message::Ping(Vec::new().into())) => if r.is_err() {
+                        close = 0;
+                        break;
+                    },
+                    _ = evict.cancelled() => break,
+                    _ = hub.shutdown.cancelled() => {
+                        close = CLOSE_SHUTDOWN;
+                        break;
+                    }
                 }
                 continue;
             }
