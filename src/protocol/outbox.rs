@@ -2,17 +2,75 @@
 //! reply, a streamed step, an event) goes through its [`Outbox`]; a client
 //! that stops reading fills it and is evicted instead of making the hub
 //! buffer without limit or stall a producer.
+//!
+//! The queue wakes its reader through a [`Notify`], not a channel's stored
+//! waker: the connection task both reads frames and drains this queue, and
+//! answers quick requests (a ping, `list_tools`) into it from the same
+//! task. A channel keeps the waker of its last `recv` poll, so each such
+//! answer woke the task from inside itself, which tokio handles as a yield
+//! and which wakes the other worker thread too. A dropped `Notified`
+//! leaves nothing behind: a message queued while nobody waits just leaves a
+//! permit for the next `recv`.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+struct Queue {
+    items: Mutex<VecDeque<String>>,
+    ready: Notify,
+    capacity: usize,
+    /// The receiver was dropped: the connection is gone.
+    closed: AtomicBool,
+}
+
+impl Queue {
+    fn pop(&self) -> Option<String> {
+        match self.items.lock() {
+            Ok(mut q) => q.pop_front(),
+            Err(p) => p.into_inner().pop_front(),
+        }
+    }
+}
 
 /// A cheap handle to a connection's bounded send queue.
 #[derive(Clone)]
 pub struct Outbox {
     pub session: String,
-    tx: mpsc::Sender<String>,
+    queue: Arc<Queue>,
     evict: CancellationToken,
+}
+
+/// The connection's end of its [`Outbox`] (one reader).
+pub struct OutboxReceiver {
+    queue: Arc<Queue>,
+}
+
+impl OutboxReceiver {
+    /// The next queued message, waiting for one.
+    pub async fn recv(&mut self) -> String {
+        loop {
+            if let Some(m) = self.queue.pop() {
+                return m;
+            }
+            self.queue.ready.notified().await;
+        }
+    }
+
+    /// The next queued message, if there is one now.
+    pub fn try_recv(&mut self) -> Option<String> {
+        self.queue.pop()
+    }
+}
+
+impl Drop for OutboxReceiver {
+    fn drop(&mut self) {
+        self.queue.closed.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Outbox {
@@ -22,9 +80,24 @@ impl Outbox {
         session: String,
         capacity: usize,
         evict: CancellationToken,
-    ) -> (Outbox, mpsc::Receiver<String>) {
-        let (tx, rx) = mpsc::channel(capacity.max(1));
-        (Outbox { session, tx, evict }, rx)
+    ) -> (Outbox, OutboxReceiver) {
+        let queue = Arc::new(Queue {
+            items: Mutex::new(VecDeque::new()),
+            ready: Notify::new(),
+            capacity: capacity.max(1),
+            closed: AtomicBool::new(false),
+        });
+        let rx = OutboxReceiver {
+            queue: queue.clone(),
+        };
+        (
+            Outbox {
+                session,
+                queue,
+                evict,
+            },
+            rx,
+        )
     }
 
     /// Queue a message; a full queue evicts the client (never blocks).
@@ -34,21 +107,74 @@ impl Outbox {
 
     /// Queue an already serialised message (one JSON object).
     pub fn send_text(&self, text: String) -> bool {
-        if self.evict.is_cancelled() {
+        if self.is_closed() {
             return false;
         }
-        match self.tx.try_send(text) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Full(_)) => {
+        {
+            let mut q = match self.queue.items.lock() {
+                Ok(q) => q,
+                Err(p) => p.into_inner(),
+            };
+            if q.len() >= self.queue.capacity {
+                drop(q);
                 tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue); disconnecting it");
                 self.evict.cancel();
-                false
+                return false;
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            q.push_back(text);
         }
+        self.queue.ready.notify_one();
+        true
     }
 
     pub fn is_closed(&self) -> bool {
-        self.evict.is_cancelled() || self.tx.is_closed()
+        self.evict.is_cancelled() || self.queue.closed.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn messages_arrive_in_order_and_a_waiting_reader_is_woken() {
+        let (out, mut rx) = Outbox::new("s".into(), 8, CancellationToken::new());
+        assert!(out.send(serde_json::json!({"n": 1})));
+        assert!(out.send_text("{\"n\":2}".into()));
+        assert_eq!(rx.recv().await, "{\"n\":1}");
+        assert_eq!(rx.try_recv().as_deref(), Some("{\"n\":2}"));
+        assert_eq!(rx.try_recv(), None);
+        // A reader already waiting is woken by a send from another task.
+        let o = out.clone();
+        let waiting = tokio::spawn(async move { rx.recv().await });
+        tokio::task::yield_now().await;
+        assert!(o.send_text("{\"n\":3}".into()));
+        let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .expect("woken within 10 s")
+            .expect("join");
+        assert_eq!(got, "{\"n\":3}");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_evicts_and_a_gone_reader_closes() {
+        let evict = CancellationToken::new();
+        let (out, rx) = Outbox::new("s".into(), 2, evict.clone());
+        assert!(out.send_text("a".into()));
+        assert!(out.send_text("b".into()));
+        assert!(!evict.is_cancelled());
+        assert!(!out.send_text("c".into()), "the third does not fit");
+        assert!(
+            evict.is_cancelled(),
+            "a client that does not read is evicted"
+        );
+        assert!(out.is_closed());
+        let (out, rx2) = Outbox::new("s".into(), 2, CancellationToken::new());
+        assert!(!out.is_closed());
+        drop(rx2);
+        assert!(out.is_closed());
+        assert!(!out.send_text("late".into()));
+        drop(rx);
     }
 }

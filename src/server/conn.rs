@@ -11,13 +11,13 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::slots::Slot;
 use crate::app::App;
-use crate::protocol::{self, Outbox};
+use crate::protocol::{self, Outbox, OutboxReceiver};
 
 /// Serve one socket; every log line carries `conn{session}`.
 pub async fn run(socket: WebSocket, app: App, slot: Slot) {
@@ -60,8 +60,7 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
     let mut close = CLOSE_EVICTED;
     loop {
         let frame = tokio::select! {
-            m = rx.recv() => {
-                let Some(first) = m else { break };
+            first = rx.recv() => {
                 // Whatever else is already queued leaves with it, in one
                 // write. A client that stopped reading blocks this send once
                 // the socket's buffers are full; eviction (or shutdown) must
@@ -159,13 +158,13 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
 async fn send_burst(
     socket: &mut WebSocket,
     first: String,
-    rx: &mut mpsc::Receiver<String>,
+    rx: &mut OutboxReceiver,
 ) -> Result<(), axum::Error> {
     socket.feed(Message::Text(first.into())).await?;
     for _ in 0..COALESCE {
         match rx.try_recv() {
-            Ok(m) => socket.feed(Message::Text(m.into())).await?,
-            Err(_) => break,
+            Some(m) => socket.feed(Message::Text(m.into())).await?,
+            None => break,
         }
     }
     socket.flush().await

@@ -2,15 +2,14 @@
 //! reports, and the order never changes.
 
 use serde_json::{json, Value};
-use tokio::sync::mpsc::Receiver;
 use tokio_util::sync::CancellationToken;
 
 use super::Task;
 use crate::engine::validate::Plan;
-use crate::protocol::{BatchOptions, Outbox};
+use crate::protocol::{BatchOptions, Outbox, OutboxReceiver as Receiver};
 use crate::store::journal::{Durability, JournalWriter, Record, SCHEMA_VERSION};
 
-fn task() -> (Task, Receiver<String>) {
+fn task() -> (Task, Receiver) {
     let (out, rx) = Outbox::new("s1".into(), 64, CancellationToken::new());
     let plan = Plan {
         steps: Vec::new(),
@@ -57,9 +56,9 @@ fn started(index: usize) -> Record {
     }
 }
 
-fn drained(rx: &mut Receiver<String>) -> Vec<Value> {
+fn drained(rx: &mut Receiver) -> Vec<Value> {
     let mut v = Vec::new();
-    while let Ok(s) = rx.try_recv() {
+    while let Some(s) = rx.try_recv() {
         v.push(serde_json::from_str(&s).unwrap());
     }
     v
