@@ -42,6 +42,9 @@ pub async fn send_call(
     call: CallToolRequestParams,
     link: Option<(&Inflight, &CallLink)>,
 ) -> Result<CallToolResponse, ServiceError> {
+    // Counted in before the request leaves: the server may ask for
+    // sampling or elicitation as soon as it reads it.
+    let linked = link.map(|(inflight, l)| (inflight, inflight.reserve(l.clone())));
     let handle = peer
         .send_request_with_option(
             ClientRequest::CallToolRequest(CallToolRequest::new(call)),
@@ -49,13 +52,10 @@ pub async fn send_call(
         )
         .await?;
     let id = handle.id.clone();
-    let linked = link.map(|(inflight, l)| {
+    if let Some((inflight, guard)) = &linked {
         inflight.order.watch(&id);
-        (
-            inflight,
-            inflight.register(id.clone(), handle.progress_token.clone(), l.clone()),
-        )
-    });
+        guard.bind(id.clone(), handle.progress_token.clone());
+    }
     let mut abandon = Abandon {
         peer: peer.clone(),
         id: Some(id.clone()),

@@ -101,8 +101,9 @@ impl CallLink {
 
 struct Entry {
     key: u64,
-    request: RequestId,
-    token: ProgressToken,
+    /// `None` until the request has been sent ([`InflightGuard::bind`]).
+    request: Option<RequestId>,
+    token: Option<ProgressToken>,
     link: CallLink,
 }
 
@@ -130,20 +131,29 @@ impl Drop for InflightGuard {
     }
 }
 
+impl InflightGuard {
+    /// The call has been sent as `request` with progress `token`.
+    pub fn bind(&self, request: RequestId, token: ProgressToken) {
+        if let Ok(mut e) = self.inflight.entries.lock() {
+            if let Some(x) = e.iter_mut().find(|x| x.key == self.key) {
+                x.request = Some(request);
+                x.token = Some(token);
+            }
+        }
+    }
+}
+
 impl Inflight {
-    /// Register a call sent upstream as `request` with progress `token`.
-    pub fn register(
-        &self,
-        request: RequestId,
-        token: ProgressToken,
-        link: CallLink,
-    ) -> InflightGuard {
+    /// Count a call in before it is sent: a server may ask for sampling or
+    /// elicitation as soon as it reads the request, before the sender
+    /// learns its request id ([`InflightGuard::bind`] adds that).
+    pub fn reserve(&self, link: CallLink) -> InflightGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut e) = self.entries.lock() {
             e.push(Entry {
                 key,
-                request,
-                token,
+                request: None,
+                token: None,
                 link,
             });
         }
@@ -153,17 +163,31 @@ impl Inflight {
         }
     }
 
+    /// Register a call sent upstream as `request` with progress `token`.
+    pub fn register(
+        &self,
+        request: RequestId,
+        token: ProgressToken,
+        link: CallLink,
+    ) -> InflightGuard {
+        let guard = self.reserve(link);
+        guard.bind(request, token);
+        guard
+    }
+
     /// The call an upstream progress token belongs to.
     pub fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
         let e = self.entries.lock().ok()?;
-        e.iter().find(|x| &x.token == token).map(|x| x.link.clone())
+        e.iter()
+            .find(|x| x.token.as_ref() == Some(token))
+            .map(|x| x.link.clone())
     }
 
     /// The call sent upstream as `request`.
     pub fn by_request(&self, request: &RequestId) -> Option<CallLink> {
         let e = self.entries.lock().ok()?;
         e.iter()
-            .find(|x| &x.request == request)
+            .find(|x| x.request.as_ref() == Some(request))
             .map(|x| x.link.clone())
     }
 
@@ -279,6 +303,22 @@ mod tests {
         drop(r2);
         // The newest link is closed; the older one of the same session answers.
         assert_eq!(inflight.sessions().len(), 1);
+    }
+
+    #[test]
+    fn a_reserved_call_is_counted_before_its_request_id_is_known() {
+        let inflight = Inflight::default();
+        let (a, _ra) = CallLink::new("s".into(), true, true);
+        let g = inflight.reserve(a);
+        // A request from the server can already find its client...
+        assert_eq!(inflight.sessions().len(), 1);
+        assert!(inflight.by_request(&NumberOrString::Number(7)).is_none());
+        // ...and once sent, so can its id and progress token.
+        g.bind(NumberOrString::Number(7), token(70));
+        assert!(inflight.by_request(&NumberOrString::Number(7)).is_some());
+        assert!(inflight.by_token(&token(70)).is_some());
+        drop(g);
+        assert!(inflight.sessions().is_empty());
     }
 
     #[test]
