@@ -61,35 +61,20 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
     loop {
         let frame = tokio::select! {
             first = rx.recv() => {
-                // Whatever else is already queued leaves with it, in one
-                // write. A client that stopped reading blocks this send once
-                // the socket's buffers are full; eviction (or shutdown) must
-                // still end it, or the connection and its slot would leak.
-                tokio::select! {
-                    r = send_burst(&mut socket, first, &mut rx) => if r.is_err() {
-                        close = 0;
-                        break;
-                    },
-                    _ = evict.cancelled() => break,
-                    _ = hub.shutdown.cancelled() => {
-                        close = CLOSE_SHUTDOWN;
-                        break;
-                    }
+                // Whatever else is already queued leaves with it, in one write.
+                let write = send_burst(&mut socket, first, &mut rx);
+                if let Some(code) = write_or_end(write, &evict, &hub.shutdown).await {
+                    close = code;
+                    break;
                 }
                 continue;
             }
             f = socket.next() => f,
             _ = ping.tick() => {
-                tokio::select! {
-                    r = socket.send(Message::Ping(Vec::new().into())) => if r.is_err() {
-                        close = 0;
-                        break;
-                    },
-                    _ = evict.cancelled() => break,
-                    _ = hub.shutdown.cancelled() => {
-                        close = CLOSE_SHUTDOWN;
-                        break;
-                    }
+                let write = socket.send(Message::Ping(Vec::new().into()));
+                if let Some(code) = write_or_end(write, &evict, &hub.shutdown).await {
+                    close = code;
+                    break;
                 }
                 continue;
             }
@@ -151,6 +136,22 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
     drop(slot);
     tracing::info!(session = %session, "client disconnected");
     crate::trim::soon();
+}
+
+/// A socket write raced with eviction and shutdown: a client that stopped
+/// reading blocks it once the socket's buffers are full, and the connection
+/// (and its slot) must still end. `None` once written, else the close code
+/// to end with (0: the socket failed, send none).
+async fn write_or_end(
+    write: impl std::future::Future<Output = Result<(), axum::Error>>,
+    evict: &CancellationToken,
+    shutdown: &CancellationToken,
+) -> Option<u16> {
+    tokio::select! {
+        r = write => r.err().map(|_| 0),
+        _ = evict.cancelled() => Some(CLOSE_EVICTED),
+        _ = shutdown.cancelled() => Some(CLOSE_SHUTDOWN),
+    }
 }
 
 /// Write `first` and whatever else is queued (up to [`COALESCE`] more),
