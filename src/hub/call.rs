@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use rmcp::model::CallToolResponse;
 use rmcp::service::ServiceError;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -311,35 +310,8 @@ impl Hub {
             _ = cancel.cancelled() => return Attempt { result: Err(tag(cancelled_error())), raw: None },
         };
         match response {
-            Ok(CallToolResponse::Complete(r)) => {
-                let raw = serde_json::to_value(&r).ok();
-                let text = r
-                    .content
-                    .iter()
-                    .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                if r.is_error == Some(true) {
-                    let msg = if text.is_empty() {
-                        "the tool reported an error without text".to_string()
-                    } else {
-                        text
-                    };
-                    return Attempt {
-                        result: Err(tag(HubError::classified(msg))),
-                        raw,
-                    };
-                }
-                let value = match r.structured_content {
-                    Some(v) => v,
-                    None => Value::String(text),
-                };
-                Attempt {
-                    result: Ok(value),
-                    raw,
-                }
-            }
-            Ok(_) => Attempt {
+            Ok(mcp_call::CallAnswer::Complete(raw)) => complete(raw, tag),
+            Ok(mcp_call::CallAnswer::Deferred) => Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::Unknown,
                     "the server answered with an input request or a task, which the hub does not relay",
@@ -351,6 +323,32 @@ impl Hub {
                 raw: None,
             },
         }
+    }
+}
+
+/// A complete `tools/call` result: `isError` makes it a classified error
+/// with its text; else its `structuredContent`, or its text blocks joined.
+/// The server's JSON stays whole as `raw`.
+fn complete(raw: Value, tag: impl Fn(HubError) -> HubError) -> Attempt {
+    let text = mcp_call::result_text(&raw);
+    if raw.get("isError").and_then(Value::as_bool) == Some(true) {
+        let msg = if text.is_empty() {
+            "the tool reported an error without text".to_string()
+        } else {
+            text
+        };
+        return Attempt {
+            result: Err(tag(HubError::classified(msg))),
+            raw: Some(raw),
+        };
+    }
+    let value = match raw.get("structuredContent") {
+        Some(v) => v.clone(),
+        None => Value::String(text),
+    };
+    Attempt {
+        result: Ok(value),
+        raw: Some(raw),
     }
 }
 
