@@ -110,7 +110,7 @@ impl SecretValues {
 
     /// Run `f` with every value, longest first (so a value that contains a
     /// shorter one is masked whole).
-    fn with_values<R>(&self, f: impl FnOnce(&[&str]) -> R) -> R {
+    pub fn with_values<R>(&self, f: impl FnOnce(&[&str]) -> R) -> R {
         let added = match self.added.read() {
             Ok(a) => a,
             Err(poisoned) => poisoned.into_inner(),
@@ -146,7 +146,8 @@ impl SecretValues {
     }
 }
 
-fn mask_with<'a>(s: &'a str, values: &[&str]) -> Cow<'a, str> {
+/// `s` with each of `values` (longest first) replaced by [`MASK`].
+pub fn mask_with<'a>(s: &'a str, values: &[&str]) -> Cow<'a, str> {
     let mut out = Cow::Borrowed(s);
     for secret in values {
         if out.contains(secret) {

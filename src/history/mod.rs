@@ -10,11 +10,18 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::config::SecurityConfig;
+use crate::errors::ErrorType;
 use crate::hub::outcome::CallOutcome;
+use crate::retry::RetryRecord;
+
+mod redact;
+
+pub use redact::{mask_text, redact, redact_text, Redacted};
 
 /// Entries kept in memory for `history`.
 const KEEP: usize = 1000;
@@ -32,14 +39,33 @@ pub struct History {
     start_len: u64,
     /// Set once the tail has been read (by the first `latest`).
     tail: Arc<tokio::sync::OnceCell<()>>,
-    tx: mpsc::UnboundedSender<Arc<Value>>,
+    tx: mpsc::UnboundedSender<Line>,
 }
+
+/// One entry as its line in the file (without the newline): serialised
+/// once on the call path, shared by the file writer and `latest`.
+type Line = Arc<str>;
 
 /// The entries in memory, and whether the file's tail is among them yet.
 #[derive(Default)]
 struct Recent {
-    entries: VecDeque<Arc<Value>>,
+    entries: VecDeque<Line>,
     tail_in: bool,
+}
+
+/// An entry of `history.jsonl`, in the file's field order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry<'a> {
+    ts: String,
+    session: &'a str,
+    tool: &'a str,
+    params: Redacted<'a>,
+    success: bool,
+    error_type: Option<ErrorType>,
+    attempts: u32,
+    retries: &'a [RetryRecord],
+    duration_ms: u64,
 }
 
 /// Longest `latest` waits for the file's tail at start-up.
@@ -84,7 +110,8 @@ impl History {
     }
 
     /// Append one call. Params are redacted here (with the config in force
-    /// now), before anything leaves.
+    /// now), before anything leaves, while the entry is serialised: the
+    /// line is built once, with no copy of the params.
     pub fn record(
         &self,
         session: &str,
@@ -92,25 +119,36 @@ impl History {
         out: &CallOutcome,
         security: &SecurityConfig,
     ) {
-        let entry = json!({
-            "ts": crate::util::now_rfc3339(),
-            "session": session,
-            "tool": out.qualified_name.clone().unwrap_or_else(|| out.tool.clone()),
-            "params": redact(params, security),
-            "success": out.success,
-            "errorType": out.error.as_ref().map(|e| e.error_type),
-            "attempts": out.attempts,
-            "retries": out.retries,
-            "durationMs": out.duration_ms,
-        });
-        let entry = Arc::new(entry);
+        let entry = Entry {
+            ts: crate::util::now_rfc3339(),
+            session,
+            tool: out.qualified_name.as_deref().unwrap_or(&out.tool),
+            params: Redacted {
+                value: params,
+                security,
+            },
+            success: out.success,
+            error_type: out.error.as_ref().map(|e| e.error_type),
+            attempts: out.attempts,
+            retries: &out.retries,
+            duration_ms: out.duration_ms,
+        };
+        let line: Line = match serde_json::to_string(&entry) {
+            Ok(text) => text.into(),
+            Err(e) => {
+                // Params are JSON values: this cannot happen, but a call is
+                // never lost without a word.
+                tracing::error!(session, tool = entry.tool, error = %e, "history entry not written");
+                return;
+            }
+        };
         if let Ok(mut r) = self.recent.lock() {
             if r.entries.len() >= KEEP {
                 r.entries.pop_front();
             }
-            r.entries.push_back(entry.clone());
+            r.entries.push_back(line.clone());
         }
-        let _ = self.tx.send(entry);
+        let _ = self.tx.send(line);
     }
 
     /// The latest `limit` entries, oldest first (the file's tail included:
@@ -123,158 +161,11 @@ impl History {
                 r.entries
                     .iter()
                     .skip(skip)
-                    .map(|e| Value::clone(e))
+                    .filter_map(|line| serde_json::from_str(line).ok())
                     .collect()
             }
             Err(_) => Vec::new(),
         }
-    }
-}
-
-/// The one function every writer (history, task journals, recordings and
-/// their edits, `need_user`) puts a value through: every key that looks
-/// secret has its value replaced with `{"$redacted": key}`, then every
-/// known secret value left anywhere is masked (`crate::secrets`).
-pub fn redact(v: &Value, security: &SecurityConfig) -> Value {
-    let mut out = redact_keys(v, security);
-    security.secrets.mask_in_place(&mut out);
-    out
-}
-
-/// `s` with every known secret value masked (error messages, log text).
-pub fn mask_text<'a>(s: &'a str, security: &SecurityConfig) -> std::borrow::Cow<'a, str> {
-    security.secrets.mask_str(s)
-}
-
-/// Free text (an error message) under the same rules as [`redact`]: the
-/// value of every secret key written in it as JSON (`"token": "…"`, as an
-/// assertion message quoting a result does) or as `key=value` (a URL's
-/// query) becomes `"[redacted]"`, then every known secret value is masked.
-pub fn redact_text(s: &str, security: &SecurityConfig) -> String {
-    if security.redact_keys.is_empty() {
-        return mask_text(s, security).into_owned();
-    }
-    let keyed = redact_keyed_text(s, security);
-    mask_text(&keyed, security).into_owned()
-}
-
-fn redact_keyed_text(s: &str, security: &SecurityConfig) -> String {
-    // Every delimiter looked at is ASCII, so each index cut at is a char
-    // boundary.
-    let b = s.as_bytes();
-    let mut out = String::with_capacity(s.len());
-    let (mut copied, mut k) = (0, 0);
-    while k < b.len() {
-        if b[k] == b'"' {
-            let Some(end) = string_end(b, k) else { break };
-            let mut j = skip_spaces(b, end + 1);
-            if b.get(j) == Some(&b':') && security.is_secret_key(&s[k + 1..end]) {
-                j = skip_spaces(b, j + 1);
-                out.push_str(&s[copied..j]);
-                out.push_str("\"[redacted]\"");
-                k = value_end(b, j);
-                copied = k;
-                continue;
-            }
-            // Not a secret key: look inside (a value may hold `key=value`).
-            k += 1;
-            continue;
-        }
-        if b[k] == b'=' {
-            let start = s[..k]
-                .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-.".contains(c)))
-                .map_or(0, |p| p + 1);
-            let end = s[k + 1..]
-                .find(|c: char| c.is_whitespace() || "&,;\"')]}".contains(c))
-                .map_or(s.len(), |p| k + 1 + p);
-            if start < k && end > k + 1 && security.is_secret_key(&s[start..k]) {
-                out.push_str(&s[copied..=k]);
-                out.push_str("[redacted]");
-                k = end;
-                copied = end;
-                continue;
-            }
-        }
-        k += 1;
-    }
-    out.push_str(&s[copied..]);
-    out
-}
-
-/// The index of the quote closing the JSON string opened at `open`.
-fn string_end(b: &[u8], open: usize) -> Option<usize> {
-    let mut i = open + 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return Some(i),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-fn skip_spaces(b: &[u8], mut i: usize) -> usize {
-    while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
-        i += 1;
-    }
-    i
-}
-
-/// Where the JSON value starting at `i` ends: after a string, after a
-/// balanced object or array, or at the delimiter after a scalar; the end of
-/// the text when it was cut off.
-fn value_end(b: &[u8], i: usize) -> usize {
-    match b.get(i) {
-        Some(b'"') => string_end(b, i).map_or(b.len(), |e| e + 1),
-        Some(b'{' | b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => match string_end(b, j) {
-                        Some(e) => j = e,
-                        None => return b.len(),
-                    },
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            b.len()
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
-            {
-                j += 1;
-            }
-            j
-        }
-    }
-}
-
-fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut out = Map::with_capacity(m.len());
-            for (k, val) in m {
-                if security.is_secret_key(k) {
-                    out.insert(k.clone(), json!({ "$redacted": k }));
-                } else {
-                    out.insert(k.clone(), redact_keys(val, security));
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|x| redact_keys(x, security)).collect()),
-        other => other.clone(),
     }
 }
 
@@ -302,7 +193,7 @@ fn fill_tail(path: &Path, end: u64, recent: &Mutex<Recent>) {
 
 /// The last `KEEP` entries of the file's first `end` bytes, read
 /// backwards: the cost does not grow with the history file.
-fn load_tail(path: &Path, end: u64) -> VecDeque<Arc<Value>> {
+fn load_tail(path: &Path, end: u64) -> VecDeque<Line> {
     let mut q = VecDeque::new();
     let text = match crate::util::read_last_lines_before(path, KEEP, end) {
         Ok(t) => t,
@@ -314,11 +205,11 @@ fn load_tail(path: &Path, end: u64) -> VecDeque<Arc<Value>> {
     };
     for line in text.lines() {
         // A torn last line from a crash is skipped, not fatal.
-        if let Ok(v) = serde_json::from_str::<Value>(line) {
+        if serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok() {
             if q.len() >= KEEP {
                 q.pop_front();
             }
-            q.push_back(Arc::new(v));
+            q.push_back(line.into());
         }
     }
     q
@@ -360,7 +251,7 @@ fn open_append(p: &Path) -> std::io::Result<std::fs::File> {
         .open(p)
 }
 
-fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceiver<Arc<Value>>) {
+fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceiver<Line>) {
     // Bytes in the file, counted as written: no stat per entry.
     let mut size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut buf = Vec::with_capacity(64 * 1024);
@@ -373,9 +264,8 @@ fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceive
         buf.clear();
         let mut next = Some(first);
         while let Some(entry) = next {
-            if serde_json::to_writer(&mut buf, entry.as_ref()).is_ok() {
-                buf.push(b'\n');
-            }
+            buf.extend_from_slice(entry.as_bytes());
+            buf.push(b'\n');
             next = if buf.len() < 1024 * 1024 {
                 rx.try_recv().ok()
             } else {
@@ -406,37 +296,9 @@ fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceive
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
-    fn security() -> SecurityConfig {
-        match crate::config::parse("{}", Path::new("/tmp/x/config.json")) {
-            Ok(l) => l.config.security,
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    #[test]
-    fn redact_text_hides_values_of_secret_keys_in_json_and_query_text() {
-        let s = security();
-        let msg = r#"expected result to contain "x"; actual result: {"apiKey": "sk-1", "user":"bob","token":{"a":[1,"}"]},"password":12} see https://h/p?user=bob&token=t0k&x=1 "#;
-        let out = redact_text(msg, &s);
-        assert_eq!(
-            out,
-            r#"expected result to contain "x"; actual result: {"apiKey": "[redacted]", "user":"bob","token":"[redacted]","password":"[redacted]"} see https://h/p?user=bob&token=[redacted]&x=1 "#
-        );
-        // A message cut off inside the value, keys without values, plain text.
-        assert_eq!(
-            redact_text(r#"found {"secret":"abc…"#, &s),
-            r#"found {"secret":"[redacted]""#
-        );
-        for plain in [
-            r#"{"token"}"#,
-            "token= x",
-            "password: must be 8 chars",
-            "ü\"é\":\"ö",
-        ] {
-            assert_eq!(redact_text(plain, &s), plain);
-        }
-    }
+    use super::redact::tests::security;
 
     use std::io::Write;
 
@@ -472,10 +334,11 @@ mod tests {
         }
         write!(f, "{{\"n\": 5000, \"pad\": \"torn").unwrap();
         drop(f);
+        let n = |line: &Line| serde_json::from_str::<Value>(line).unwrap()["n"].clone();
         let q = load_tail(&path, u64::MAX);
         assert_eq!(q.len(), KEEP);
-        assert_eq!(q[0]["n"], 5000 - KEEP as u64);
-        assert_eq!(q[KEEP - 1]["n"], 4999);
+        assert_eq!(n(&q[0]), 5000 - KEEP as u64);
+        assert_eq!(n(&q[KEEP - 1]), 4999);
         assert!(load_tail(&dir.path().join("missing.jsonl"), u64::MAX).is_empty());
         // Only what the file held at start-up: a line appended since is not
         // part of the tail (it is in memory already).
@@ -487,6 +350,35 @@ mod tests {
         writeln!(f).unwrap();
         writeln!(f, "{}", json!({"n": "new"})).unwrap();
         let q = load_tail(&path, start_len);
-        assert_eq!(q[KEEP - 1]["n"], 4999);
+        assert_eq!(n(&q[KEEP - 1]), 4999);
+    }
+
+    #[tokio::test]
+    async fn a_recorded_call_is_one_redacted_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let h = History::open(dir.path()).unwrap();
+        let out = CallOutcome::failed(
+            "echo",
+            crate::errors::HubError::new(ErrorType::Timeout, "slow"),
+            std::time::Duration::from_millis(7),
+        );
+        let params = json!({"text": "hi", "token": "t0k3n"});
+        h.record("s1", &params, &out, &security());
+        let latest = h.latest(10).await;
+        assert_eq!(latest.len(), 1, "{latest:?}");
+        let e = &latest[0];
+        assert_eq!(e["session"], "s1");
+        assert_eq!(e["tool"], "echo");
+        assert_eq!(
+            e["params"],
+            json!({"text": "hi", "token": {"$redacted": "token"}})
+        );
+        assert_eq!(
+            (&e["success"], &e["errorType"], &e["durationMs"]),
+            (&json!(false), &json!("TIMEOUT"), &json!(7))
+        );
+        assert!(e["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{e}");
+        // The file gets the same line: tests/it (protocol, secrets) read it.
+        assert!(!e.to_string().contains("t0k3n"));
     }
 }
