@@ -7,6 +7,7 @@
 //! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
+//! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! ```
 //!
 //! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
@@ -495,6 +496,31 @@ async fn throughput<C: Caller>(c: &Arc<C>, inflight: u64, total: u64) -> f64 {
     (per * inflight) as f64 / started.elapsed().as_secs_f64()
 }
 
+/// Only the hub under load (16 in flight for about 20 s): a steady phase to
+/// profile (`perf record -p`, `perf stat -p`) with nothing else mixed in.
+async fn load_only() {
+    let hub = Hub::start("step", 2048).await;
+    let pid = hub.pid();
+    let client = Arc::new(hub.connect().await);
+    client.wait_running().await;
+    throughput(&client, 16, 2_000).await; // warm-up
+    let (c0, s0) = (cpu_seconds(pid), sleeps(pid));
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed() < Duration::from_secs(20) {
+        throughput(&client, 16, 16_000).await;
+        calls += 16_000;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "16 in flight: {:.0} calls/s, hub CPU {:.1} µs per call, {:.2} sleeps per call ({} calls, hub pid {pid})",
+        calls as f64 / secs,
+        (cpu_seconds(pid) - c0) * 1e6 / calls as f64,
+        (sleeps(pid) - s0) as f64 / calls as f64,
+        calls
+    );
+}
+
 fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
@@ -541,6 +567,9 @@ async fn main() {
         (true, false) => 10_000,
     };
     raise_fd_limit();
+    if std::env::args().any(|a| a == "--load-only") {
+        return load_only().await;
+    }
 
     // Direct.
     let direct = Arc::new(Direct::start().await);

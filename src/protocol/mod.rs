@@ -19,7 +19,7 @@ pub use client::{
     BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
     ReloadToolsReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
-pub use outbox::{Outbox, OutboxReceiver};
+pub use outbox::{Outbox, OutboxReceiver, Running};
 pub use page::StepPage;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 

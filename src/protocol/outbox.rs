@@ -13,7 +13,7 @@
 //! permit for the next `recv`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -26,6 +26,8 @@ struct Queue {
     capacity: usize,
     /// The receiver was dropped: the connection is gone.
     closed: AtomicBool,
+    /// Calls of this connection whose reply is not queued yet.
+    running: AtomicUsize,
 }
 
 impl Queue {
@@ -65,6 +67,24 @@ impl OutboxReceiver {
     pub fn try_recv(&mut self) -> Option<String> {
         self.queue.pop()
     }
+
+    /// More replies are coming: calls of this connection are still running.
+    /// The connection then lets the tasks that are ready run first, so the
+    /// replies ready now leave in one write (one wake-up of the client)
+    /// instead of one each; a lone call never waits for that.
+    pub fn replies_coming(&self) -> bool {
+        self.queue.running.load(Ordering::Relaxed) > 0
+    }
+}
+
+/// A running call of the connection ([`Outbox::call_started`]); dropped
+/// just before its reply is queued.
+pub struct Running(Arc<Queue>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Drop for OutboxReceiver {
@@ -86,6 +106,7 @@ impl Outbox {
             ready: Notify::new(),
             capacity: capacity.max(1),
             closed: AtomicBool::new(false),
+            running: AtomicUsize::new(0),
         });
         let rx = OutboxReceiver {
             queue: queue.clone(),
@@ -125,6 +146,13 @@ impl Outbox {
         }
         self.queue.ready.notify_one();
         true
+    }
+
+    /// A call whose reply will come through this queue has started; drop
+    /// the guard right before queueing the reply.
+    pub fn call_started(&self) -> Running {
+        self.queue.running.fetch_add(1, Ordering::Relaxed);
+        Running(self.queue.clone())
     }
 
     pub fn is_closed(&self) -> bool {
@@ -176,5 +204,17 @@ mod tests {
         assert!(out.is_closed());
         assert!(!out.send_text("late".into()));
         drop(rx);
+    }
+
+    #[test]
+    fn replies_are_coming_while_a_call_runs() {
+        let (out, rx) = Outbox::new("s".into(), 8, CancellationToken::new());
+        assert!(!rx.replies_coming());
+        let (a, b) = (out.call_started(), out.clone().call_started());
+        assert!(rx.replies_coming());
+        drop(a);
+        assert!(rx.replies_coming());
+        drop(b);
+        assert!(!rx.replies_coming());
     }
 }

@@ -61,6 +61,10 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
     loop {
         let frame = tokio::select! {
             first = rx.recv() => {
+                if rx.replies_coming() {
+                    // Let the calls that are ready queue their replies too.
+                    tokio::task::yield_now().await;
+                }
                 // Whatever else is already queued leaves with it, in one write.
                 let write = send_burst(&mut socket, first, &mut rx);
                 if let Some(code) = write_or_end(write, &evict, &hub.shutdown).await {

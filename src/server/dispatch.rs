@@ -53,7 +53,8 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
                 link: None,
             };
             let (app, out) = (app.clone(), out.clone());
-            tokio::spawn(single_call(app, out, id, call, req.save_images));
+            let running = out.call_started();
+            tokio::spawn(single_call(app, out, id, call, req.save_images, running));
         }
         ClientMsg::HealthCheck => {
             let (app, out) = (app.clone(), out.clone());
@@ -110,6 +111,7 @@ async fn single_call(
     id: MsgId,
     mut call: CallRequest,
     save_images: Option<crate::protocol::SaveImages>,
+    running: crate::protocol::Running,
 ) {
     let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
@@ -145,6 +147,7 @@ async fn single_call(
     if let Some(ev) = app.observer.finished(session, capture).await {
         out.send(ev);
     }
+    drop(running);
     match protocol::tool_result_text(&id, &outcome) {
         Some(text) => out.send_text(text),
         None => out.send(protocol::tool_result_msg(&id, outcome.to_json())),

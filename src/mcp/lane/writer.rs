@@ -143,6 +143,9 @@ pub async fn write_loop(w: std::sync::Arc<Writer>) {
     // Ok(true): asked to close and all is written; Err: the pipe broke.
     while let Ok(false) = std::future::poll_fn(|cx| w.poll_drain(cx)).await {
         w.wake.notified().await;
+        // Only queued with other calls in flight: let the tasks that are
+        // ready queue their lines too, so they leave in one write.
+        tokio::task::yield_now().await;
         if w.is_gone() {
             break;
         }
