@@ -99,7 +99,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    let rt = match tokio::runtime::Runtime::new() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.server.runtime_workers())
+        .thread_name("toolhub-worker")
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("toolhub: cannot start the runtime: {e}");

@@ -16,7 +16,7 @@ pub use observers::Observers;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::access::{Access, SharedAccess};
@@ -105,6 +105,9 @@ impl App {
         let mut report = crate::hub::health::report(&self.hub, checks).await;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("tasks".into(), tasks.summary);
+            // The threads running the hub's tasks (`server.workerThreads`).
+            let workers = tokio::runtime::Handle::current().metrics().num_workers();
+            obj.insert("runtime".into(), json!({ "workerThreads": workers }));
         }
         report
     }

@@ -77,6 +77,18 @@ pub struct ServerConfig {
     /// At most this many items per page of an `/mcp` list; more come with
     /// a `nextCursor`.
     pub mcp_page_size: usize,
+    /// Threads of the async runtime (0: one per CPU core); read at start-up.
+    pub worker_threads: usize,
+}
+
+impl ServerConfig {
+    /// The runtime's worker threads: `workerThreads`, 0 meaning one per core.
+    pub fn runtime_workers(&self) -> usize {
+        match self.worker_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq)]

@@ -55,6 +55,8 @@ pub struct RawServerSection {
     pub mcp_session_idle: Option<u64>,
     /// Items per page of an `/mcp` list (`tools/list`, …).
     pub mcp_page_size: Option<usize>,
+    /// Threads that run the hub's tasks (0: one per CPU core).
+    pub worker_threads: Option<usize>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

@@ -159,13 +159,14 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
 /// The keys read only at start-up. A reload cannot apply them: they keep
 /// the value the hub started with (so the config in force says what the hub
 /// does) and are named as needing a restart.
-pub const RESTART_KEYS: [&str; 6] = [
+pub const RESTART_KEYS: [&str; 7] = [
     "server.listen",
     "server.mcpEndpoint",
     "server.handshakeTimeout",
     "taskEngine.stateDir",
     "taskEngine.durability",
     "server.mcpSessionIdle",
+    "server.workerThreads",
 ];
 
 /// Set the start-up-only keys of `new` back to their values in `started`;
@@ -198,6 +199,10 @@ pub fn keep_restart_keys(started: &Config, new: &mut Config) -> Vec<&'static str
     if s.mcp_session_idle != n.mcp_session_idle {
         n.mcp_session_idle = s.mcp_session_idle;
         differ.push(RESTART_KEYS[5]);
+    }
+    if s.worker_threads != n.worker_threads {
+        n.worker_threads = s.worker_threads;
+        differ.push(RESTART_KEYS[6]);
     }
     differ
 }

@@ -84,6 +84,18 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             "/server/mcpSessionIdle",
         )?,
         mcp_page_size: ctx.positive(r.mcp_page_size, d::MCP_PAGE_SIZE, "/server/mcpPageSize")?,
+        worker_threads: match r.worker_threads.unwrap_or(d::WORKER_THREADS) {
+            n if n > d::MAX_WORKER_THREADS => {
+                return Err(ctx.err(
+                    "/server/workerThreads",
+                    format!(
+                        "server.workerThreads {n} is too many; use 1 (the default), a number up to {}, or 0 for one per CPU core",
+                        d::MAX_WORKER_THREADS
+                    ),
+                ))
+            }
+            n => n,
+        },
     })
 }
 
@@ -130,5 +142,17 @@ mod tests {
         );
         let c = ok(r#"{"server": {"listen": "0.0.0.0:9002", "token": "t"}}"#).config;
         assert!(!c.server.listen.ip().is_loopback());
+    }
+
+    #[test]
+    fn worker_threads_default_to_one_and_zero_means_one_per_core() {
+        assert_eq!(ok("{}").config.server.worker_threads, 1);
+        assert_eq!(ok("{}").config.server.runtime_workers(), 1);
+        let c = ok(r#"{"server": {"workerThreads": 0}}"#).config;
+        assert!(c.server.runtime_workers() >= 1);
+        let c = ok(r#"{"server": {"workerThreads": 4}}"#).config;
+        assert_eq!(c.server.runtime_workers(), 4);
+        let (_, _, m) = bad(r#"{"server": {"workerThreads": 100000}}"#);
+        assert!(m.contains("server.workerThreads 100000 is too many"), "{m}");
     }
 }

@@ -111,3 +111,14 @@ async fn shutdown_closes_sockets_with_going_away() {
     let status = hub.terminate().await;
     assert!(status.success(), "{status:?}");
 }
+
+/// The hub's tasks run on `server.workerThreads` threads: one by default.
+#[tokio::test]
+async fn the_runtime_has_the_configured_worker_threads() {
+    for (config, workers) in [(json!({}), 1), (json!({"server": {"workerThreads": 3}}), 3)] {
+        let hub = TestHub::start(config).await;
+        let mut c = hub.connect().await;
+        let h = c.request(json!({"type": "health_check"})).await;
+        assert_eq!(h["runtime"]["workerThreads"], workers, "{h}");
+    }
+}

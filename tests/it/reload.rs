@@ -174,6 +174,7 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
     cfg["server"]["listen"] = json!("127.0.0.1:1");
     cfg["taskEngine"]["stateDir"] = json!("./elsewhere");
     cfg["taskEngine"]["durability"] = json!("batch");
+    cfg["server"]["workerThreads"] = json!(2);
     write_config(&p.join("config.json"), &cfg);
     hub.wait_log("taskEngine.durability changed in the config file: restart needed")
         .await;
@@ -189,7 +190,8 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
         json!([
             "server.listen",
             "taskEngine.stateDir",
-            "taskEngine.durability"
+            "taskEngine.durability",
+            "server.workerThreads"
         ]),
         "{h}"
     );
@@ -225,6 +227,7 @@ async fn keys_that_need_a_restart_are_named_in_health_and_the_log() {
     cfg["server"]["listen"] = json!("127.0.0.1:0");
     cfg["taskEngine"]["stateDir"] = json!("./state");
     cfg["taskEngine"]["durability"] = json!("step");
+    cfg["server"]["workerThreads"] = json!(1);
     write_config(&p.join("config.json"), &cfg);
     hub.wait_log_count("config reloaded", 2).await;
     let h = c.request(json!({"type": "health_check"})).await;
