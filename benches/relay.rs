@@ -8,6 +8,7 @@
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
+//! cargo bench --bench relay -- --seq-only   # the same, one call at a time
 //! ```
 //!
 //! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
@@ -496,24 +497,24 @@ async fn throughput<C: Caller>(c: &Arc<C>, inflight: u64, total: u64) -> f64 {
     (per * inflight) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Only the hub under load (16 in flight for about 20 s): a steady phase to
-/// profile (`perf record -p`, `perf stat -p`) with nothing else mixed in.
-async fn load_only() {
+/// Only the hub, `inflight` calls at a time for about 20 s: a steady phase
+/// to profile (`perf record -p`, `perf stat -p`) with nothing else mixed in.
+async fn load_only(inflight: u64) {
     let hub = Hub::start("step", 2048).await;
     let pid = hub.pid();
     let client = Arc::new(hub.connect().await);
     client.wait_running().await;
-    throughput(&client, 16, 2_000).await; // warm-up
+    throughput(&client, inflight, 2_000).await; // warm-up
     let (c0, s0) = (cpu_seconds(pid), sleeps(pid));
     let started = Instant::now();
     let mut calls = 0u64;
     while started.elapsed() < Duration::from_secs(20) {
-        throughput(&client, 16, 16_000).await;
+        throughput(&client, inflight, 16_000).await;
         calls += 16_000;
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "16 in flight: {:.0} calls/s, hub CPU {:.1} µs per call, {:.2} sleeps per call ({} calls, hub pid {pid})",
+        "{inflight} in flight: {:.0} calls/s, hub CPU {:.1} µs per call, {:.2} sleeps per call ({} calls, hub pid {pid})",
         calls as f64 / secs,
         (cpu_seconds(pid) - c0) * 1e6 / calls as f64,
         (sleeps(pid) - s0) as f64 / calls as f64,
@@ -568,7 +569,10 @@ async fn main() {
     };
     raise_fd_limit();
     if std::env::args().any(|a| a == "--load-only") {
-        return load_only().await;
+        return load_only(16).await;
+    }
+    if std::env::args().any(|a| a == "--seq-only") {
+        return load_only(1).await;
     }
 
     // Direct.
