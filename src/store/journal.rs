@@ -8,7 +8,9 @@
 //! later records depend on earlier ones (a step result without its start, a
 //! decision without its `need_user`).
 //!
-//! Everything here is blocking std IO: the runner calls it from `spawn_blocking`.
+//! Everything here is blocking std IO: the runner calls an append that
+//! syncs ([`JournalWriter::syncs_on`]) under `block_in_place`, any other
+//! append (one `write` into the page cache) inline.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
