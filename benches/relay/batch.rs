@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{cpu_seconds, Hub, WsClient};
+use super::{cpu_seconds, sleeps, Hub, WsClient};
 
 /// One batch size measured on one hub.
 #[derive(Clone, Copy)]
@@ -27,6 +27,8 @@ pub struct Sample {
     syncs: f64,
     /// Hub CPU µs per step over all repetitions.
     cpu_us: f64,
+    /// Times the hub's threads went to sleep per step (each a wake-up).
+    sleeps: f64,
 }
 
 /// The hub's journal fdatasyncs so far (`health_check` `tasks.journalSyncs`;
@@ -43,6 +45,7 @@ async fn measure(c: &WsClient, pid: u32, steps: usize, reps: usize) -> Sample {
     let mut per_step = Vec::with_capacity(reps);
     let syncs0 = journal_syncs(c).await;
     let cpu0 = cpu_seconds(pid);
+    let sleeps0 = sleeps(pid);
     for _ in 0..reps {
         let t = Instant::now();
         let done = c.request(msg.clone()).await;
@@ -50,6 +53,7 @@ async fn measure(c: &WsClient, pid: u32, steps: usize, reps: usize) -> Sample {
         per_step.push(t.elapsed().as_secs_f64() * 1e3 / steps as f64);
     }
     let cpu_us = (cpu_seconds(pid) - cpu0) * 1e6 / (steps * reps) as f64;
+    let sleeps = (sleeps(pid) - sleeps0) as f64 / (steps * reps) as f64;
     let syncs = match (syncs0, journal_syncs(c).await) {
         (Some(a), Some(b)) => (b - a) as f64 / (steps * reps) as f64,
         _ => f64::NAN,
@@ -64,6 +68,7 @@ async fn measure(c: &WsClient, pid: u32, steps: usize, reps: usize) -> Sample {
         median_ms: per_step[per_step.len() / 2],
         syncs,
         cpu_us,
+        sleeps,
     }
 }
 
@@ -137,23 +142,26 @@ pub async fn tables(
     let Some((_, batch_row)) = rows.iter().find(|(d, _)| *d == "batch") else {
         return;
     };
-    let over: Vec<(usize, f64, f64)> = batch_row
+    let over: Vec<(usize, f64, f64, f64)> = batch_row
         .iter()
         .filter(|s| s.steps >= 10)
-        .map(|s| (s.steps, (s.median_ms - direct_ms) * 1e3, s.cpu_us))
+        .map(|s| (s.steps, (s.median_ms - direct_ms) * 1e3, s.cpu_us, s.sleeps))
         .collect();
-    println!("| steps | engine overhead per step (wall) | hub CPU per step |");
-    println!("|---:|---:|---:|");
-    for (steps, wall, cpu) in &over {
-        println!("| {steps} | {wall:.0} µs | {cpu:.0} µs |");
+    println!(
+        "| steps | engine overhead per step (wall) | hub CPU per step | hub sleeps per step |"
+    );
+    println!("|---:|---:|---:|---:|");
+    for (steps, wall, cpu, naps) in &over {
+        println!("| {steps} | {wall:.0} µs | {cpu:.0} µs | {naps:.1} |");
     }
     if let (Some(first), Some(last)) = (over.first(), over.last()) {
         println!(
-            "| {} ÷ {} | {:.2} | {:.2} |",
+            "| {} ÷ {} | {:.2} | {:.2} | {:.2} |",
             last.0,
             first.0,
             last.1 / first.1,
-            last.2 / first.2
+            last.2 / first.2,
+            last.3 / first.3
         );
     }
 }
