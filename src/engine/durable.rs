@@ -92,9 +92,12 @@ impl Engine {
         // to the page cache inline (handing the worker over for it cost more
         // than the write).
         let r = task.with_journal(|w| {
-            w.map(|w| match w.syncs_on(&rec) {
-                true => blocking(|| w.append(&rec)),
-                false => w.append(&rec),
+            w.map(|w| {
+                if w.syncs_on(&rec) {
+                    blocking(|| w.append(&rec))
+                } else {
+                    w.append(&rec)
+                }
             })
         });
         if let Some(Err(e)) = r {

@@ -229,9 +229,10 @@ async fn run_step(
             }
         }
     }
-    let rendered = match templated {
-        true => templates.render_params(&step.params, &ctx),
-        false => Ok(step.params.clone()),
+    let rendered = if templated {
+        templates.render_params(&step.params, &ctx)
+    } else {
+        Ok(step.params.clone())
     };
     let params = match rendered {
         Ok(p) => p,

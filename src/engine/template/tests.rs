@@ -418,7 +418,9 @@ fn only_templated_params_need_the_context_and_literal_ones_render_to_themselves(
     let literal = json!({"message": "x", "n": [1, {"k": "a { b } c"}], "ok": true, "none": null});
     assert!(!Templates::is_templated(&literal));
     assert_eq!(
-        Templates::new().render_params(&literal, &Value::Null).unwrap(),
+        Templates::new()
+            .render_params(&literal, &Value::Null)
+            .unwrap(),
         literal
     );
     for templated in [
