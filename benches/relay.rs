@@ -9,6 +9,7 @@
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! cargo bench --bench relay -- --seq-only   # the same, one call at a time
+//! cargo bench --bench relay -- --batch-only # direct p50, then the batch tables
 //! ```
 //!
 //! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
@@ -17,7 +18,8 @@
 //! tokio-tungstenite client to the real `toolhub` binary. Hub CPU comes from
 //! `/proc/<pid>/stat` (the hub process only), RSS from `/proc/<pid>/status`.
 //! This machine is shared and noisy: read the ratios, not the absolute times.
-//! `relay/runs.rs` adds the `list_runs` figure over 1,000 runs,
+//! `relay/batch.rs` prints the `tool_batch` tables and the engine's
+//! overhead per step, `relay/runs.rs` adds the `list_runs` figure over 1,000 runs,
 //! `relay/retention.rs` the RSS after 1,000 and 10,000 small batches,
 //! `relay/mcp.rs` the `/mcp` row (a lean keep-alive HTTP client).
 
@@ -34,6 +36,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "relay/batch.rs"]
+mod batch;
 #[path = "relay/mcp.rs"]
 mod mcp;
 #[path = "relay/recovery.rs"]
@@ -526,36 +530,6 @@ fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
-/// The hub's journal fdatasyncs so far (`health_check` `tasks.journalSyncs`;
-/// `None` from a build without the counter, given by `TOOLHUB_BIN`).
-async fn journal_syncs(c: &WsClient) -> Option<u64> {
-    let h = c.request(json!({"type": "health_check"})).await;
-    h["tasks"]["journalSyncs"].as_u64()
-}
-
-/// ms per step of a batch of `steps` echo calls (best of `reps`), and the
-/// journal fdatasyncs per step (over all reps; NaN when not counted).
-async fn batch_ms_per_step(c: &WsClient, steps: usize, reps: usize) -> (f64, f64) {
-    let step = json!({"tool": "t__echo", "params": {"message": "x"}});
-    let msg = json!({"type": "tool_batch", "steps": vec![step; steps]});
-    let mut best = f64::MAX;
-    let syncs0 = journal_syncs(c).await;
-    for _ in 0..reps {
-        let t = Instant::now();
-        let done = c.request(msg.clone()).await;
-        assert_eq!(done["success"], true, "{done}");
-        best = best.min(t.elapsed().as_secs_f64() * 1e3 / steps as f64);
-    }
-    let syncs = match (syncs0, journal_syncs(c).await) {
-        (Some(a), Some(b)) => (b - a) as f64 / (steps * reps) as f64,
-        _ => f64::NAN,
-    };
-    // The streamed step results and states went to `events`: drop them.
-    let mut ev = c.events.lock().await;
-    while ev.try_recv().is_ok() {}
-    (best, syncs)
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this
@@ -578,6 +552,13 @@ async fn main() {
     // Direct.
     let direct = Arc::new(Direct::start().await);
     let d_seq = sequential(direct.as_ref(), n).await;
+    if std::env::args().any(|a| a == "--batch-only") {
+        let hub = Hub::start("step", 64).await;
+        let client = hub.connect().await;
+        client.wait_running().await;
+        batch::tables(&hub, &client, d_seq.p50, bench, quick).await;
+        return;
+    }
     let mut d_tp = Vec::new();
     for k in [1, 16, 64] {
         d_tp.push(throughput(&direct, k, n * 2).await);
@@ -681,61 +662,8 @@ async fn main() {
         return;
     }
 
-    // Batches.
-    let sizes: &[usize] = match (bench, quick) {
-        (false, _) => &[1, 10],
-        (true, true) => &[1, 10, 100],
-        (true, false) => &[1, 10, 100, 1000],
-    };
-    let mut rows = Vec::new();
-    for durability in ["step", "batch"] {
-        let h = if durability == "step" {
-            None
-        } else {
-            Some(Hub::start("batch", 64).await)
-        };
-        let c = match &h {
-            None => client.clone(),
-            Some(h) => {
-                let c = Arc::new(h.connect().await);
-                c.wait_running().await;
-                c
-            }
-        };
-        let mut row = Vec::new();
-        for &s in sizes {
-            let reps = if s >= 100 || !bench { 2 } else { 20 };
-            row.push(batch_ms_per_step(&c, s, reps).await);
-        }
-        rows.push((durability, row));
-    }
-    println!("\n## tool_batch of echo steps: ms per step (best run)\n");
-    print!("| durability |");
-    for s in sizes {
-        print!(" {s} step{} |", if *s == 1 { "" } else { "s" });
-    }
-    println!(" {} ÷ 10 |", sizes[sizes.len() - 1]);
-    println!("|---|{}---:|", "---:|".repeat(sizes.len()));
-    for (d, row) in &rows {
-        print!("| {d} |");
-        for (v, _) in row {
-            print!(" {v:.3} |");
-        }
-        println!(" {:.2} |", row[row.len() - 1].0 / row[1].0);
-    }
-    println!("\njournal fdatasyncs per step (with durability step n steps cost n + 1: each start, the end; with batch 2 per task: the header, the end):\n");
-    print!("| durability |");
-    for s in sizes {
-        print!(" {s} step{} |", if *s == 1 { "" } else { "s" });
-    }
-    println!("\n|---|{}", "---:|".repeat(sizes.len()));
-    for (d, row) in &rows {
-        print!("| {d} |");
-        for (_, syncs) in row {
-            print!(" {syncs:.2} |");
-        }
-        println!();
-    }
+    // Batches, and the engine's overhead per step.
+    batch::tables(&hub, client.as_ref(), d_seq.p50, bench, quick).await;
 
     // Steady use: RSS after 1,000 and 10,000 small batches (before the
     // runs figure, whose create_run makes every later call a run's log entry).

@@ -8,7 +8,9 @@
 //! result is only written, the task holds its messages ([`Task::emit`]), and
 //! step *i+1*'s start (or the end, or a [`Engine::flush`] before anything
 //! that may wait) syncs the file and releases them. On the multi-threaded
-//! runtime the write runs under `block_in_place`, so other tasks keep running.
+//! runtime a write that syncs runs under `block_in_place`, so other tasks
+//! keep running; a write that does not (no `fdatasync`: the page cache)
+//! runs inline.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::finished::Finished;
+use super::journal_mask::mask_record;
 use super::service::Engine;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::task::Task;
@@ -31,17 +34,6 @@ fn blocking<R>(f: impl FnOnce() -> R) -> R {
         Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
     }
-}
-
-fn mask_record(rec: Record, security: &crate::config::SecurityConfig) -> Record {
-    if security.secrets.is_empty() {
-        return rec;
-    }
-    let Ok(mut v) = serde_json::to_value(&rec) else {
-        return rec;
-    };
-    security.secrets.mask_in_place(&mut v);
-    serde_json::from_value(v).unwrap_or(rec)
 }
 
 fn ts() -> u64 {
@@ -95,8 +87,19 @@ impl Engine {
     fn append(&self, task: &Task, rec: Record) {
         // Every record (states with their errors, need_user reasons, step
         // outcomes) has each known secret value masked before it is written.
-        let rec = mask_record(rec, &self.hub().config().security);
-        let r = task.with_journal(|w| w.map(|w| blocking(|| w.append(&rec))));
+        let rec = mask_record(rec, &self.hub().config().security.secrets);
+        // Only an append that syncs may block for long; a plain write goes
+        // to the page cache inline (handing the worker over for it cost more
+        // than the write).
+        let r = task.with_journal(|w| {
+            w.map(|w| {
+                if w.syncs_on(&rec) {
+                    blocking(|| w.append(&rec))
+                } else {
+                    w.append(&rec)
+                }
+            })
+        });
         if let Some(Err(e)) = r {
             self.journal_failed(task, &e.to_string());
         }
@@ -109,7 +112,7 @@ impl Engine {
     /// time (a delay, a wait for a server or a person, the end of a run), so
     /// no message waits on an idle task.
     pub(crate) fn flush(&self, task: &Task) {
-        let r = task.with_journal(|w| w.map(|w| blocking(|| w.flush())));
+        let r = task.with_journal(|w| w.filter(|w| w.unsynced()).map(|w| blocking(|| w.flush())));
         if let Some(Err(e)) = r {
             self.journal_failed(task, &e.to_string());
         }
@@ -177,21 +180,22 @@ impl Engine {
         i: usize,
         security: &crate::config::SecurityConfig,
     ) {
+        // Redacted straight from the task's copy (one copy, not two).
         let (state, outcome, var) = task.with(|d| {
-            let name = task.plan.steps[i].step.save_as.clone();
-            let var = name.and_then(|n| d.ctx.get(&n).map(|v| json!({"name": n, "value": v})));
-            (
-                d.steps[i].state,
-                d.steps[i].outcome.clone().unwrap_or(Value::Null),
-                var,
-            )
+            let name = task.plan.steps[i].step.save_as.as_ref();
+            let var = name.and_then(|n| d.ctx.get(n).map(|v| json!({"name": n, "value": v})));
+            let outcome = match &d.steps[i].outcome {
+                Some(o) => crate::history::redact(o, security),
+                None => Value::Null,
+            };
+            (d.steps[i].state, outcome, var)
         });
         self.append(
             task,
             Record::StepFinished {
                 index: i,
                 state: step_name(state),
-                outcome: crate::history::redact(&outcome, security),
+                outcome,
                 var: var.map(|v| crate::history::redact(&v, security)),
                 ts: ts(),
             },

@@ -12,6 +12,7 @@ pub mod durable;
 pub mod expect;
 pub mod finished;
 pub mod health;
+mod journal_mask;
 pub mod redacted;
 pub mod runner;
 pub mod service;

@@ -192,7 +192,14 @@ async fn run_step(
     let planned = &task.plan.steps[i];
     let step = &planned.step;
     let templates = engine.templates();
-    let (ctx, last_success) = task.with(|d| (Value::Object(d.ctx.clone()), d.last_success));
+    // The context (variables and every saved result so far) is copied only
+    // for a step that reads it: a `when`, or params with a template.
+    let templated = super::template::Templates::is_templated(&step.params);
+    let (ctx, last_success) = if planned.when.is_some() || templated {
+        task.with(|d| (Value::Object(d.ctx.clone()), d.last_success))
+    } else {
+        (Value::Null, None)
+    };
     let base = step_base(task, i);
     if let Some(cond) = &planned.when {
         let eval = cond.evaluate(&EvalCtx {
@@ -222,7 +229,12 @@ async fn run_step(
             }
         }
     }
-    let params = match templates.render_params(&step.params, &ctx) {
+    let rendered = if templated {
+        templates.render_params(&step.params, &ctx)
+    } else {
+        Ok(step.params.clone())
+    };
+    let params = match rendered {
         Ok(p) => p,
         Err(e) => {
             let out = CallOutcome::failed(

@@ -102,17 +102,20 @@ pub(super) fn finish_step(
     if resumed {
         msg["resumed"] = json!(true);
     }
+    // The full MCP result (`raw`) goes out with the step; the task keeps
+    // (and journals) the value only, so task_status stays small. Copied
+    // without it, not copied whole and then cut.
+    let body = match &msg {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "type" | "batchId" | "taskId" | "raw"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    };
     task.with(|d| {
         d.steps[i].state = state;
-        let mut body = msg.clone();
-        if let Some(o) = body.as_object_mut() {
-            o.remove("type");
-            o.remove("batchId");
-            o.remove("taskId");
-            // The full MCP result went out with the step; the task keeps
-            // (and journals) the value only, so task_status stays small.
-            o.remove("raw");
-        }
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
     });

@@ -141,6 +141,24 @@ impl Templates {
         self.render_tree(params, 0, &mut job)
     }
 
+    /// Whether rendering `params` needs the template context: some string
+    /// in it holds `{{` (or the tree is deeper than rendering allows, which
+    /// rendering refuses). Any other tree renders to an exact copy of itself.
+    pub fn is_templated(params: &Value) -> bool {
+        fn walk(v: &Value, depth: usize) -> bool {
+            if depth > MAX_PARAMS_DEPTH {
+                return true;
+            }
+            match v {
+                Value::String(s) => s.contains("{{"),
+                Value::Array(a) => a.iter().any(|x| walk(x, depth + 1)),
+                Value::Object(m) => m.values().any(|x| walk(x, depth + 1)),
+                _ => false,
+            }
+        }
+        walk(params, 0)
+    }
+
     /// Render one string as a params leaf: an exact single placeholder keeps
     /// the value's JSON type, anything else becomes a string.
     pub fn render_value(&self, s: &str, ctx: &Value) -> Result<Value, TemplateError> {

@@ -8,7 +8,9 @@
 //! later records depend on earlier ones (a step result without its start, a
 //! decision without its `need_user`).
 //!
-//! Everything here is blocking std IO: the runner calls it from `spawn_blocking`.
+//! Everything here is blocking std IO: the runner calls an append that
+//! syncs ([`JournalWriter::syncs_on`]) under `block_in_place`, any other
+//! append (one `write` into the page cache) inline.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -278,15 +280,26 @@ impl JournalWriter {
             ));
         }
         let line = encode(rec)?;
+        let syncs = self.syncs_on(rec);
         let result = crate::util::append_whole(&mut self.file, &line).and_then(|()| {
             self.dirty = true;
-            match (self.durability, rec) {
-                (Durability::Step, r) if r.is_barrier() => self.sync(),
-                (Durability::Batch, Record::End { .. }) => self.sync(),
-                _ => Ok(()),
+            if syncs {
+                self.sync()
+            } else {
+                Ok(())
             }
         });
         self.checked(result)
+    }
+
+    /// Whether appending `rec` makes an `fdatasync` (a step durability
+    /// barrier, or the end): only then may the append block for long; any
+    /// other append is one `write` into the page cache.
+    pub fn syncs_on(&self, rec: &Record) -> bool {
+        match (self.durability, rec) {
+            (Durability::Step, r) => r.is_barrier(),
+            (Durability::Batch, r) => matches!(r, Record::End { .. }),
+        }
     }
 
     /// Make every record written so far durable (one `fdatasync`), if step

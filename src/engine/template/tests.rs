@@ -410,3 +410,31 @@ fn render_value_and_render_text_differ_only_for_single_placeholders() {
         "template \"{{lookup vars.list 9}}\" failed to render: lookup found nothing at that key or index"
     );
 }
+
+#[test]
+fn only_templated_params_need_the_context_and_literal_ones_render_to_themselves() {
+    // The runner skips copying the context (and rendering) for literal
+    // params; that is only right if rendering a literal tree is a copy.
+    let literal = json!({"message": "x", "n": [1, {"k": "a { b } c"}], "ok": true, "none": null});
+    assert!(!Templates::is_templated(&literal));
+    assert_eq!(
+        Templates::new()
+            .render_params(&literal, &Value::Null)
+            .unwrap(),
+        literal
+    );
+    for templated in [
+        json!({"a": "{{vars.name}}"}),
+        json!({"a": [1, {"b": "hi {{vars.n}}"}]}),
+        json!("{{vars.n}}"),
+    ] {
+        assert!(Templates::is_templated(&templated), "{templated}");
+    }
+    // Too deep for rendering: sent to the renderer, which refuses it.
+    let mut deep = json!("plain");
+    for _ in 0..MAX_PARAMS_DEPTH + 1 {
+        deep = json!([deep]);
+    }
+    assert!(Templates::is_templated(&deep));
+    assert!(Templates::new().render_params(&deep, &ctx()).is_err());
+}

@@ -217,6 +217,36 @@ fn step_durability_syncs_at_barriers_covering_what_came_before_and_batch_only_th
 }
 
 #[test]
+fn syncs_on_names_exactly_the_appends_that_sync() {
+    // The engine writes inline what does not sync and hands the worker over
+    // only for what does: the prediction must match what append does.
+    let tmp = tempfile::tempdir().unwrap();
+    for (id, durability) in [("s", Durability::Step), ("b", Durability::Batch)] {
+        let mut w = JournalWriter::create(tmp.path(), &header(id), durability).unwrap();
+        w.flush().unwrap();
+        for rec in every_other_kind() {
+            let before = w.syncs;
+            let predicted = w.syncs_on(&rec);
+            w.append(&rec).unwrap();
+            assert_eq!(
+                w.syncs - before,
+                u64::from(predicted),
+                "{durability:?} {rec:?}"
+            );
+        }
+    }
+    let w = JournalWriter::create(tmp.path(), &header("x"), Durability::Batch).unwrap();
+    assert!(
+        !w.syncs_on(&state(1)),
+        "batch: a state record is only written"
+    );
+    assert!(w.syncs_on(&Record::End {
+        state: "success".into(),
+        ts: 1
+    }));
+}
+
+#[test]
 fn a_journal_whose_header_never_completed_is_never_committed() {
     let tmp = tempfile::tempdir().unwrap();
     let empty = tmp.path().join("e.jsonl");
