@@ -5,7 +5,7 @@
 
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::config::SecurityConfig;
 
@@ -14,9 +14,11 @@ use crate::config::SecurityConfig;
 /// secret has its value replaced with `{"$redacted": key}`, then every
 /// known secret value left anywhere is masked (`crate::secrets`).
 pub fn redact(v: &Value, security: &SecurityConfig) -> Value {
-    let mut out = redact_keys(v, security);
-    security.secrets.mask_in_place(&mut out);
-    out
+    // One implementation of the rules: [`Redacted`], here writing a tree.
+    // It cannot fail (every key is a string); if it ever did, nothing of
+    // the value is let through.
+    serde_json::to_value(Redacted { value: v, security })
+        .unwrap_or_else(|_| json!({ "$redacted": "value" }))
 }
 
 /// `s` with every known secret value masked (error messages, log text).
@@ -138,27 +140,11 @@ fn value_end(b: &[u8], i: usize) -> usize {
     }
 }
 
-fn redact_keys(v: &Value, security: &SecurityConfig) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut out = Map::with_capacity(m.len());
-            for (k, val) in m {
-                if security.is_secret_key(k) {
-                    out.insert(k.clone(), json!({ "$redacted": k }));
-                } else {
-                    out.insert(k.clone(), redact_keys(val, security));
-                }
-            }
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|x| redact_keys(x, security)).collect()),
-        other => other.clone(),
-    }
-}
-
-/// `value` as [`redact`] returns it, written straight to a serializer:
-/// the history entry is serialised once, with no redacted copy of the
-/// params built first.
+/// `value` under the redaction rules, written straight to a serializer:
+/// every key matching `security.redactKeys` gets `{"$redacted": KEY}` as its
+/// value, then every known secret value (in strings, keys, and numbers that
+/// are a secret as a whole) is masked. [`redact`] writes it to a tree; the
+/// history writes its entry with it once, with no redacted copy first.
 pub struct Redacted<'a> {
     pub value: &'a Value,
     pub security: &'a SecurityConfig,
@@ -293,12 +279,23 @@ pub(super) mod tests {
             "hunter2": "a key that is a secret",
             "n": 42.5,
         });
-        let written = serde_json::to_value(Redacted {
-            value: &params,
-            security: &s,
-        })
-        .unwrap();
+        // Written as text (the history's way) and as a tree (`redact`).
+        let text = |security| {
+            let text = serde_json::to_string(&Redacted {
+                value: &params,
+                security,
+            })
+            .unwrap();
+            serde_json::from_str::<Value>(&text).unwrap()
+        };
+        let written = text(&s);
         assert_eq!(written, redact(&params, &s));
+        assert_eq!(
+            written,
+            json!({"path": "/home/me/***.txt", "apiKey": {"$redacted": "apiKey"},
+                "nested": {"password": {"$redacted": "password"}, "list": [1, "***", "x *** y", null, true]},
+                "***": "a key that is a secret", "n": 42.5})
+        );
         assert_eq!(
             written["apiKey"],
             serde_json::json!({"$redacted": "apiKey"})
@@ -307,11 +304,13 @@ pub(super) mod tests {
         assert_eq!(written["***"], "a key that is a secret");
         // No secret values configured: keys are still redacted.
         let plain = security();
-        let written = serde_json::to_value(Redacted {
-            value: &params,
-            security: &plain,
-        })
-        .unwrap();
+        let written = text(&plain);
         assert_eq!(written, redact(&params, &plain));
+        assert_eq!(
+            written,
+            json!({"path": "/home/me/hunter2.txt", "apiKey": {"$redacted": "apiKey"},
+                "nested": {"password": {"$redacted": "password"}, "list": [1, 4242, "x hunter2 y", null, true]},
+                "hunter2": "a key that is a secret", "n": 42.5})
+        );
     }
 }
