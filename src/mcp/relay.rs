@@ -163,18 +163,6 @@ impl Inflight {
         }
     }
 
-    /// Register a call sent upstream as `request` with progress `token`.
-    pub fn register(
-        &self,
-        request: RequestId,
-        token: ProgressToken,
-        link: CallLink,
-    ) -> InflightGuard {
-        let guard = self.reserve(link);
-        guard.bind(request, token);
-        guard
-    }
-
     /// The call an upstream progress token belongs to.
     pub fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
         let e = self.entries.lock().ok()?;
@@ -271,8 +259,8 @@ mod tests {
         let inflight = Inflight::default();
         let (a, _ra) = CallLink::new("s1".into(), true, false);
         let (b, _rb) = CallLink::new("s2".into(), false, true);
-        let ga = inflight.register(NumberOrString::Number(1), token(10), a);
-        let gb = inflight.register(NumberOrString::Number(2), token(11), b);
+        let ga = sent(&inflight, 1, token(10), a);
+        let gb = sent(&inflight, 2, token(11), b);
         assert_eq!(
             &*inflight.by_token(&token(11)).map(|l| l.session).unwrap(),
             "s2"
@@ -297,12 +285,19 @@ mod tests {
         let inflight = Inflight::default();
         let (a1, _r1) = CallLink::new("s".into(), true, true);
         let (a2, r2) = CallLink::new("s".into(), true, true);
-        let _g1 = inflight.register(NumberOrString::Number(1), token(1), a1);
-        let _g2 = inflight.register(NumberOrString::Number(2), token(2), a2);
+        let _g1 = sent(&inflight, 1, token(1), a1);
+        let _g2 = sent(&inflight, 2, token(2), a2);
         assert_eq!(inflight.sessions().len(), 1);
         drop(r2);
         // The newest link is closed; the older one of the same session answers.
         assert_eq!(inflight.sessions().len(), 1);
+    }
+
+    /// A call counted in and sent as request `id` (what `mcp::call` does).
+    fn sent(inflight: &Inflight, id: i64, token: ProgressToken, link: CallLink) -> InflightGuard {
+        let guard = inflight.reserve(link);
+        guard.bind(NumberOrString::Number(id), token);
+        guard
     }
 
     #[test]
