@@ -128,7 +128,7 @@ fn main() {
 async fn time_ws(url: &str, n: usize) -> Vec<Duration> {
     use futures::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
-    let (mut ws, _) = tokio_tungstenite::connect_async(url)
+    let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true)
         .await
         .expect("connect /ws");
     let _hello = ws.next().await;

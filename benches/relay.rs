@@ -269,7 +269,8 @@ impl Hub {
             "authorization",
             format!("Bearer {}", self.token).parse().expect("header"),
         );
-        let (ws, _) = tokio_tungstenite::connect_async(req)
+        // A client that waits for nothing: Nagle off, as the hub has it.
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true)
             .await
             .expect("connect");
         WsClient::new(ws)

@@ -130,7 +130,7 @@ impl Running {
             "authorization",
             format!("Bearer {}", self.token).parse().expect("header"),
         );
-        let (ws, _) = tokio_tungstenite::connect_async(req)
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true)
             .await
             .expect("connect");
         Client { ws, next: 0 }
