@@ -21,7 +21,9 @@
 //! `relay/batch.rs` prints the `tool_batch` tables and the engine's
 //! overhead per step, `relay/runs.rs` adds the `list_runs` figure over 1,000 runs,
 //! `relay/retention.rs` the RSS after 1,000 and 10,000 small batches,
-//! `relay/mcp.rs` the `/mcp` row (a lean keep-alive HTTP client).
+//! `relay/mcp.rs` the `/mcp` row (a lean keep-alive HTTP client), `relay/floor.rs`
+//! the floor row: the leanest WebSocket → stdio relay on the same stack, in
+//! its own process, so the hub's own cost is the difference between the rows.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -38,6 +40,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 #[path = "relay/batch.rs"]
 mod batch;
+#[path = "relay/floor.rs"]
+mod floor;
 #[path = "relay/mcp.rs"]
 mod mcp;
 #[path = "relay/recovery.rs"]
@@ -531,8 +535,18 @@ fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
+fn main() {
+    // Re-executed as the floor relay (see relay/floor.rs)?
+    floor::serve_if_asked();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(bench_main());
+}
+
+async fn bench_main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this
     // binary without it: then a smoke run proves the benchmark still works.
     let bench = std::env::args().any(|a| a == "--bench");
@@ -577,6 +591,16 @@ async fn main() {
     let r16 = throughput(&rmcp, 16, n * 2).await;
     let r_cpu16 = (cpu_seconds(me) - c0) * 1e6 / (n * 2) as f64;
     drop(rmcp);
+
+    // The floor: the leanest relay on the same stack, in its own process.
+    let fl = floor::Floor::start().await;
+    let fl_client = Arc::new(fl.connect().await);
+    let f_seq = sequential(fl_client.as_ref(), n).await;
+    let c0 = cpu_seconds(fl.pid());
+    let f16 = throughput(&fl_client, 16, n * 2).await;
+    let f_cpu16 = (cpu_seconds(fl.pid()) - c0) * 1e6 / (n * 2) as f64;
+    drop(fl_client);
+    drop(fl);
 
     // Through the hub (durability step, the default).
     let hub = Hub::start("step", 2048).await;
@@ -628,6 +652,12 @@ async fn main() {
         us(h_seq.p50), us(h_seq.p90), us(h_seq.p99),
         (ms(h_seq.p50) - ms(d_seq.p50)) * 1e3,
         h_tp[0], h_tp[1], h_tp[2], h_tp[1] / d_tp[1], seq_cpu_us, cpu16
+    );
+    println!(
+        "| floor: minimal WebSocket → stdio relay, same stack, no hub logic | {} | {} | {} | {:+.0} µs | – | {:.0} | – | {:.2} | – / {:.0} µs |",
+        us(f_seq.p50), us(f_seq.p90), us(f_seq.p99),
+        (ms(f_seq.p50) - ms(d_seq.p50)) * 1e3,
+        f16, f16 / d_tp[1], f_cpu16
     );
     println!(
         "| toolhub WebSocket `ping` (no tool call) | {} | {} | {} | {:+.0} µs | – | – | – | – | – |",
