@@ -62,6 +62,18 @@ trait Caller: Send + Sync + 'static {
 
 // ---------------------------------------------------------------- direct
 
+/// `toolhub-testserver --fast-echo` with piped stdin and stdout.
+fn fast_echo() -> Child {
+    Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"))
+        .arg("--fast-echo")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the test server")
+}
+
 /// Raw JSON-RPC over the test server's stdio.
 struct Direct {
     _child: Child,
@@ -72,14 +84,7 @@ struct Direct {
 
 impl Direct {
     async fn start() -> Direct {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"))
-            .arg("--fast-echo")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the test server");
+        let mut child = fast_echo();
         let mut stdin = child.stdin.take().expect("stdin");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();

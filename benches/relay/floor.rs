@@ -36,7 +36,7 @@ pub struct Floor {
 impl Floor {
     pub async fn start() -> Floor {
         let mut child = Command::new(std::env::current_exe().expect("own path"))
-            .env(FLOOR_ENV, env!("CARGO_BIN_EXE_toolhub-testserver"))
+            .env(FLOOR_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -68,30 +68,23 @@ impl Floor {
     }
 }
 
-/// Run as the floor relay (never returns) when [`FLOOR_ENV`] names the
-/// echo server; otherwise return.
+/// Run as the floor relay (never returns) when [`FLOOR_ENV`] is set;
+/// otherwise return.
 pub fn serve_if_asked() {
-    let Ok(server) = std::env::var(FLOOR_ENV) else {
+    if std::env::var_os(FLOOR_ENV).is_none() {
         return;
-    };
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(serve(server));
+    rt.block_on(serve());
     std::process::exit(0);
 }
 
-async fn serve(server: String) {
-    let mut child = Command::new(server)
-        .arg("--fast-echo")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the echo server");
+async fn serve() {
+    let mut child = super::fast_echo();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
