@@ -299,7 +299,11 @@ impl Hub {
                     }
                 };
                 let linked = link.map(|l| (&inflight, l));
-                futures::future::Either::Right(mcp_call::send_call(&peer.peer, call, linked))
+                // rmcp's request future is several KB: boxed, so the
+                // lane's path does not carry (and move) its size.
+                futures::future::Either::Right(Box::pin(mcp_call::send_call(
+                    &peer.peer, call, linked,
+                )))
             }
         };
         let response = tokio::select! {

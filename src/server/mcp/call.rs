@@ -172,24 +172,31 @@ async fn run(
 ) -> CallOutcome {
     let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
-    let (session, params, tool) = (call.session.clone(), call.params.clone(), call.tool.clone());
+    let tool = call.tool.clone();
     let mut call = call;
-    let outcome = match gate(app, peer, &call, can_elicit).await {
+    // Boxed, as in `dispatch::single_call`: inline, these futures make
+    // this one several KB, moved whole each time it moves.
+    let outcome = match Box::pin(gate(app, peer, &call, can_elicit)).await {
         Err(e) => {
             let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
-            hub.history
-                .record(&session, &params, &outcome, &hub.config().security);
+            hub.history.record(
+                &call.session,
+                &call.params,
+                &outcome,
+                &hub.config().security,
+            );
             outcome
         }
         Ok(qualified) => {
             call.tool = qualified;
-            let mut o = hub.call(&call).await;
-            o.tool = tool.clone();
+            let mut o = Box::pin(hub.call(&call)).await;
+            o.tool = tool;
             o
         }
     };
-    let capture = Capture::single("mcp_call", &params, &outcome, started_at, None);
-    if let Some(ev) = app.observer.finished(&session, capture).await {
+    let session = &call.session;
+    let capture = Capture::single("mcp_call", &call.params, &outcome, started_at, None);
+    if let Some(ev) = app.observer.finished(session, capture).await {
         tracing::info!(%session, event = %ev, "recording event for an MCP session");
     }
     outcome
