@@ -46,6 +46,50 @@ pub struct ToolCallReq {
     pub save_images: Option<SaveImages>,
 }
 
+/// A `tool_call` frame read straight from its text into [`ToolCallReq`]
+/// (the hot path: no `Value` tree of the whole frame first). Anything this
+/// does not read cleanly goes through the general decoder, which says
+/// exactly what is wrong; so this only ever accepts what that would.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DirectToolCall<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    id: Option<Value>,
+    tool: String,
+    #[serde(default = "empty_object")]
+    params: Value,
+    #[serde(default)]
+    timeout: Option<u64>,
+    #[serde(default)]
+    retry: Option<Value>,
+    #[serde(default)]
+    save_images: Option<SaveImages>,
+}
+
+/// `text` as a well-formed `tool_call` (its id and request), or `None`:
+/// then the general decoder reads it.
+pub(super) fn direct_tool_call(text: &str) -> Option<(Option<Value>, ToolCallReq)> {
+    let d: DirectToolCall = serde_json::from_str(text).ok()?;
+    if d.ty != "tool_call" {
+        return None;
+    }
+    let id = match d.id {
+        None | Some(Value::Null) => None,
+        Some(v @ (Value::String(_) | Value::Number(_))) => Some(v),
+        Some(_) => return None,
+    };
+    let req = ToolCallReq {
+        tool: d.tool,
+        params: d.params,
+        timeout: d.timeout,
+        retry: d.retry,
+        save_images: d.save_images,
+    };
+    Some((id, req))
+}
+
 /// `saveImages` of a `tool_call` or batch step: `true` keeps every image
 /// the tool returns as a screenshot of the current run (slug from the
 /// call's `filename`/`name`/`description` or the tool), a string also

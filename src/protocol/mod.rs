@@ -145,6 +145,12 @@ pub fn decode_limited(
             ),
         });
     }
+    if let Some((id, req)) = client::direct_tool_call(text) {
+        return Ok(Envelope {
+            id,
+            msg: ClientMsg::ToolCall(req),
+        });
+    }
     let value: Value = serde_json::from_str(text).map_err(|e| DecodeError {
         id: None,
         error: invalid(format!(
@@ -251,6 +257,46 @@ mod tests {
             Ok(e) => panic!("expected an error, got {e:?}"),
             Err(e) => e,
         }
+    }
+
+    /// The general decoder alone (no direct `tool_call` path).
+    #[allow(clippy::result_large_err)]
+    fn general(text: &str) -> Result<Envelope, DecodeError> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(v) => decode_value(v),
+            Err(e) => panic!("test frames are JSON: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_direct_tool_call_path_decodes_exactly_what_the_general_one_does() {
+        let frames = [
+            r#"{"type":"tool_call","id":1,"tool":"t__echo","params":{"message":"hi"}}"#,
+            r#"{"type":"tool_call","id":"a\"b","tool":"echo"}"#,
+            r#"{"type":"tool_call","tool":"echo","params":{"a":[1,{"b":null}]},"timeout":5000,"retry":false,"saveImages":"shot","extra":1}"#,
+            r#"{"tool":"echo","type":"tool_call","id":null,"saveImages":true,"retry":{"maxAttempts":2}}"#,
+            r#"{"type":"tool_c\u0061ll","id":2,"tool":"echo"}"#,
+            // Not direct: each must get the general decoder's answer.
+            r#"{"type":"tool_call","id":true,"tool":"echo"}"#,
+            r#"{"type":"tool_call","id":3}"#,
+            r#"{"type":"tool_call","id":4,"tool":5}"#,
+            r#"{"type":"tool_call","id":5,"tool":"x","timeout":"soon"}"#,
+            r#"{"type":"tool_call","id":6,"tool":"x","tool":"y"}"#,
+            r#"{"type":"tool_call","type":"ping","id":7,"tool":"x"}"#,
+            r#"{"type":"ping","id":8,"tool":"x"}"#,
+            r#"{"type":"tool_batch","id":9,"tool":"x","steps":[]}"#,
+            r#"{"type":["tool_call"],"id":10,"tool":"x"}"#,
+            r#"{"type":"tool_call","id":11,"tool":"x","saveImages":3}"#,
+        ];
+        for f in frames {
+            let fast = format!("{:?}", decode(f, 1 << 20));
+            let slow = format!("{:?}", general(f));
+            assert_eq!(fast, slow, "frame {f}");
+        }
+        // The direct path is taken for a plain call, and not for the rest.
+        assert!(client::direct_tool_call(frames[0]).is_some());
+        assert!(client::direct_tool_call(frames[5]).is_none());
+        assert!(client::direct_tool_call(frames[9]).is_none());
     }
 
     #[test]
