@@ -23,7 +23,7 @@ pub enum Verdict {
 pub fn check(cfg: &SafetyConfig, info: &ToolInfo, params: &Value) -> Verdict {
     let mut verdict = Verdict::Allow;
     for rule in &cfg.rules {
-        let hit = rule.applies(&info.name, params) || rule.applies(&info.qualified_name, params);
+        let hit = rule.applies_to_any(&[&info.name, &info.qualified_name], params);
         if !hit {
             continue;
         }

@@ -316,7 +316,13 @@ impl SafetyRule {
     /// with spaces (argv style), anything else as its JSON text. A missing
     /// param means the rule does not apply.
     pub fn applies(&self, tool: &str, params: &serde_json::Value) -> bool {
-        if !glob_match(&self.tool, tool) {
+        self.applies_to_any(&[tool], params)
+    }
+
+    /// Whether the rule matches a call known by any of `names` (a tool's
+    /// own and qualified name): the params are matched once, not per name.
+    pub fn applies_to_any(&self, names: &[&str], params: &serde_json::Value) -> bool {
+        if !names.iter().any(|n| glob_match(&self.tool, n)) {
             return false;
         }
         self.matches.iter().all(|(key, re)| match params.get(key) {
@@ -395,6 +401,14 @@ pub fn configured_secrets(cfg: &Config) -> Vec<String> {
 /// `*` matches any run of characters (also none), `?` exactly one; everything
 /// else is literal. Iterative with one backtrack point, so linear-ish.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    // Every call is checked against every rule: the common patterns ("*",
+    // a plain name) are answered without collecting chars.
+    if pattern == "*" {
+        return true;
+    }
+    if !pattern.contains(['*', '?']) {
+        return pattern == text;
+    }
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
@@ -572,6 +586,15 @@ mod tests {
             ..rule
         };
         assert!(n.applies("x", &serde_json::json!({"n": 42})));
+        // Any of a tool's names: the qualified one alone is enough.
+        let fs = SafetyRule {
+            tool: "fs__*".into(),
+            ..n
+        };
+        let p = serde_json::json!({"n": 42});
+        assert!(fs.applies_to_any(&["delete", "fs__delete"], &p));
+        assert!(!fs.applies_to_any(&["delete", "git__delete"], &p));
+        assert!(!fs.applies_to_any(&["delete", "fs__delete"], &serde_json::json!({"n": 4})));
     }
 
     #[test]
