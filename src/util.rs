@@ -12,13 +12,27 @@ pub fn rfc3339(t: SystemTime) -> String {
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, day) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
+    let (h, min, sec, ms) = (rem / 3600, (rem % 3600) / 60, rem % 60, d.subsec_millis());
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{day:02}T{h:02}:{min:02}:{sec:02}.{ms:03}Z");
+    }
+    // Every history entry is stamped: the digits are written directly
+    // rather than through `format!`'s machinery.
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u64| {
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, y as u64);
+    put(5, 2, u64::from(m));
+    put(8, 2, u64::from(day));
+    put(11, 2, h as u64);
+    put(14, 2, min as u64);
+    put(17, 2, sec as u64);
+    put(20, 3, u64::from(ms));
+    b.iter().map(|&c| c as char).collect()
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -171,5 +185,34 @@ mod tests {
         assert_eq!(rfc3339(t), "2026-11-18T11:06:40.123Z");
         let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
         assert_eq!(&rfc3339(leap)[..10], "2000-02-29");
+        let late = UNIX_EPOCH + Duration::from_millis(253_402_300_799_999); // the last ms of 9999
+        assert_eq!(rfc3339(late), "9999-12-31T23:59:59.999Z");
+        let beyond = UNIX_EPOCH + Duration::from_secs(253_402_300_800);
+        assert_eq!(rfc3339(beyond), "10000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_written_digits_match_format() {
+        // Spread over 1970..2100, every field's width exercised.
+        let mut ms: u64 = 7;
+        for _ in 0..2000 {
+            ms = ms
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407)
+                % 4_102_444_800_000;
+            let t = UNIX_EPOCH + Duration::from_millis(ms);
+            let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+            let secs = d.as_secs() as i64;
+            let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+            let (y, m, day) = civil_from_days(days);
+            let want = format!(
+                "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+                rem / 3600,
+                (rem % 3600) / 60,
+                rem % 60,
+                d.subsec_millis()
+            );
+            assert_eq!(rfc3339(t), want, "at {ms} ms");
+        }
     }
 }
