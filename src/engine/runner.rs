@@ -220,7 +220,7 @@ async fn run_step(
                         d.ctx.insert(name.clone(), json!({"result": null, "success": false, "skipped": true, "error": null}))
                     });
                 }
-                finish_step(engine, task, i, StepState::Skipped, msg, resumed);
+                finish_step(engine, task, i, StepState::Skipped, msg, None, resumed);
                 return true;
             }
             Err(e) => {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::service::Engine;
@@ -72,48 +73,42 @@ pub(super) async fn record(
         });
         task.with(|d| d.ctx.insert(name.clone(), var));
     }
-    let mut msg = base;
-    if let (Some(obj), Value::Object(o)) = (msg.as_object_mut(), out.to_json()) {
-        for (k, v) in o {
-            if k != "tool" {
-                obj.insert(k, v);
-            }
-        }
-    }
+    // The outcome's fields join the step's (its result moves, not copied).
+    let mut body = base;
+    let raw = match body.as_object_mut() {
+        Some(fields) => out.into_fields(fields),
+        None => out.raw,
+    };
     task.with(|d| d.last_success = Some(success));
     let state = if success {
         StepState::Success
     } else {
         StepState::Failed
     };
-    finish_step(engine, task, i, state, msg, resumed);
+    finish_step(engine, task, i, state, body, raw, resumed);
     success
 }
 
+/// Step `i` ended in `state` with `body` (from [`step_base`]): the task
+/// keeps it as the step's outcome and journals it, and its
+/// `batch_step_result` (with the full MCP result, `raw`, which the task
+/// does not keep) goes to the owner once the record is durable.
 pub(super) fn finish_step(
     engine: &Engine,
     task: &Arc<Task>,
     i: usize,
     state: StepState,
-    mut msg: Value,
+    mut body: Value,
+    raw: Option<Value>,
     resumed: bool,
 ) {
     let hub = engine.hub();
     if resumed {
-        msg["resumed"] = json!(true);
+        body["resumed"] = json!(true);
     }
-    // The full MCP result (`raw`) goes out with the step; the task keeps
-    // (and journals) the value only, so task_status stays small. Copied
-    // without it, not copied whole and then cut.
-    let body = match &msg {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "type" | "batchId" | "taskId" | "raw"))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
-    };
+    // Written before the body moves into the task: no copy of it is made.
+    let frame = step_frame(task, &body, raw.as_ref());
+    let seen = task.observer().and_then(|observe| observe(i, &body));
     task.with(|d| {
         d.steps[i].state = state;
         d.steps[i].outcome = Some(body);
@@ -122,44 +117,95 @@ pub(super) fn finish_step(
     // Durable before it is sent: written now, synced with the next step's
     // start (or the end, or a flush), and held by the task until then.
     engine.persist_step_finished(task, i, &hub.config().security);
-    if let Some(seen) = task.observer().and_then(|observe| observe(i, &msg)) {
+    if let Some(seen) = seen {
         task.emit(seen);
     }
-    task.emit(msg);
+    if let Some(frame) = frame {
+        task.emit_text(frame);
+    }
+}
+
+/// A step's `batch_step_result` frame: the task's ids, the step's body and
+/// the call's `raw` result.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StepResult<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    batch_id: &'a Value,
+    task_id: &'a str,
+    #[serde(flatten)]
+    body: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a Value>,
+}
+
+/// The `batch_step_result` frame of `body`, written; `None` (and the
+/// reason logged) if it cannot be, which a body from [`step_base`] always can.
+fn step_frame(task: &Task, body: &Value, raw: Option<&Value>) -> Option<String> {
+    let frame = StepResult {
+        kind: "batch_step_result",
+        batch_id: &task.batch_id,
+        task_id: &task.id,
+        body,
+        raw,
+    };
+    match serde_json::to_string(&frame) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            tracing::error!(task = %task.id, error = %e, "a step's result could not be written for the client");
+            None
+        }
+    }
 }
 
 /// Step `i` does not run because step `at` failed and `stopOnError` stopped
 /// the batch: its `batch_step_result` says so, and it stays pending (not
 /// journaled: nothing happened to it), so `resume_task` runs it.
 pub(super) fn not_run(task: &Arc<Task>, i: usize, at: usize, resumed: bool) {
-    let mut msg = step_base(task, i);
-    msg["success"] = json!(false);
-    msg["skipped"] = json!(true);
-    msg["reason"] = json!(format!(
+    let mut body = step_base(task, i);
+    body["success"] = json!(false);
+    body["skipped"] = json!(true);
+    body["reason"] = json!(format!(
         "not run: step {at} failed and options.stopOnError stopped the batch (only steps whose \"when\" is \"failure\" or \"always\" run after a stop); resume_task runs it"
     ));
     if resumed {
-        msg["resumed"] = json!(true);
+        body["resumed"] = json!(true);
     }
+    let frame = step_frame(task, &body, None);
+    let seen = task.observer().and_then(|observe| observe(i, &body));
     task.with(|d| {
-        let mut body = msg.clone();
-        if let Some(o) = body.as_object_mut() {
-            o.remove("type");
-            o.remove("batchId");
-            o.remove("taskId");
-        }
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
     });
-    if let Some(seen) = task.observer().and_then(|observe| observe(i, &msg)) {
+    if let Some(seen) = seen {
         task.emit(seen);
     }
-    task.emit(msg);
+    if let Some(frame) = frame {
+        task.emit_text(frame);
+    }
+}
+
+/// A `task_state` frame.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskStateFrame<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    task_id: &'a str,
+    batch_id: &'a Value,
+    state: super::state::TaskState,
+    step: Option<usize>,
 }
 
 pub fn emit_state(task: &Task, step: Option<usize>) {
-    let state = task.state();
-    task.emit(json!({"type": "task_state", "taskId": task.id, "batchId": task.batch_id, "state": state, "step": step}));
+    task.emit(TaskStateFrame {
+        kind: "task_state",
+        task_id: &task.id,
+        batch_id: &task.batch_id,
+        state: task.state(),
+        step,
+    });
 }
 
 /// The task waits for a person's decision on step `i`.
@@ -191,12 +237,11 @@ pub(super) fn leave_need_user(engine: &Engine, task: &Arc<Task>, i: usize) {
     }
 }
 
+/// A step's body before it ends: its index, id and tool (the frame adds
+/// the task's ids, [`finish_step`] the outcome).
 pub(super) fn step_base(task: &Task, i: usize) -> Value {
     let step = &task.plan.steps[i].step;
     json!({
-        "type": "batch_step_result",
-        "batchId": task.batch_id,
-        "taskId": task.id,
         "stepIndex": i,
         "stepId": step.id,
         "tool": step.tool,

@@ -59,8 +59,8 @@ pub struct Task {
     /// Waits before each step (replay pacing); empty = none.
     delays: Mutex<Vec<std::time::Duration>>,
     /// Events for the owner that wait for the journal's next sync, in order
-    /// (see [`Task::emit`]).
-    held: Mutex<Vec<Value>>,
+    /// (see [`Task::emit`]), already written as their frames.
+    held: Mutex<Vec<String>>,
 }
 
 /// Called with each step's `batch_step_result`; a message it returns goes
@@ -261,12 +261,30 @@ impl Task {
     /// event is held instead, behind any held before it, and goes out when
     /// the sync is made ([`Task::release`]): nothing reaches the client ahead
     /// of the record it reports, and the order never changes.
-    pub fn emit(&self, msg: Value) {
+    ///
+    /// The event is written as its frame here, once, from whatever typed
+    /// form it has (a step's result and a state change are structs, not
+    /// trees built for the occasion).
+    pub fn emit(&self, msg: impl serde::Serialize) {
+        let frame = match serde_json::to_string(&msg) {
+            Ok(f) => f,
+            Err(e) => {
+                // Every event is JSON made here: this cannot happen, but an
+                // event is never dropped without a word.
+                tracing::error!(task = %self.id, error = %e, "an event for the task's client could not be written");
+                return;
+            }
+        };
+        self.emit_text(frame);
+    }
+
+    /// [`Task::emit`] for an event already written as its frame.
+    pub fn emit_text(&self, frame: String) {
         let mut held = match self.held.lock() {
             Ok(h) => h,
             Err(p) => p.into_inner(),
         };
-        held.push(msg);
+        held.push(frame);
         if !self.unsynced() {
             self.send_held(&mut held);
         }
@@ -295,14 +313,14 @@ impl Task {
         self.with_journal(|w| w.is_some_and(|w| w.unsynced()))
     }
 
-    fn send_held(&self, held: &mut Vec<Value>) {
+    fn send_held(&self, held: &mut Vec<String>) {
         if held.is_empty() {
             return;
         }
         let owner = self.owner().filter(|o| !o.is_closed());
-        for msg in held.drain(..) {
+        for frame in held.drain(..) {
             if let Some(o) = &owner {
-                o.send(msg);
+                o.send_text(frame);
             }
         }
     }

@@ -76,7 +76,7 @@ pub(super) async fn settle_uncertain(
             msg["success"] = json!(true);
             msg["skipped"] = json!(true);
             msg["reason"] = json!(format!("{reason}; skipped (resumeUncertain: skip)"));
-            finish_step(engine, task, i, StepState::Skipped, msg, true);
+            finish_step(engine, task, i, StepState::Skipped, msg, None, true);
             Uncertain::Skipped
         }
         UncertainPolicy::Confirm => {

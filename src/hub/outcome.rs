@@ -86,4 +86,83 @@ impl CallOutcome {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+
+    /// The fields [`CallOutcome::to_json`] writes, but `tool` and `raw`,
+    /// put into `into` (a step's body, whose `tool` is the step's own);
+    /// `raw` is returned apart. Consumes the outcome: its result moves into
+    /// the body, never copied.
+    pub fn into_fields(self, into: &mut serde_json::Map<String, Value>) -> Option<Value> {
+        let mut put = |k: &str, v: Value| {
+            into.insert(k.to_string(), v);
+        };
+        if let Some(q) = self.qualified_name {
+            put("qualifiedName", Value::String(q));
+        }
+        if let Some(s) = self.server {
+            put("server", Value::String(s));
+        }
+        put("success", Value::Bool(self.success));
+        if !self.result.is_null() {
+            put("result", self.result);
+        }
+        if let Some(e) = &self.error {
+            put("error", serde_json::to_value(e).unwrap_or(Value::Null));
+        }
+        put("attempts", Value::from(self.attempts));
+        if !self.retries.is_empty() {
+            put(
+                "retries",
+                serde_json::to_value(&self.retries).unwrap_or(Value::Null),
+            );
+        }
+        put("durationMs", Value::from(self.duration_ms));
+        self.raw
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::ErrorType;
+    use serde_json::json;
+
+    /// `into_fields` writes what `to_json` does, but `tool` and `raw`.
+    fn same_as_to_json(out: CallOutcome) {
+        let mut want = out.to_json();
+        let want_raw = want.as_object_mut().and_then(|o| {
+            o.remove("tool");
+            o.remove("raw")
+        });
+        let mut got = serde_json::Map::new();
+        let raw = out.into_fields(&mut got);
+        assert_eq!(Value::Object(got), want);
+        assert_eq!(raw, want_raw);
+    }
+
+    #[test]
+    fn the_fields_of_a_step_are_those_of_its_outcome() {
+        same_as_to_json(CallOutcome {
+            tool: "echo".into(),
+            qualified_name: Some("t__echo".into()),
+            server: Some("t".into()),
+            success: true,
+            result: json!({"text": "hi", "n": [1, 2]}),
+            raw: Some(json!({"content": [{"type": "text", "text": "hi"}]})),
+            error: None,
+            attempts: 2,
+            retries: vec![RetryRecord {
+                attempt: 1,
+                error_type: ErrorType::Timeout,
+                delay_ms: 100,
+                action: "retry",
+                note: Some("n".into()),
+            }],
+            duration_ms: 7,
+        });
+        same_as_to_json(CallOutcome::failed(
+            "nope",
+            HubError::new(ErrorType::ToolNotFound, "no tool nope").with_server("s"),
+            Duration::from_millis(3),
+        ));
+    }
 }
