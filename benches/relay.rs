@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -40,10 +40,16 @@ use tokio_tungstenite::tungstenite::Message;
 
 #[path = "relay/batch.rs"]
 mod batch;
+#[path = "relay/direct.rs"]
+mod direct;
 #[path = "relay/floor.rs"]
 mod floor;
+#[path = "relay/idle.rs"]
+mod idle;
 #[path = "relay/mcp.rs"]
 mod mcp;
+#[path = "relay/procfs.rs"]
+mod procfs;
 #[path = "relay/recovery.rs"]
 mod recovery;
 #[path = "relay/retention.rs"]
@@ -53,132 +59,14 @@ mod runs;
 #[path = "common/runs_fixture.rs"]
 mod runs_fixture;
 
+use direct::{Direct, RmcpDirect};
+use procfs::{cpu_seconds, sleeps, status_kib};
+
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
 /// Something that answers one echo call.
 trait Caller: Send + Sync + 'static {
     fn echo(&self, n: u64) -> impl std::future::Future<Output = Value> + Send;
-}
-
-// ---------------------------------------------------------------- direct
-
-/// `toolhub-testserver --fast-echo` with piped stdin and stdout.
-fn fast_echo() -> Child {
-    Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"))
-        .arg("--fast-echo")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the test server")
-}
-
-/// Raw JSON-RPC over the test server's stdio.
-struct Direct {
-    _child: Child,
-    tx: mpsc::UnboundedSender<String>,
-    pending: Pending,
-    next: std::sync::atomic::AtomicU64,
-}
-
-impl Direct {
-    async fn start() -> Direct {
-        let mut child = fast_echo();
-        let mut stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-        tokio::spawn(async move {
-            while let Some(line) = rx.recv().await {
-                if stdin.write_all(line.as_bytes()).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let pending: Pending = Arc::default();
-        let p = pending.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                    continue;
-                };
-                if let Some(id) = v.get("id").and_then(Value::as_u64) {
-                    if let Some(tx) = p.lock().expect("pending").remove(&id) {
-                        let _ = tx.send(v);
-                    }
-                }
-            }
-        });
-        let d = Direct {
-            _child: child,
-            tx,
-            pending,
-            next: std::sync::atomic::AtomicU64::new(1),
-        };
-        let init = d
-            .request(
-                "initialize",
-                json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                       "clientInfo": {"name": "relay-bench", "version": "0"}}),
-            )
-            .await;
-        assert!(init.get("result").is_some(), "initialize: {init}");
-        let _ = d.tx.send(
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string() + "\n",
-        );
-        d
-    }
-
-    async fn request(&self, method: &str, params: Value) -> Value {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending").insert(id, tx);
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.tx.send(msg.to_string() + "\n").expect("send");
-        rx.await.expect("direct reply")
-    }
-}
-
-impl Caller for Direct {
-    async fn echo(&self, n: u64) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": "echo", "arguments": {"message": format!("hello {n}")}}),
-        )
-        .await
-    }
-}
-
-/// rmcp's own client over the same server's stdio: what the hub's upstream
-/// side costs before the hub adds anything (the hub talks to its servers
-/// through rmcp).
-struct RmcpDirect(rmcp::service::RunningService<rmcp::RoleClient, ()>);
-
-impl RmcpDirect {
-    async fn start() -> RmcpDirect {
-        use rmcp::ServiceExt;
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"));
-        cmd.arg("--fast-echo");
-        let (proc, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the test server");
-        RmcpDirect(().serve(proc).await.expect("rmcp initialize"))
-    }
-}
-
-impl Caller for RmcpDirect {
-    async fn echo(&self, n: u64) -> Value {
-        let mut args = serde_json::Map::new();
-        args.insert("message".into(), Value::String(format!("hello {n}")));
-        let r = self
-            .0
-            .call_tool(rmcp::model::CallToolRequestParams::new("echo").with_arguments(args))
-            .await
-            .expect("rmcp echo");
-        serde_json::to_value(r).unwrap_or(Value::Null)
-    }
 }
 
 // ---------------------------------------------------------------- hub
@@ -414,59 +302,6 @@ impl Caller for WsPing {
 
 // ---------------------------------------------------------------- measures
 
-/// `(utime + stime)` of a process, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // After the `)`: state is field 0, utime field 11, stime field 12.
-    // SAFETY: sysconf is a plain query.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) / hz
-}
-
-/// A `VmRSS`/`VmHWM` line of `/proc/<pid>/status`, in KiB.
-fn status_kib(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
-/// Times the threads of a process went to sleep waiting for something
-/// (voluntary context switches, summed over its threads): each one is a
-/// wake-up someone pays for later.
-fn sleeps(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .map(|t| {
-            std::fs::read_to_string(t.path().join("status"))
-                .unwrap_or_default()
-                .lines()
-                .find(|l| l.starts_with("voluntary_ctxt_switches"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<u64>().ok())
-                .unwrap_or(0)
-        })
-        .sum()
-}
-
 struct Latency {
     p50: Duration,
     p90: Duration,
@@ -685,6 +520,12 @@ async fn bench_main() {
         r16, r16 / raw16.max(1.0), r_cpu16, raw_cpu16
     );
     println!(
+        "\nthe hub's own cost, over the floor in this run: {:+.0} µs at p50 (/ws), {:+.0} µs (/mcp); {:+.0} µs of CPU per call at 16 in flight",
+        (ms(h_seq.p50) - ms(f_seq.p50)) * 1e3,
+        (ms(m_seq.p50) - ms(f_seq.p50)) * 1e3,
+        cpu16 - f_cpu16
+    );
+    println!(
         "\nhub threads went to sleep {seq_sleeps:.1} times per sequential call, {ping_sleeps:.1} per ping, {mcp_sleeps:.1} per /mcp call \
          (each is a wake-up paid later; a call needs at most 2: wait for the client, wait for the server)"
     );
@@ -720,37 +561,7 @@ async fn bench_main() {
         (true, true) => 200,
         (true, false) => 1000,
     };
-    let before = status_kib(pid, "VmRSS");
-    let mut open = Vec::with_capacity(conns);
-    for _ in 0..conns {
-        open.push(hub.connect().await);
-    }
-    // Every connection has had its hello: ping each once.
-    for c in &open {
-        c.request(json!({"type": "ping"})).await;
-    }
-    let with = status_kib(pid, "VmRSS");
-    // Wait (event-driven, on the hub's own log) until it saw every close.
-    let mut gone = hub.disconnects.subscribe();
-    let mut trims = hub.trims.subscribe();
-    let target = *gone.borrow() + conns;
-    let trims_before = *trims.borrow();
-    drop(open);
-    let _ = tokio::time::timeout(Duration::from_secs(60), gone.wait_for(|n| *n >= target)).await;
-    // And until it gave the memory back (once the closes settle).
-    let _ = tokio::time::timeout(
-        Duration::from_secs(10),
-        trims.wait_for(|n| *n > trims_before),
-    )
-    .await;
-    let after = status_kib(pid, "VmRSS");
-    println!(
-        "\n## {conns} idle WebSocket connections\n\nRSS {:.1} MiB → {:.1} MiB with them ({:.1} KiB per connection) → {:.1} MiB after they closed",
-        before as f64 / 1024.0,
-        with as f64 / 1024.0,
-        (with.saturating_sub(before)) as f64 / conns as f64,
-        after as f64 / 1024.0
-    );
+    idle::connections(&hub, conns).await;
 }
 
 fn raise_fd_limit() {

@@ -84,7 +84,7 @@ pub fn serve_if_asked() {
 }
 
 async fn serve() {
-    let mut child = super::fast_echo();
+    let mut child = super::direct::fast_echo();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
