@@ -30,7 +30,8 @@ pub(super) async fn record(
     // tool started, the calling session's run (its recording keeps the
     // control tool's own call, so the steps are `nested`).
     let owner = task.owner();
-    if let Some(session) = task.session() {
+    let watched = task.session().filter(|s| engine.observer().watches(s));
+    if let Some(session) = watched {
         let capture = Capture {
             source: crate::store::recordings::format::Source {
                 kind: "batch_step".into(),

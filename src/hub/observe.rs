@@ -65,6 +65,11 @@ impl<'a> Capture<'a> {
 
 /// Told of every finished `tool_call` and batch step of a connection.
 pub trait CallObserver: Send + Sync {
+    /// Whether a call of `session` could matter to this observer now (it
+    /// records, or has a run to log into). Callers ask first and build no
+    /// [`Capture`] when nobody watches: the common case costs a lookup.
+    fn watches(&self, session: &str) -> bool;
+
     /// `capture` finished for `session`; the returned event (if any) goes to
     /// that session's client before the call's own reply.
     fn finished<'a>(

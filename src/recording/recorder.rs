@@ -51,6 +51,10 @@ pub struct Recorder {
 }
 
 impl CallObserver for Recorder {
+    fn watches(&self, session: &str) -> bool {
+        self.active.contains_key(session)
+    }
+
     fn finished<'a>(
         &'a self,
         session: &'a str,

@@ -455,6 +455,15 @@ impl RunFolder for Runs {
 }
 
 impl CallObserver for Runs {
+    /// A run set on the connection, the environment's, or the hub-wide
+    /// default: whether it still exists (or must be reported gone) is
+    /// [`Runs::current`]'s to say.
+    fn watches(&self, session: &str) -> bool {
+        self.sessions.contains_key(session)
+            || self.env.is_some()
+            || self.default.lock().map_or(true, |d| d.is_some())
+    }
+
     fn finished<'a>(
         &'a self,
         session: &'a str,

@@ -141,15 +141,17 @@ async fn single_call(
         }
     };
     let (session, params) = (&call.session, &call.params);
-    let capture = Capture::single(
-        "tool_call",
-        params,
-        &outcome,
-        started_at,
-        save_images.as_ref(),
-    );
-    if let Some(ev) = app.observer.finished(session, capture).await {
-        out.send(ev);
+    if app.observer.watches(session) {
+        let capture = Capture::single(
+            "tool_call",
+            params,
+            &outcome,
+            started_at,
+            save_images.as_ref(),
+        );
+        if let Some(ev) = app.observer.finished(session, capture).await {
+            out.send(ev);
+        }
     }
     drop(running);
     match protocol::tool_result_text(&id, &outcome) {

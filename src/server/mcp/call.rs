@@ -195,9 +195,11 @@ async fn run(
         }
     };
     let session = &call.session;
-    let capture = Capture::single("mcp_call", &call.params, &outcome, started_at, None);
-    if let Some(ev) = app.observer.finished(session, capture).await {
-        tracing::info!(%session, event = %ev, "recording event for an MCP session");
+    if app.observer.watches(session) {
+        let capture = Capture::single("mcp_call", &call.params, &outcome, started_at, None);
+        if let Some(ev) = app.observer.finished(session, capture).await {
+            tracing::info!(%session, event = %ev, "recording event for an MCP session");
+        }
     }
     outcome
 }
