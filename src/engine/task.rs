@@ -63,8 +63,10 @@ pub struct Task {
     held: Mutex<Vec<String>>,
 }
 
-/// Called with each step's `batch_step_result`; a message it returns goes
-/// to the owner right before that result, in the task's order.
+/// Called with each step's body (its `batch_step_result` without the task's
+/// ids and `raw`: index, id, tool, success, result, error, skipped…); a
+/// message it returns goes to the owner right before that result, in the
+/// task's order.
 pub type StepObserver = Arc<dyn Fn(usize, &Value) -> Option<Value> + Send + Sync>;
 
 impl Task {

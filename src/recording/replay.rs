@@ -252,11 +252,12 @@ async fn live(
     }
     let diffs = Arc::new(Mutex::new((0usize, Vec::<Value>::new())));
     {
-        let (rec, diffs, ignore, replay_id) = (
+        let (rec, diffs, ignore, replay_id, task_id) = (
             rec.clone(),
             diffs.clone(),
             ignore.clone(),
             replay_id.to_string(),
+            task.id.clone(),
         );
         task.set_observer(Arc::new(move |i: usize, step_msg: &Value| {
             let recorded = rec.steps.get(i)?;
@@ -290,7 +291,7 @@ async fn live(
             // with the step's result until the journal has it.
             Some(json!({
                 "type": "replay_step_result", "replayId": replay_id, "recordingId": rec.header.recording_id,
-                "taskId": step_msg["taskId"], "mode": "live", "stepIndex": i, "tool": step_msg["tool"],
+                "taskId": task_id, "mode": "live", "stepIndex": i, "tool": step_msg["tool"],
                 "success": success, "recorded": outcome_of(recorded),
                 "actual": {"success": success, "result": step_msg["result"], "error": step_msg["error"]},
                 "skipped": step_msg["skipped"], "diff": d,

@@ -60,6 +60,12 @@ pub(crate) async fn replay(c: &mut Client, req: Value) -> (Vec<Value>, Value) {
         if m["type"] == "replay_step_result" {
             steps.push(m);
         } else {
+            // A live replay runs as a task: each step names it.
+            if m["taskId"].is_string() {
+                for s in steps.iter().filter(|s| s["mode"] == "live") {
+                    assert_eq!(s["taskId"], m["taskId"], "{s}");
+                }
+            }
             return (steps, m);
         }
     }
