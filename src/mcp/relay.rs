@@ -107,11 +107,23 @@ struct Entry {
     link: CallLink,
 }
 
+/// Progress notifications kept for a call not bound yet, at most: a server
+/// that answers progress for tokens nobody holds cannot grow the hub.
+const EARLY_MAX: usize = 64;
+
+/// The calls, and progress that arrived for a token no call holds while a
+/// call was still unbound (see [`Inflight::progress`]).
+#[derive(Default)]
+struct Calls {
+    entries: Vec<Entry>,
+    early: std::collections::VecDeque<ProgressNotificationParam>,
+}
+
 /// The linked calls in flight on one server. Held briefly, never across
 /// `.await`.
 #[derive(Clone, Default)]
 pub struct Inflight {
-    entries: Arc<Mutex<Vec<Entry>>>,
+    entries: Arc<Mutex<Calls>>,
     next: Arc<AtomicU64>,
     /// Keeps a linked call's notifications ahead of its answer.
     pub order: Order,
@@ -125,17 +137,35 @@ pub struct InflightGuard {
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
-        if let Ok(mut e) = self.inflight.entries.lock() {
-            e.retain(|x| x.key != self.key);
+        if let Ok(mut c) = self.inflight.entries.lock() {
+            c.entries.retain(|x| x.key != self.key);
+            if c.entries.iter().all(|x| x.token.is_some()) {
+                // Nobody left to claim what came early.
+                c.early.clear();
+            }
         }
     }
 }
 
 impl InflightGuard {
-    /// The call has been sent as `request` with progress `token`.
+    /// The call has been sent as `request` with progress `token`. Progress
+    /// the server sent for that token before this (it may answer as soon
+    /// as it reads the request) is passed on now, in its order.
     pub fn bind(&self, request: RequestId, token: ProgressToken) {
-        if let Ok(mut e) = self.inflight.entries.lock() {
-            if let Some(x) = e.iter_mut().find(|x| x.key == self.key) {
+        if let Ok(mut c) = self.inflight.entries.lock() {
+            let Calls { entries, early } = &mut *c;
+            if let Some(x) = entries.iter_mut().find(|x| x.key == self.key) {
+                let mine = early.iter().filter(|p| p.progress_token == token).count();
+                if mine > 0 {
+                    let kept = std::mem::take(early);
+                    for p in kept {
+                        if p.progress_token == token {
+                            x.link.send(Forward::Progress(p));
+                        } else {
+                            early.push_back(p);
+                        }
+                    }
+                }
                 x.request = Some(request);
                 x.token = Some(token);
             }
@@ -149,8 +179,8 @@ impl Inflight {
     /// learns its request id ([`InflightGuard::bind`] adds that).
     pub fn reserve(&self, link: CallLink) -> InflightGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut e) = self.entries.lock() {
-            e.push(Entry {
+        if let Ok(mut c) = self.entries.lock() {
+            c.entries.push(Entry {
                 key,
                 request: None,
                 token: None,
@@ -165,27 +195,55 @@ impl Inflight {
 
     /// The call an upstream progress token belongs to.
     pub fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
-        let e = self.entries.lock().ok()?;
-        e.iter()
+        let c = self.entries.lock().ok()?;
+        c.entries
+            .iter()
             .find(|x| x.token.as_ref() == Some(token))
             .map(|x| x.link.clone())
     }
 
+    /// Route a progress notification to the call holding its token. While
+    /// a call is counted in but not bound yet (its request is on its way
+    /// and the server may already be reporting), progress for a token
+    /// nobody holds is kept for [`InflightGuard::bind`], at most
+    /// [`EARLY_MAX`]; otherwise it is dropped, as the spec asks (a `/ws`
+    /// call's, or one that already returned).
+    pub fn progress(&self, p: ProgressNotificationParam) {
+        let Ok(mut c) = self.entries.lock() else {
+            return;
+        };
+        if let Some(x) = c
+            .entries
+            .iter()
+            .find(|x| x.token.as_ref() == Some(&p.progress_token))
+        {
+            x.link.send(Forward::Progress(p));
+            return;
+        }
+        if c.entries.iter().any(|x| x.token.is_none()) {
+            if c.early.len() >= EARLY_MAX {
+                c.early.pop_front();
+            }
+            c.early.push_back(p);
+        }
+    }
+
     /// The call sent upstream as `request`.
     pub fn by_request(&self, request: &RequestId) -> Option<CallLink> {
-        let e = self.entries.lock().ok()?;
-        e.iter()
+        let c = self.entries.lock().ok()?;
+        c.entries
+            .iter()
             .find(|x| x.request.as_ref() == Some(request))
             .map(|x| x.link.clone())
     }
 
     /// One live link per client session with calls in flight here.
     pub fn sessions(&self) -> Vec<CallLink> {
-        let Ok(e) = self.entries.lock() else {
+        let Ok(c) = self.entries.lock() else {
             return Vec::new();
         };
         let mut out: Vec<CallLink> = Vec::new();
-        for x in e.iter().rev() {
+        for x in c.entries.iter().rev() {
             if !x.link.is_closed() && !out.iter().any(|l| l.session == x.link.session) {
                 out.push(x.link.clone());
             }
@@ -314,6 +372,69 @@ mod tests {
         assert!(inflight.by_token(&token(70)).is_some());
         drop(g);
         assert!(inflight.sessions().is_empty());
+    }
+
+    fn progress(t: i64, n: f64) -> ProgressNotificationParam {
+        ProgressNotificationParam::new(token(t), n)
+    }
+
+    fn progress_seen(rx: &mut mpsc::UnboundedReceiver<Forward>) -> Vec<(ProgressToken, f64)> {
+        let mut seen = Vec::new();
+        while let Ok(f) = rx.try_recv() {
+            if let Forward::Progress(p) = f {
+                seen.push((p.progress_token, p.progress));
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn progress_that_beats_the_bind_reaches_its_call_in_order() {
+        let inflight = Inflight::default();
+        // Nobody unbound: progress for a token nobody holds is dropped.
+        inflight.progress(progress(5, 0.1));
+        // Two calls on their way at once; the server reports on both
+        // before either sender has learnt its token.
+        let (a, mut ra) = CallLink::new("s".into(), true, true);
+        let (b, mut rb) = CallLink::new("s2".into(), true, true);
+        let ga = inflight.reserve(a);
+        let gb = inflight.reserve(b);
+        inflight.progress(progress(5, 1.0));
+        inflight.progress(progress(6, 9.0));
+        inflight.progress(progress(5, 2.0));
+        assert!(progress_seen(&mut ra).is_empty(), "held until bound");
+        ga.bind(NumberOrString::Number(1), token(5));
+        assert_eq!(
+            progress_seen(&mut ra),
+            [(token(5), 1.0), (token(5), 2.0)],
+            "its own, in order; not the one from before it was counted in, nor the other call's"
+        );
+        // Bound: later progress goes straight through.
+        inflight.progress(progress(5, 3.0));
+        assert_eq!(progress_seen(&mut ra), [(token(5), 3.0)]);
+        gb.bind(NumberOrString::Number(2), token(6));
+        assert_eq!(progress_seen(&mut rb), [(token(6), 9.0)]);
+        drop((ga, gb));
+        // With every call bound or gone, nothing is kept.
+        inflight.progress(progress(7, 1.0));
+        let (c, mut rc) = CallLink::new("s3".into(), true, true);
+        let gc = inflight.reserve(c);
+        gc.bind(NumberOrString::Number(3), token(7));
+        assert!(progress_seen(&mut rc).is_empty());
+    }
+
+    #[test]
+    fn early_progress_is_bounded() {
+        let inflight = Inflight::default();
+        let (a, mut ra) = CallLink::new("s".into(), true, true);
+        let g = inflight.reserve(a);
+        for n in 0..(EARLY_MAX + 10) {
+            inflight.progress(progress(1, n as f64));
+        }
+        g.bind(NumberOrString::Number(1), token(1));
+        let seen = progress_seen(&mut ra);
+        assert_eq!(seen.len(), EARLY_MAX, "the oldest are let go");
+        assert_eq!(seen[0].1, 10.0);
     }
 
     #[test]

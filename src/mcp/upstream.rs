@@ -95,11 +95,10 @@ impl ClientHandler for Handler {
     }
 
     async fn on_progress(&self, p: ProgressNotificationParam, cx: NotificationContext<RoleClient>) {
-        // Progress for a token no linked call holds (a /ws call, or one
-        // that already returned) is dropped, as the spec asks.
-        if let Some(link) = self.inflight.by_token(&p.progress_token) {
-            link.send(Forward::Progress(p));
-        }
+        // To the linked call holding the token (kept briefly for one whose
+        // request is still on its way); anything else is dropped, as the
+        // spec asks.
+        self.inflight.progress(p);
         self.inflight
             .order
             .handled(cx.extensions.get::<Seq>().copied());
