@@ -103,21 +103,46 @@ pub(super) fn finish_step(
     raw: Option<Value>,
     resumed: bool,
 ) {
-    let hub = engine.hub();
     if resumed {
         body["resumed"] = json!(true);
     }
-    // Written before the body moves into the task: no copy of it is made.
-    let frame = step_frame(task, &body, raw.as_ref());
+    // Durable before it is sent: written now, synced with the next step's
+    // start (or the end, or a flush), and held by the task until then.
+    let security = &engine.hub().config().security;
+    conclude(task, i, body, raw, Some(state), || {
+        engine.persist_step_finished(task, i, security)
+    });
+}
+
+/// The end every step result shares, in this order: its frame written and
+/// the replay observer told (both from the body before it moves: no copy
+/// of it is made), the body kept as the step's outcome (with its `state`
+/// when the step ended rather than not ran), `persist`, then the
+/// observer's message and the `batch_step_result` itself.
+fn conclude(
+    task: &Arc<Task>,
+    i: usize,
+    body: Value,
+    raw: Option<Value>,
+    state: Option<StepState>,
+    persist: impl FnOnce(),
+) {
+    let frame = task.frame(&StepResult {
+        kind: "batch_step_result",
+        batch_id: &task.batch_id,
+        task_id: &task.id,
+        body: &body,
+        raw: raw.as_ref(),
+    });
     let seen = task.observer().and_then(|observe| observe(i, &body));
     task.with(|d| {
-        d.steps[i].state = state;
+        if let Some(state) = state {
+            d.steps[i].state = state;
+        }
         d.steps[i].outcome = Some(body);
         d.updated_ms = crate::util::now_ms();
     });
-    // Durable before it is sent: written now, synced with the next step's
-    // start (or the end, or a flush), and held by the task until then.
-    engine.persist_step_finished(task, i, &hub.config().security);
+    persist();
     if let Some(seen) = seen {
         task.emit(seen);
     }
@@ -127,7 +152,7 @@ pub(super) fn finish_step(
 }
 
 /// A step's `batch_step_result` frame: the task's ids, the step's body and
-/// the call's `raw` result.
+/// the call's `raw` result (which the task does not keep).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StepResult<'a> {
@@ -139,25 +164,6 @@ struct StepResult<'a> {
     body: &'a Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     raw: Option<&'a Value>,
-}
-
-/// The `batch_step_result` frame of `body`, written; `None` (and the
-/// reason logged) if it cannot be, which a body from [`step_base`] always can.
-fn step_frame(task: &Task, body: &Value, raw: Option<&Value>) -> Option<String> {
-    let frame = StepResult {
-        kind: "batch_step_result",
-        batch_id: &task.batch_id,
-        task_id: &task.id,
-        body,
-        raw,
-    };
-    match serde_json::to_string(&frame) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            tracing::error!(task = %task.id, error = %e, "a step's result could not be written for the client");
-            None
-        }
-    }
 }
 
 /// Step `i` does not run because step `at` failed and `stopOnError` stopped
@@ -173,18 +179,7 @@ pub(super) fn not_run(task: &Arc<Task>, i: usize, at: usize, resumed: bool) {
     if resumed {
         body["resumed"] = json!(true);
     }
-    let frame = step_frame(task, &body, None);
-    let seen = task.observer().and_then(|observe| observe(i, &body));
-    task.with(|d| {
-        d.steps[i].outcome = Some(body);
-        d.updated_ms = crate::util::now_ms();
-    });
-    if let Some(seen) = seen {
-        task.emit(seen);
-    }
-    if let Some(frame) = frame {
-        task.emit_text(frame);
-    }
+    conclude(task, i, body, None, None, || {});
 }
 
 /// A `task_state` frame.

@@ -268,16 +268,23 @@ impl Task {
     /// form it has (a step's result and a state change are structs, not
     /// trees built for the occasion).
     pub fn emit(&self, msg: impl serde::Serialize) {
-        let frame = match serde_json::to_string(&msg) {
-            Ok(f) => f,
+        if let Some(frame) = self.frame(&msg) {
+            self.emit_text(frame);
+        }
+    }
+
+    /// An event for the task's client, written as its frame (to be sent
+    /// later with [`Task::emit_text`]). Every event is JSON made here, so
+    /// this cannot fail; if it ever did, the event is not dropped without a
+    /// word.
+    pub fn frame(&self, msg: &impl serde::Serialize) -> Option<String> {
+        match serde_json::to_string(msg) {
+            Ok(f) => Some(f),
             Err(e) => {
-                // Every event is JSON made here: this cannot happen, but an
-                // event is never dropped without a word.
                 tracing::error!(task = %self.id, error = %e, "an event for the task's client could not be written");
-                return;
+                None
             }
-        };
-        self.emit_text(frame);
+        }
     }
 
     /// [`Task::emit`] for an event already written as its frame.

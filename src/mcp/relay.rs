@@ -155,8 +155,7 @@ impl InflightGuard {
         if let Ok(mut c) = self.inflight.entries.lock() {
             let Calls { entries, early } = &mut *c;
             if let Some(x) = entries.iter_mut().find(|x| x.key == self.key) {
-                let mine = early.iter().filter(|p| p.progress_token == token).count();
-                if mine > 0 {
+                if early.iter().any(|p| p.progress_token == token) {
                     let kept = std::mem::take(early);
                     for p in kept {
                         if p.progress_token == token {
