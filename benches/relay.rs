@@ -6,6 +6,7 @@
 //! cargo bench --bench relay            # the full run (about a minute)
 //! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
+//! TOOLHUB_BENCH_SPIN=0 cargo bench --bench relay   # server.spinMicros of hub and floor (0: off)
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! cargo bench --bench relay -- --seq-only   # the same, one call at a time
@@ -91,8 +92,10 @@ impl Hub {
 
     async fn start_with(durability: &str, max_connections: usize, servers: Value) -> Hub {
         let dir = tempfile::tempdir().expect("tempdir");
+        let mut server = json!({"listen": "127.0.0.1:0", "maxConnections": max_connections});
+        server["spinMicros"] = json!(spin_window().as_micros() as u64);
         let config = json!({
-            "server": {"listen": "127.0.0.1:0", "maxConnections": max_connections},
+            "server": server,
             "mcpServers": servers,
             "builtin": {"enabled": false},
             "taskEngine": {"stateDir": "./state", "durability": durability},
@@ -371,6 +374,20 @@ async fn load_only(inflight: u64) {
     );
 }
 
+/// The hub's `server.spinMicros` in this run, and the floor's window:
+/// `TOOLHUB_BENCH_SPIN` (microseconds, 0: off), else the hub's default.
+fn spin_window() -> Duration {
+    if let Some(us) = std::env::var("TOOLHUB_BENCH_SPIN")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        return Duration::from_micros(us);
+    }
+    toolhub::config::parse("{}", std::path::Path::new("/nonexistent/config.json"))
+        .map(|l| l.config.server.spin)
+        .unwrap_or_default()
+}
+
 fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
@@ -475,7 +492,10 @@ async fn bench_main() {
     let calls_only = std::env::args().any(|a| a == "--calls-only");
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("\n## Relay: echo through the hub vs direct stdio ({n} sequential calls)\n");
+    println!(
+        "\n## Relay: echo through the hub vs direct stdio ({n} sequential calls; hub and floor spin {} µs before parking)\n",
+        spin_window().as_micros()
+    );
     println!("| path | p50 | p90 | p99 | added p50 | calls/s 1 | calls/s 16 | calls/s 64 | ÷ direct (16) | hub CPU/call seq / 16 |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(

@@ -46,6 +46,7 @@ pub mod safety;
 pub mod secrets;
 pub mod server;
 pub mod shell;
+pub mod spin;
 pub mod store;
 pub mod suggest;
 pub mod trim;
@@ -88,7 +89,10 @@ pub async fn run(
     if app.hub.config().server.mcp_endpoint {
         tracing::info!("MCP endpoint at http://{bound}/mcp (Streamable HTTP)");
     }
-    let state = server::AppState { app, gate };
+    // Polls a little after each call-path event instead of sleeping at once
+    // (server.spinMicros; see spin.rs for why).
+    let spin = spin::Spin::start(hub.config().server.spin, shutdown.clone());
+    let state = server::AppState { app, gate, spin };
     let served = server::serve(listener, state, shutdown.clone()).await;
     shutdown.cancel();
     tracing::info!("shutting down: stopping servers");

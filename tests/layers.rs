@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "ground",
         &[
             "access", "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store",
-            "lock", "process", "secrets", "shell", "trim",
+            "lock", "process", "secrets", "shell", "spin", "trim",
         ],
     ),
     ("mcp", &["mcp"]),

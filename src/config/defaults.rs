@@ -25,6 +25,12 @@ pub const SEND_QUEUE: usize = 1024;
 pub const WORKER_THREADS: usize = 1;
 /// The most `server.workerThreads` may ask for.
 pub const MAX_WORKER_THREADS: usize = 256;
+/// `server.spinMicros`: long enough to cover a fast tool's answer and a
+/// client's next request (the relay benchmark's direct round trip here is
+/// 50–150 µs), short enough that a slow call wastes little CPU.
+pub const SPIN_MICROS: u64 = 250;
+/// The longest `server.spinMicros` window: beyond it spinning is burning.
+pub const MAX_SPIN_MICROS: u64 = 10_000;
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 pub const PING_INTERVAL_MS: u64 = 20_000;
 pub const IDLE_TIMEOUT_MS: u64 = 60_000;

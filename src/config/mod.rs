@@ -81,6 +81,9 @@ pub struct ServerConfig {
     pub mcp_page_size: usize,
     /// Threads of the async runtime (0: one per CPU core); read at start-up.
     pub worker_threads: usize,
+    /// After call-path activity a worker keeps polling this long instead of
+    /// sleeping (`spin`); zero turns it off. Read at start-up.
+    pub spin: Duration,
 }
 
 impl ServerConfig {

@@ -57,6 +57,8 @@ pub struct RawServerSection {
     pub mcp_page_size: Option<usize>,
     /// Threads that run the hub's tasks (0: one per CPU core).
     pub worker_threads: Option<usize>,
+    /// Microseconds a worker keeps polling after call-path activity (0: off).
+    pub spin_micros: Option<u64>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

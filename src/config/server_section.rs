@@ -1,6 +1,7 @@
 //! The `server` section: listen address, token, origins and limits.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
 
 use super::ctx::Ctx;
 use super::defaults as d;
@@ -96,6 +97,19 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             }
             n => n,
         },
+        spin: match r.spin_micros.unwrap_or(d::SPIN_MICROS) {
+            n if n > d::MAX_SPIN_MICROS => {
+                return Err(ctx.err(
+                    "/server/spinMicros",
+                    format!(
+                        "server.spinMicros {n} is too long; use 0 (off) or up to {} microseconds ({} is the default)",
+                        d::MAX_SPIN_MICROS,
+                        d::SPIN_MICROS
+                    ),
+                ))
+            }
+            n => Duration::from_micros(n),
+        },
     })
 }
 
@@ -154,5 +168,18 @@ mod tests {
         assert_eq!(c.server.runtime_workers(), 4);
         let (_, _, m) = bad(r#"{"server": {"workerThreads": 100000}}"#);
         assert!(m.contains("server.workerThreads 100000 is too many"), "{m}");
+    }
+
+    #[test]
+    fn spin_defaults_on_zero_is_off_and_long_windows_are_refused() {
+        let spin = |s: &str| ok(s).config.server.spin;
+        assert_eq!(spin("{}"), Duration::from_micros(d::SPIN_MICROS));
+        assert_eq!(spin(r#"{"server": {"spinMicros": 0}}"#), Duration::ZERO);
+        assert_eq!(
+            spin(r#"{"server": {"spinMicros": 40}}"#),
+            Duration::from_micros(40)
+        );
+        let (_, _, m) = bad(r#"{"server": {"spinMicros": 50000}}"#);
+        assert!(m.contains("server.spinMicros 50000 is too long"), "{m}");
     }
 }

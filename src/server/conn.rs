@@ -18,12 +18,13 @@ use tokio_util::sync::CancellationToken;
 use super::slots::Slot;
 use crate::app::App;
 use crate::protocol::{self, Outbox, OutboxReceiver};
+use crate::spin::Spin;
 
 /// Serve one socket; every log line carries `conn{session}`.
-pub async fn run(socket: WebSocket, app: App, slot: Slot) {
+pub async fn run(socket: WebSocket, app: App, slot: Slot, spin: Spin) {
     let session = uuid::Uuid::new_v4().to_string();
     let span = tracing::info_span!("conn", session = %session);
-    tracing::Instrument::instrument(serve(socket, app, session, slot), span).await;
+    tracing::Instrument::instrument(serve(socket, app, session, slot, spin), span).await;
 }
 
 /// `slot` is the connection's place in `server.maxConnections`, given
@@ -34,7 +35,7 @@ pub async fn run(socket: WebSocket, app: App, slot: Slot) {
 /// a split socket cost a wake-up of the other task (often on the other
 /// worker thread) for every frame: the socket's readiness wakes both
 /// halves. The relay benchmark counts these ("hub threads went to sleep").
-async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
+async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spin: Spin) {
     let hub = app.hub.clone();
     tracing::info!("client connected");
     let cfg = hub.config();
@@ -71,6 +72,8 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
                     close = code;
                     break;
                 }
+                // The client's next request is likely on its way.
+                spin.touch();
                 continue;
             }
             f = socket.next() => f,
@@ -107,7 +110,11 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot) {
         };
         idle_end.as_mut().reset(Instant::now() + idle);
         match frame {
-            Message::Text(text) => super::dispatch::handle(&app, &outbox, text.as_str(), max_bytes),
+            Message::Text(text) => {
+                // Its answer (or the server's) is likely on its way.
+                spin.touch();
+                super::dispatch::handle(&app, &outbox, text.as_str(), max_bytes)
+            }
             Message::Binary(_) => {
                 let e = crate::errors::HubError::new(
                     crate::errors::ErrorType::InvalidMessage,

@@ -31,6 +31,8 @@ const WS_BUFFER: usize = 8 * 1024;
 pub struct AppState {
     pub app: App,
     pub gate: Gate,
+    /// Touched on every request and frame: keeps a worker polling briefly.
+    pub spin: crate::spin::Spin,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -65,7 +67,10 @@ async fn strict_head(State(state): State<AppState>, req: Request, next: Next) ->
     if let Err(r) = state.gate.check_head(req.uri(), req.headers()) {
         return refuse(r);
     }
-    next.run(req).await
+    state.spin.touch();
+    let response = next.run(req).await;
+    state.spin.touch();
+    response
 }
 
 async fn not_found() -> StatusCode {
@@ -167,6 +172,7 @@ async fn ws_upgrade(
         .saturating_mul(2)
         .max(64 * 1024);
     let app = state.app.clone();
+    let spin = state.spin.clone();
     ws.protocols([gate::SUBPROTOCOL])
         // Our frames are small: an 8 KiB read buffer (it grows for a large
         // frame) instead of tungstenite's eager 128 KiB per connection.
@@ -175,7 +181,7 @@ async fn ws_upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, spin))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
