@@ -90,15 +90,9 @@ pub async fn run(
         tracing::info!("MCP endpoint at http://{bound}/mcp (Streamable HTTP)");
     }
     // Polls a little after each call-path event instead of sleeping at once
-    // (server.spinMicros; see spin.rs for why). Only with one worker: with
-    // more, another worker parked in the I/O driver holds it, and a spinning
-    // one could not poll it (tokio's park_timeout(0) then does nothing).
-    let server_cfg = &hub.config().server;
-    let window = if server_cfg.runtime_workers() == 1 {
-        server_cfg.spin
-    } else {
-        std::time::Duration::ZERO
-    };
+    // (server.spinMicros; see spin.rs for why), with one worker only.
+    let workers = tokio::runtime::Handle::current().metrics().num_workers();
+    let window = hub.config().server.spin_in_effect(workers);
     let spin = spin::Spin::start(window, shutdown.clone());
     let state = server::AppState { app, gate, spin };
     let served = server::serve(listener, state, shutdown.clone()).await;

@@ -105,9 +105,14 @@ impl App {
         let mut report = crate::hub::health::report(&self.hub, checks).await;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("tasks".into(), tasks.summary);
-            // The threads running the hub's tasks (`server.workerThreads`).
+            // The threads running the hub's tasks (`server.workerThreads`)
+            // and how long one polls before it sleeps (`server.spinMicros`).
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
-            obj.insert("runtime".into(), json!({ "workerThreads": workers }));
+            let spin = self.hub.config().server.spin_in_effect(workers);
+            obj.insert(
+                "runtime".into(),
+                json!({ "workerThreads": workers, "spinMicros": spin.as_micros() as u64 }),
+            );
         }
         report
     }

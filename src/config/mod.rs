@@ -94,6 +94,17 @@ impl ServerConfig {
             n => n,
         }
     }
+
+    /// The spin-before-park window in force with `workers` runtime
+    /// workers: `spin` with one, none with more (another worker parked in
+    /// the I/O driver holds it, so a spinning one could not poll it).
+    pub fn spin_in_effect(&self, workers: usize) -> Duration {
+        if workers == 1 {
+            self.spin
+        } else {
+            Duration::ZERO
+        }
+    }
 }
 
 #[derive(Clone, PartialEq, Eq)]

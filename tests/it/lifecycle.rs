@@ -112,13 +112,21 @@ async fn shutdown_closes_sockets_with_going_away() {
     assert!(status.success(), "{status:?}");
 }
 
-/// The hub's tasks run on `server.workerThreads` threads: one by default.
+/// The hub's tasks run on `server.workerThreads` threads: one by default;
+/// the one worker polls `server.spinMicros` before it sleeps (none with
+/// more workers, where it could not poll).
 #[tokio::test]
-async fn the_runtime_has_the_configured_worker_threads() {
-    for (config, workers) in [(json!({}), 1), (json!({"server": {"workerThreads": 3}}), 3)] {
+async fn the_runtime_has_the_configured_worker_threads_and_spin() {
+    for (config, workers, spin) in [
+        (json!({}), 1, 250),
+        (json!({"server": {"spinMicros": 40}}), 1, 40),
+        (json!({"server": {"spinMicros": 0}}), 1, 0),
+        (json!({"server": {"workerThreads": 3}}), 3, 0),
+    ] {
         let hub = TestHub::start(config).await;
         let mut c = hub.connect().await;
         let h = c.request(json!({"type": "health_check"})).await;
         assert_eq!(h["runtime"]["workerThreads"], workers, "{h}");
+        assert_eq!(h["runtime"]["spinMicros"], spin, "{h}");
     }
 }
