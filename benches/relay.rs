@@ -385,7 +385,7 @@ fn spin_window() -> Duration {
     }
     toolhub::config::parse("{}", std::path::Path::new("/nonexistent/config.json"))
         .map(|l| l.config.server.spin)
-        .unwrap_or_default()
+        .expect("the default config parses")
 }
 
 fn us(d: Duration) -> String {

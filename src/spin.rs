@@ -41,7 +41,7 @@ struct Inner {
     until: AtomicU64,
     spinning: AtomicBool,
     wake: Notify,
-    /// Windows opened from a parked state (for tests and the health view).
+    /// Windows opened from a parked state (what the tests look at).
     windows: AtomicU64,
 }
 
@@ -84,14 +84,14 @@ impl Spin {
         }
     }
 
-    /// How many windows were opened from a parked state so far.
+    /// How many windows were opened from a parked state so far (for tests).
     pub fn windows(&self) -> u64 {
         self.inner
             .as_ref()
             .map_or(0, |i| i.windows.load(Ordering::Relaxed))
     }
 
-    /// Whether a window is open now.
+    /// Whether a window is open now (for tests).
     pub fn is_spinning(&self) -> bool {
         self.inner
             .as_ref()
