@@ -33,6 +33,26 @@ impl Ctx<'_> {
             .push((line, column, one_line(&message.into())));
     }
 
+    /// `v`, or `default` when absent, refused above `max`: the error reads
+    /// "KEY VALUE " then `advice` (what is too much and what to use).
+    pub fn at_most<T>(
+        &self,
+        v: Option<T>,
+        default: T,
+        max: T,
+        ptr: &str,
+        advice: impl FnOnce() -> String,
+    ) -> Result<T, ConfigError>
+    where
+        T: Copy + PartialOrd + std::fmt::Display,
+    {
+        let v = v.unwrap_or(default);
+        if v > max {
+            return Err(self.err(ptr, format!("{} {v} {}", dotted(ptr), advice())));
+        }
+        Ok(v)
+    }
+
     /// A duration in ms that must be > 0.
     pub fn ms(&self, v: Option<u64>, default: u64, ptr: &str) -> Result<Duration, ConfigError> {
         Ok(Duration::from_millis(self.positive(v, default, ptr)?))

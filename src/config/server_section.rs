@@ -85,31 +85,31 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             "/server/mcpSessionIdle",
         )?,
         mcp_page_size: ctx.positive(r.mcp_page_size, d::MCP_PAGE_SIZE, "/server/mcpPageSize")?,
-        worker_threads: match r.worker_threads.unwrap_or(d::WORKER_THREADS) {
-            n if n > d::MAX_WORKER_THREADS => {
-                return Err(ctx.err(
-                    "/server/workerThreads",
-                    format!(
-                        "server.workerThreads {n} is too many; use 1 (the default), a number up to {}, or 0 for one per CPU core",
-                        d::MAX_WORKER_THREADS
-                    ),
-                ))
-            }
-            n => n,
-        },
-        spin: match r.spin_micros.unwrap_or(d::SPIN_MICROS) {
-            n if n > d::MAX_SPIN_MICROS => {
-                return Err(ctx.err(
-                    "/server/spinMicros",
-                    format!(
-                        "server.spinMicros {n} is too long; use 0 (off) or up to {} microseconds ({} is the default)",
-                        d::MAX_SPIN_MICROS,
-                        d::SPIN_MICROS
-                    ),
-                ))
-            }
-            n => Duration::from_micros(n),
-        },
+        worker_threads: ctx.at_most(
+            r.worker_threads,
+            d::WORKER_THREADS,
+            d::MAX_WORKER_THREADS,
+            "/server/workerThreads",
+            || {
+                format!(
+                    "is too many; use 1 (the default), a number up to {}, or 0 for one per CPU core",
+                    d::MAX_WORKER_THREADS
+                )
+            },
+        )?,
+        spin: Duration::from_micros(ctx.at_most(
+            r.spin_micros,
+            d::SPIN_MICROS,
+            d::MAX_SPIN_MICROS,
+            "/server/spinMicros",
+            || {
+                format!(
+                    "is too long; use 0 (off) or up to {} microseconds ({} is the default)",
+                    d::MAX_SPIN_MICROS,
+                    d::SPIN_MICROS
+                )
+            },
+        )?),
     })
 }
 

@@ -119,11 +119,20 @@ struct Calls {
     early: std::collections::VecDeque<ProgressNotificationParam>,
 }
 
+impl Calls {
+    /// The call bound to progress `token`.
+    fn holding(&self, token: &ProgressToken) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|x| x.token.as_ref() == Some(token))
+    }
+}
+
 /// The linked calls in flight on one server. Held briefly, never across
 /// `.await`.
 #[derive(Clone, Default)]
 pub struct Inflight {
-    entries: Arc<Mutex<Calls>>,
+    calls: Arc<Mutex<Calls>>,
     next: Arc<AtomicU64>,
     /// Keeps a linked call's notifications ahead of its answer.
     pub order: Order,
@@ -137,7 +146,7 @@ pub struct InflightGuard {
 
 impl Drop for InflightGuard {
     fn drop(&mut self) {
-        if let Ok(mut c) = self.inflight.entries.lock() {
+        if let Ok(mut c) = self.inflight.calls.lock() {
             c.entries.retain(|x| x.key != self.key);
             if c.entries.iter().all(|x| x.token.is_some()) {
                 // Nobody left to claim what came early.
@@ -152,7 +161,7 @@ impl InflightGuard {
     /// the server sent for that token before this (it may answer as soon
     /// as it reads the request) is passed on now, in its order.
     pub fn bind(&self, request: RequestId, token: ProgressToken) {
-        if let Ok(mut c) = self.inflight.entries.lock() {
+        if let Ok(mut c) = self.inflight.calls.lock() {
             let Calls { entries, early } = &mut *c;
             if let Some(x) = entries.iter_mut().find(|x| x.key == self.key) {
                 if early.iter().any(|p| p.progress_token == token) {
@@ -178,7 +187,7 @@ impl Inflight {
     /// learns its request id ([`InflightGuard::bind`] adds that).
     pub fn reserve(&self, link: CallLink) -> InflightGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut c) = self.entries.lock() {
+        if let Ok(mut c) = self.calls.lock() {
             c.entries.push(Entry {
                 key,
                 request: None,
@@ -192,13 +201,12 @@ impl Inflight {
         }
     }
 
-    /// The call an upstream progress token belongs to.
-    pub fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
-        let c = self.entries.lock().ok()?;
-        c.entries
-            .iter()
-            .find(|x| x.token.as_ref() == Some(token))
-            .map(|x| x.link.clone())
+    /// The call an upstream progress token belongs to (what
+    /// [`Inflight::progress`] routes by).
+    #[cfg(test)]
+    fn by_token(&self, token: &ProgressToken) -> Option<CallLink> {
+        let c = self.calls.lock().ok()?;
+        c.holding(token).map(|x| x.link.clone())
     }
 
     /// Route a progress notification to the call holding its token. While
@@ -208,14 +216,10 @@ impl Inflight {
     /// [`EARLY_MAX`]; otherwise it is dropped, as the spec asks (a `/ws`
     /// call's, or one that already returned).
     pub fn progress(&self, p: ProgressNotificationParam) {
-        let Ok(mut c) = self.entries.lock() else {
+        let Ok(mut c) = self.calls.lock() else {
             return;
         };
-        if let Some(x) = c
-            .entries
-            .iter()
-            .find(|x| x.token.as_ref() == Some(&p.progress_token))
-        {
+        if let Some(x) = c.holding(&p.progress_token) {
             x.link.send(Forward::Progress(p));
             return;
         }
@@ -229,7 +233,7 @@ impl Inflight {
 
     /// The call sent upstream as `request`.
     pub fn by_request(&self, request: &RequestId) -> Option<CallLink> {
-        let c = self.entries.lock().ok()?;
+        let c = self.calls.lock().ok()?;
         c.entries
             .iter()
             .find(|x| x.request.as_ref() == Some(request))
@@ -238,7 +242,7 @@ impl Inflight {
 
     /// One live link per client session with calls in flight here.
     pub fn sessions(&self) -> Vec<CallLink> {
-        let Ok(c) = self.entries.lock() else {
+        let Ok(c) = self.calls.lock() else {
             return Vec::new();
         };
         let mut out: Vec<CallLink> = Vec::new();
