@@ -1,0 +1,100 @@
+// Instructions that tell an AI how to write Ω blocks for the tools in
+// force, in a compact form: one line per tool, `name(param: type, opt?: type) – summary`.
+// Used by the popup's "Copy instructions" button; a classic script (sets
+// globalThis.ToolhubInstructions) that node can require() for tests.
+(function (root) {
+  "use strict";
+
+  const SUMMARY_MAX = 110;
+
+  function typeOf(s, depth = 0) {
+    if (!s || typeof s !== "object") return "any";
+    if (Array.isArray(s.enum) && s.enum.length && s.enum.length <= 6) return s.enum.map((v) => JSON.stringify(v)).join("|");
+    if (s.const !== undefined) return JSON.stringify(s.const);
+    const variants = s.anyOf || s.oneOf;
+    if (Array.isArray(variants) && variants.length) {
+      const ts = variants.map((v) => typeOf(v, depth)).filter((t) => t !== "null");
+      return [...new Set(ts)].join("|") || "any";
+    }
+    let t = s.type;
+    if (Array.isArray(t)) t = t.filter((x) => x !== "null")[0] || "any";
+    if (t === "array") return depth > 1 ? "array" : `${typeOf(s.items, depth + 1)}[]`;
+    if (t === "object") {
+      const props = s.properties && Object.keys(s.properties);
+      if (!props || !props.length || depth > 0) return "object";
+      const req = new Set(s.required || []);
+      return "{" + props.slice(0, 6).map((p) => `${p}${req.has(p) ? "" : "?"}: ${typeOf(s.properties[p], depth + 1)}`).join(", ") + (props.length > 6 ? ", …" : "") + "}";
+    }
+    if (t === "integer") return "int";
+    return t || "any";
+  }
+
+  /** `name(a: string, b?: int)` from a tool's inputSchema. */
+  function signature(tool) {
+    const s = tool.inputSchema || {};
+    const props = (s.properties && Object.keys(s.properties)) || [];
+    const req = new Set(s.required || []);
+    const ordered = props.filter((p) => req.has(p)).concat(props.filter((p) => !req.has(p)));
+    const args = ordered.map((p) => `${p}${req.has(p) ? "" : "?"}: ${typeOf(s.properties[p])}`);
+    return `${tool.qualifiedName || tool.name}(${args.join(", ")})`;
+  }
+
+  /** The first sentence of a description, shortened. */
+  function summary(d) {
+    if (!d) return "";
+    const one = String(d).replace(/\s+/g, " ").trim();
+    const m = /^(.+?[.!?])(\s|$)/.exec(one);
+    const s = m ? m[1] : one;
+    return s.length > SUMMARY_MAX ? s.slice(0, SUMMARY_MAX - 1) + "…" : s;
+  }
+
+  /** Servers in the tool list, sorted, with their tool counts. */
+  function serversOf(tools) {
+    const m = new Map();
+    for (const t of tools) m.set(t.server, (m.get(t.server) || 0) + 1);
+    return [...m.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([name, count]) => ({ name, count }));
+  }
+
+  /**
+   * The instructions for `tools`, leaving out servers for which
+   * `off[server]` is true.
+   */
+  function build(tools, off = {}) {
+    const kept = tools.filter((t) => !off[t.server]);
+    const byServer = new Map();
+    for (const t of kept) {
+      if (!byServer.has(t.server)) byServer.set(t.server, []);
+      byServer.get(t.server).push(t);
+    }
+    const lines = [
+      "You can use tools on my computer through toolhub. To call a tool, write a block in your reply, as strict JSON after the Ω sign:",
+      "",
+      'Ω{"tool":"NAME","params":{"arg":"value"}}',
+      "",
+      "Several steps in one block (they run in order; saveAs keeps a step's result for later steps):",
+      "",
+      'Ω{"steps":[{"tool":"NAME","params":{…},"saveAs":"a"},{"tool":"NAME","params":{"x":"{{a.result}}"},"when":"{{a.success}}"}],"options":{"stopOnError":true}}',
+      "",
+      "Rules:",
+      "- Strict JSON: double quotes, no comments, no trailing commas. Use the exact tool names below.",
+      "- {{a.result}} is the result of the step saved as a ({{a.result.field}} inside a structured result); {{a.success}} is true or false.",
+      "- After a block, stop and wait: the result is shown under your block and sent back to you. Never invent a result.",
+      "- One block runs once. To run the same call again, write it again in a new message.",
+      "- Write the Ω sign only to call a tool; to mention the syntax, leave out the Ω.",
+      "",
+      `Tools (${kept.length}), as name(param: type, optional?: type) – what it does:`,
+    ];
+    for (const [server, ts] of [...byServer.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
+      lines.push(`[${server}]`);
+      for (const t of ts.slice().sort((a, b) => (a.qualifiedName || a.name).localeCompare(b.qualifiedName || b.name))) {
+        const s = summary(t.description);
+        lines.push(`${signature(t)}${s ? " – " + s : ""}`);
+      }
+    }
+    return lines.join("\n");
+  }
+
+  const api = { build, signature, summary, serversOf };
+  root.ToolhubInstructions = api;
+  if (typeof module !== "undefined" && module.exports) module.exports = api;
+})(typeof globalThis !== "undefined" ? globalThis : this);
