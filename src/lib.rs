@@ -29,6 +29,7 @@ pub mod app;
 pub mod assertions;
 pub mod b64;
 pub mod builtin;
+pub mod callkeys;
 pub mod config;
 pub mod diff;
 pub mod engine;
@@ -94,7 +95,12 @@ pub async fn run(
     let workers = tokio::runtime::Handle::current().metrics().num_workers();
     let window = hub.config().server.spin_in_effect(workers);
     let spin = spin::Spin::start(window, shutdown.clone());
-    let state = server::AppState { app, gate, spin };
+    let state = server::AppState {
+        app,
+        gate,
+        spin,
+        sessions: server::session::Sessions::default(),
+    };
     let served = server::serve(listener, state, shutdown.clone()).await;
     shutdown.cancel();
     tracing::info!("shutting down: stopping servers");

@@ -16,8 +16,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "ground",
         &[
-            "access", "util", "b64", "errors", "suggest", "diff", "protocol", "config", "store",
-            "lock", "process", "secrets", "shell", "spin", "trim",
+            "access", "util", "b64", "callkeys", "errors", "suggest", "diff", "protocol", "config",
+            "store", "lock", "process", "secrets", "shell", "spin", "trim",
         ],
     ),
     ("mcp", &["mcp"]),

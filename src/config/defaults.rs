@@ -35,6 +35,18 @@ pub const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 pub const PING_INTERVAL_MS: u64 = 20_000;
 pub const IDLE_TIMEOUT_MS: u64 = 60_000;
 pub const MAX_JSON_DEPTH: usize = 128;
+/// `server.sessionGraceMs`: how long a `/ws` session outlives its socket.
+/// Two minutes covers a Manifest V3 service worker that Chrome stopped and
+/// started again, and a laptop's network blip.
+pub const SESSION_GRACE_MS: u64 = 120_000;
+/// `server.resumeBufferBytes`: frames kept per session for a resume.
+pub const RESUME_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// `server.callKeyTtlMs`: how long a `callKey` answers a repeat.
+pub const CALL_KEY_TTL_MS: u64 = 600_000;
+/// `server.callKeyMax`: call keys kept in memory (oldest out).
+pub const CALL_KEY_MAX: usize = 10_000;
+/// `server.maxInFlightPerSession`: concurrent calls of one session.
+pub const MAX_IN_FLIGHT_PER_SESSION: usize = 64;
 
 pub const WORKSPACE: &str = "./workspace";
 pub const COMMAND_TIMEOUT_MS: u64 = 30_000;

@@ -84,6 +84,16 @@ pub struct ServerConfig {
     /// After call-path activity a worker keeps polling this long instead of
     /// sleeping (`spin`); zero turns it off. Read at start-up.
     pub spin: Duration,
+    /// A `/ws` session outlives its socket this long (zero: not at all).
+    pub session_grace: Duration,
+    /// Bytes of frames a session keeps for a resume.
+    pub resume_buffer_bytes: usize,
+    /// A `callKey` answers a repeat for this long.
+    pub call_key_ttl: Duration,
+    /// Call keys kept in memory (oldest out).
+    pub call_key_max: usize,
+    /// Concurrent calls one session may have.
+    pub max_in_flight_per_session: usize,
 }
 
 impl ServerConfig {

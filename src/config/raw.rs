@@ -59,6 +59,16 @@ pub struct RawServerSection {
     pub worker_threads: Option<usize>,
     /// Microseconds a worker keeps polling after call-path activity (0: off).
     pub spin_micros: Option<u64>,
+    /// Milliseconds a `/ws` session outlives its socket (0: not at all).
+    pub session_grace_ms: Option<u64>,
+    /// Bytes of frames a session keeps for a resume.
+    pub resume_buffer_bytes: Option<usize>,
+    /// Milliseconds a `callKey` answers a repeat.
+    pub call_key_ttl_ms: Option<u64>,
+    /// Call keys kept in memory.
+    pub call_key_max: Option<usize>,
+    /// Concurrent calls one session may have.
+    pub max_in_flight_per_session: Option<usize>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

@@ -110,6 +110,19 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
                 )
             },
         )?),
+        session_grace: Duration::from_millis(r.session_grace_ms.unwrap_or(d::SESSION_GRACE_MS)),
+        resume_buffer_bytes: ctx.positive(
+            r.resume_buffer_bytes,
+            d::RESUME_BUFFER_BYTES,
+            "/server/resumeBufferBytes",
+        )?,
+        call_key_ttl: ctx.ms(r.call_key_ttl_ms, d::CALL_KEY_TTL_MS, "/server/callKeyTtlMs")?,
+        call_key_max: ctx.positive(r.call_key_max, d::CALL_KEY_MAX, "/server/callKeyMax")?,
+        max_in_flight_per_session: ctx.positive(
+            r.max_in_flight_per_session,
+            d::MAX_IN_FLIGHT_PER_SESSION,
+            "/server/maxInFlightPerSession",
+        )?,
     })
 }
 

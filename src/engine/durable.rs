@@ -76,6 +76,7 @@ impl Engine {
             },
             created_ms: task.with(|d| d.created_ms),
             hub_version: env!("CARGO_PKG_VERSION").to_string(),
+            call_key: task.call_key.get().cloned(),
         };
         let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
         match r {
@@ -367,6 +368,7 @@ impl Engine {
             steps,
             options,
             created_ms,
+            call_key,
             ..
         }) = records.next()
         else {
@@ -396,6 +398,9 @@ impl Engine {
             None,
             tokio_util::sync::CancellationToken::new(),
         );
+        if let Some(k) = call_key {
+            let _ = task.call_key.set(k);
+        }
         task.with(|d| {
             d.created_ms = created_ms;
             for rec in records {

@@ -39,6 +39,9 @@ pub struct Finished {
     pub summary: String,
     /// Of the journal when the entry was made.
     pub stamp: Stamp,
+    /// The `callKey` the batch came with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_key: Option<crate::store::journal::CallKeyMark>,
 }
 
 impl Indexed for Finished {
@@ -67,6 +70,7 @@ impl Finished {
                 .collect(),
             summary,
             stamp,
+            call_key: task.call_key.get().cloned(),
         })
     }
 

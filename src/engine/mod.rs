@@ -13,6 +13,7 @@ pub mod expect;
 pub mod finished;
 pub mod health;
 mod journal_mask;
+pub mod keyed;
 pub mod redacted;
 pub mod runner;
 pub mod service;
@@ -76,6 +77,9 @@ pub fn create_task(
         owner,
         hub.shutdown.child_token(),
     ));
+    if let Some(k) = keyed::mark(req) {
+        let _ = task.call_key.set(k);
+    }
     // Before anything is written: the journal's header is masked too.
     note_secrets(
         &cfg.security,
@@ -132,6 +136,9 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
     };
     match msg {
         ClientMsg::ToolBatch(req) => {
+            if let Some(key) = req.call_key.clone() {
+                return keyed::batch(engine, out, id, req, key);
+            }
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));

@@ -24,6 +24,8 @@ pub struct Inner {
     pub(crate) templates: Templates,
     pub approvals: Approvals,
     pub store: Store,
+    /// `callKey`s of batches and single calls: a repeat does not run again.
+    pub call_keys: crate::callkeys::CallKeys,
 }
 
 impl std::ops::Deref for Engine {
@@ -43,6 +45,7 @@ impl Engine {
             templates: Templates::new(),
             approvals: Approvals::default(),
             store,
+            call_keys: crate::callkeys::CallKeys::default(),
         }))
     }
 
@@ -82,6 +85,29 @@ impl Engine {
                 None
             }
         }
+    }
+
+    /// The task a batch with `callKey` `key` started, in memory or in the
+    /// finished-task index (after a restart the in-memory keys are gone,
+    /// the journals keep them).
+    pub fn by_call_key(&self, key: &str) -> Option<Arc<Task>> {
+        let live = self
+            .tasks
+            .iter()
+            .find(|t| t.call_key.get().is_some_and(|k| k.key == key))
+            .map(|t| t.clone());
+        if live.is_some() {
+            return live;
+        }
+        let id = {
+            let ix = self.store.finished.lock();
+            let found = ix
+                .entries()
+                .find(|e| e.call_key.as_ref().is_some_and(|k| k.key == key))
+                .map(|e| e.id.clone());
+            found
+        }?;
+        self.get(&id)
     }
 
     /// How many tasks this hub knows: in memory and only in the

@@ -61,6 +61,8 @@ pub struct Task {
     /// Events for the owner that wait for the journal's next sync, in order
     /// (see [`Task::emit`]), already written as their frames.
     held: Mutex<Vec<String>>,
+    /// The `callKey` the batch came with (journaled in its header).
+    pub call_key: std::sync::OnceLock<crate::store::journal::CallKeyMark>,
 }
 
 /// Called with each step's body (its `batch_step_result` without the task's
@@ -114,6 +116,7 @@ impl Task {
             observer: Mutex::new(None),
             delays: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
+            call_key: std::sync::OnceLock::new(),
         }
     }
 
@@ -389,6 +392,9 @@ impl Task {
                 "resumable": resumable.is_ok(),
                 "uncertainStep": uncertain,
             });
+            if let Some(k) = self.call_key.get() {
+                v["callKey"] = json!(k.key);
+            }
             if let Err(why) = resumable {
                 v["notResumableReason"] = json!(why);
             }

@@ -27,6 +27,24 @@ pub enum ClientMsg {
     Recording(RecordingMsg),
     Run(RunMsg),
     Artifact(ArtifactReq),
+    ResumeSession(ResumeSessionReq),
+    Ack(AckReq),
+}
+
+/// `resume_session`: take over a session whose socket dropped.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeSessionReq {
+    pub session_id: String,
+    pub resume_token: String,
+    /// The highest `seq` the client processed (0: none).
+    pub last_seq: u64,
+}
+
+/// `ack`: the client processed every frame up to `seq`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AckReq {
+    pub seq: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -44,6 +62,9 @@ pub struct ToolCallReq {
     /// Keep the images the tool returns in the current run's screenshots.
     #[serde(default)]
     pub save_images: Option<SaveImages>,
+    /// A repeat with the same key does not run again ([`crate::callkeys`]).
+    #[serde(default)]
+    pub call_key: Option<String>,
 }
 
 /// A `tool_call` frame read straight from its text into [`ToolCallReq`]
@@ -66,6 +87,8 @@ struct DirectToolCall<'a> {
     retry: Option<Value>,
     #[serde(default)]
     save_images: Option<SaveImages>,
+    #[serde(default)]
+    call_key: Option<String>,
 }
 
 /// `text` as a well-formed `tool_call` (its id and request), or `None`:
@@ -86,6 +109,7 @@ pub(super) fn direct_tool_call(text: &str) -> Option<(Option<Value>, ToolCallReq
         timeout: d.timeout,
         retry: d.retry,
         save_images: d.save_images,
+        call_key: d.call_key,
     };
     Some((id, req))
 }
@@ -118,6 +142,9 @@ pub struct BatchReq {
     pub steps: Vec<BatchStep>,
     #[serde(default)]
     pub options: BatchOptions,
+    /// A repeat with the same key does not run again ([`crate::callkeys`]).
+    #[serde(default)]
+    pub call_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
@@ -306,6 +333,8 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "log_run_entry" => ClientMsg::Run(RunMsg::Log(body(v)?)),
         "archive_run" => ClientMsg::Run(RunMsg::Archive(body(v)?)),
         "delete_run" => ClientMsg::Run(RunMsg::Delete(body(v)?)),
+        "resume_session" => ClientMsg::ResumeSession(body(v)?),
+        "ack" => ClientMsg::Ack(body(v)?),
         "get_artifact" => ClientMsg::Artifact(ArtifactReq::try_from(body::<RawArtifactReq>(v)?)?),
         other => return Err(format!("type \"{other}\" has no decoder")),
     })

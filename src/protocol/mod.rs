@@ -16,10 +16,12 @@ pub mod runs;
 mod server;
 
 pub use client::{
-    BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
-    ReloadToolsReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
+    AckReq, BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
+    ReloadToolsReq, ResumeSessionReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
-pub use outbox::{Outbox, OutboxReceiver, Running};
+pub use outbox::{
+    Dropped, Limits as OutboxLimits, Outbox, OutboxReceiver, Refusal as ResumeRefusal, Running,
+};
 pub use page::StepPage;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 
@@ -74,6 +76,8 @@ pub const CLIENT_TYPES: &[&str] = &[
     "archive_run",
     "delete_run",
     "get_artifact",
+    "resume_session",
+    "ack",
 ];
 
 /// Decode one text frame.

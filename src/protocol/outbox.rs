@@ -1,7 +1,18 @@
-//! A connection's bounded send queue. Everything bound for one client (a
-//! reply, a streamed step, an event) goes through its [`Outbox`]; a client
-//! that stops reading fills it and is evicted instead of making the hub
-//! buffer without limit or stall a producer.
+//! A session's send queue. Everything bound for one client session (a
+//! reply, a streamed step, an event) goes through its [`Outbox`].
+//!
+//! Every frame gets the session's next sequence number (`seq`, from 1) as
+//! it is queued, so the order on the wire is the order of `seq`. The queue
+//! is a log: frames not yet written, and (when the session may be resumed)
+//! frames written but not yet acknowledged. A session outlives its socket:
+//! when the socket drops, frames keep queueing, and a new socket that
+//! resumes the session ([`Outbox::attach`]) is written every frame after the
+//! last one its client saw. The log is bounded by bytes
+//! (`server.resumeBufferBytes`): written frames are forgotten first (a
+//! resume from before them is then refused); unwritten frames over the
+//! bound end a detached session, and a socket that stops reading while its
+//! unwritten frames grow past the bound (or past `server.sendQueue`
+//! frames) is evicted.
 //!
 //! The queue wakes its reader through a [`Notify`], not a channel's stored
 //! waker: the connection task both reads frames and drains this queue, and
@@ -12,73 +23,135 @@
 //! leaves nothing behind: a message queued while nobody waits just leaves a
 //! permit for the next `recv`.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod log;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+pub use log::{Dropped, Refusal};
+use log::{Log, Pushed};
+
+/// The bounds of one session's queue.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Unwritten frames a reading socket may fall behind by
+    /// (`server.sendQueue`) before it is evicted.
+    pub queue: usize,
+    /// Bytes the log may hold (`server.resumeBufferBytes`).
+    pub bytes: usize,
+    /// Keep written frames until they are acknowledged, for a resume
+    /// (`server.sessionGraceMs` > 0).
+    pub resumable: bool,
+}
+
 struct Queue {
-    items: Mutex<VecDeque<String>>,
+    log: Mutex<Log>,
     ready: Notify,
-    capacity: usize,
-    /// The receiver was dropped: the connection is gone.
-    closed: AtomicBool,
-    /// Calls of this connection whose reply is not queued yet.
+    /// The session ended: nothing more is queued or written.
+    ended: CancellationToken,
+    /// Calls of this session whose reply is not queued yet.
     running: AtomicUsize,
 }
 
 impl Queue {
-    fn pop(&self) -> Option<String> {
-        match self.items.lock() {
-            Ok(mut q) => q.pop_front(),
-            Err(p) => p.into_inner().pop_front(),
+    fn log(&self) -> MutexGuard<'_, Log> {
+        match self.log.lock() {
+            Ok(l) => l,
+            Err(p) => p.into_inner(),
         }
     }
 }
 
-/// A cheap handle to a connection's bounded send queue.
+/// A cheap handle to a session's send queue.
 #[derive(Clone)]
 pub struct Outbox {
     pub session: String,
+    /// Whose call keys this session's requests use: a fingerprint of the
+    /// token its socket presented ([`crate::callkeys`]).
+    pub scope: Arc<str>,
     queue: Arc<Queue>,
-    evict: CancellationToken,
 }
 
-/// The connection's end of its [`Outbox`] (one reader).
+/// One socket's end of its session's [`Outbox`]: it writes what is queued.
+/// A receiver of a socket that was replaced by a resume reads nothing more.
 pub struct OutboxReceiver {
     queue: Arc<Queue>,
+    socket: u64,
 }
 
 impl OutboxReceiver {
-    /// The next queued message, waiting for one.
-    pub async fn recv(&mut self) -> String {
+    /// The next frame to write, waiting for one; `None` once this socket no
+    /// longer serves the session (it was taken over, or the session ended).
+    pub async fn recv(&mut self) -> Option<Bytes> {
         loop {
-            if let Some(m) = self.queue.pop() {
-                return m;
+            let notified = self.queue.ready.notified();
+            match self.try_next() {
+                Next::Frame(b) => return Some(b),
+                Next::Gone => return None,
+                Next::Empty => {}
             }
-            self.queue.ready.notified().await;
+            tokio::select! {
+                _ = notified => {}
+                _ = self.queue.ended.cancelled() => return None,
+            }
         }
     }
 
-    /// The next queued message, if there is one now.
-    pub fn try_recv(&mut self) -> Option<String> {
-        self.queue.pop()
+    /// The next frame to write, if there is one now.
+    pub fn try_recv(&mut self) -> Option<Bytes> {
+        match self.try_next() {
+            Next::Frame(b) => Some(b),
+            _ => None,
+        }
     }
 
-    /// More replies are coming: calls of this connection are still running.
+    fn try_next(&self) -> Next {
+        let mut log = self.queue.log();
+        if log.socket() != Some(self.socket) {
+            return Next::Gone;
+        }
+        match log.next_to_write() {
+            Some(b) => Next::Frame(b),
+            None => Next::Empty,
+        }
+    }
+
+    /// This receiver's socket no longer serves the session: another socket
+    /// resumed it.
+    pub fn taken_over(&self) -> bool {
+        let log = self.queue.log();
+        !self.queue.ended.is_cancelled() && log.socket() != Some(self.socket)
+    }
+
+    /// More replies are coming: calls of this session are still running.
     /// The connection then lets the tasks that are ready run first, so the
     /// replies ready now leave in one write (one wake-up of the client)
     /// instead of one each; a lone call never waits for that.
     pub fn replies_coming(&self) -> bool {
         self.queue.running.load(Ordering::Relaxed) > 0
     }
+
+    /// The socket of this receiver ends: the session is detached (it goes
+    /// on, queueing, until it is resumed or ended). No-op when another
+    /// socket has taken it over already.
+    pub fn detach(self) {
+        self.queue.log().detach(self.socket);
+    }
 }
 
-/// A running call of the connection ([`Outbox::call_started`]); dropped
-/// just before its reply is queued.
+enum Next {
+    Frame(Bytes),
+    Empty,
+    Gone,
+}
+
+/// A running call of the session ([`Outbox::call_started`]); dropped just
+/// before its reply is queued.
 pub struct Running(Arc<Queue>);
 
 impl Drop for Running {
@@ -87,62 +160,60 @@ impl Drop for Running {
     }
 }
 
-impl Drop for OutboxReceiver {
-    fn drop(&mut self) {
-        self.queue.closed.store(true, Ordering::SeqCst);
-    }
-}
-
 impl Outbox {
-    /// A queue of `capacity` frames for `session`; the connection's writer
-    /// drains the receiver and ends when `evict` fires.
+    /// A session's queue, attached to its first socket (whose `evict` token
+    /// fires when the socket must go: it stopped reading).
     pub fn new(
         session: String,
-        capacity: usize,
+        limits: Limits,
         evict: CancellationToken,
     ) -> (Outbox, OutboxReceiver) {
+        let mut log = Log::new(limits);
+        let socket = log.attach_first(evict);
         let queue = Arc::new(Queue {
-            items: Mutex::new(VecDeque::new()),
+            log: Mutex::new(log),
             ready: Notify::new(),
-            capacity: capacity.max(1),
-            closed: AtomicBool::new(false),
+            ended: CancellationToken::new(),
             running: AtomicUsize::new(0),
         });
         let rx = OutboxReceiver {
             queue: queue.clone(),
+            socket,
         };
+        let scope = Arc::from("");
         (
             Outbox {
                 session,
+                scope,
                 queue,
-                evict,
             },
             rx,
         )
     }
 
-    /// Queue a message; a full queue evicts the client (never blocks).
+    /// Queue a message; never blocks. `false` when the session has ended.
     pub fn send(&self, msg: Value) -> bool {
         self.send_text(msg.to_string())
     }
 
-    /// Queue an already serialised message (one JSON object).
+    /// Queue an already serialised message (one JSON object); it gets the
+    /// session's next `seq`.
     pub fn send_text(&self, text: String) -> bool {
-        if self.is_closed() {
+        if self.queue.ended.is_cancelled() {
             return false;
         }
-        {
-            let mut q = match self.queue.items.lock() {
-                Ok(q) => q,
-                Err(p) => p.into_inner(),
-            };
-            if q.len() >= self.queue.capacity {
-                drop(q);
-                tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue); disconnecting it");
-                self.evict.cancel();
+        let pushed = self.queue.log().push(text);
+        match pushed {
+            Pushed::Queued => {}
+            Pushed::Evicted => {
+                tracing::warn!(session = %self.session, "client is not reading; its send queue is full (server.sendQueue / server.resumeBufferBytes); disconnecting its socket");
+            }
+            Pushed::Overflow(d) => {
+                tracing::warn!(session = %self.session, frames = d.frames, bytes = d.bytes,
+                    "session ended: frames for its detached socket went over server.resumeBufferBytes; {} frames ({} bytes) were dropped", d.frames, d.bytes);
+                self.queue.ended.cancel();
                 return false;
             }
-            q.push_back(text);
         }
         self.queue.ready.notify_one();
         true
@@ -155,66 +226,80 @@ impl Outbox {
         Running(self.queue.clone())
     }
 
+    /// Calls of this session whose reply is not queued yet.
+    pub fn calls_running(&self) -> usize {
+        self.queue.running.load(Ordering::Relaxed)
+    }
+
+    /// The session has ended: nothing more reaches its client.
     pub fn is_closed(&self) -> bool {
-        self.evict.is_cancelled() || self.queue.closed.load(Ordering::SeqCst)
+        self.queue.ended.is_cancelled()
+    }
+
+    /// Fires when the session ends.
+    pub fn ended(&self) -> CancellationToken {
+        self.queue.ended.clone()
+    }
+
+    /// A socket serves the session now.
+    pub fn is_attached(&self) -> bool {
+        self.queue.log().socket().is_some()
+    }
+
+    /// The number of the socket serving the session (they count up), if
+    /// one does.
+    pub fn socket(&self) -> Option<u64> {
+        self.queue.log().socket()
+    }
+
+    /// End the session: drop what is queued and stop taking frames. What
+    /// was dropped unseen by the client (frames not yet written) is
+    /// returned for the log line.
+    pub fn end(&self) -> Dropped {
+        let dropped = self.queue.log().clear();
+        self.queue.ended.cancel();
+        self.queue.ready.notify_waiters();
+        dropped
+    }
+
+    /// A new socket takes the session over after its client saw every
+    /// frame up to `last_seq`: those are dropped as acknowledged, the rest
+    /// are written to the new socket in order. The socket serving the
+    /// session until now (if any) has its `evict` token cancelled and its
+    /// receiver reads nothing more. Returns the receiver and the number of
+    /// frames that will be replayed.
+    pub fn attach(
+        &self,
+        last_seq: u64,
+        evict: CancellationToken,
+    ) -> Result<(OutboxReceiver, u64), Refusal> {
+        if self.queue.ended.is_cancelled() {
+            return Err(Refusal::Ended);
+        }
+        let (socket, replayed) = self.queue.log().attach(last_seq, evict)?;
+        self.queue.ready.notify_waiters();
+        let rx = OutboxReceiver {
+            queue: self.queue.clone(),
+            socket,
+        };
+        Ok((rx, replayed))
+    }
+
+    /// The client saw every frame up to `seq`: free them.
+    pub fn ack(&self, seq: u64) {
+        self.queue.log().ack(seq);
+    }
+
+    /// How many sockets have served the session so far.
+    pub fn attachments(&self) -> u64 {
+        self.queue.log().attachments()
+    }
+
+    /// The `seq` the last queued frame got (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.queue.log().last_seq()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[tokio::test]
-    async fn messages_arrive_in_order_and_a_waiting_reader_is_woken() {
-        let (out, mut rx) = Outbox::new("s".into(), 8, CancellationToken::new());
-        assert!(out.send(serde_json::json!({"n": 1})));
-        assert!(out.send_text("{\"n\":2}".into()));
-        assert_eq!(rx.recv().await, "{\"n\":1}");
-        assert_eq!(rx.try_recv().as_deref(), Some("{\"n\":2}"));
-        assert_eq!(rx.try_recv(), None);
-        // A reader already waiting is woken by a send from another task.
-        let o = out.clone();
-        let waiting = tokio::spawn(async move { rx.recv().await });
-        tokio::task::yield_now().await;
-        assert!(o.send_text("{\"n\":3}".into()));
-        let got = tokio::time::timeout(Duration::from_secs(10), waiting)
-            .await
-            .expect("woken within 10 s")
-            .expect("join");
-        assert_eq!(got, "{\"n\":3}");
-    }
-
-    #[tokio::test]
-    async fn a_full_queue_evicts_and_a_gone_reader_closes() {
-        let evict = CancellationToken::new();
-        let (out, rx) = Outbox::new("s".into(), 2, evict.clone());
-        assert!(out.send_text("a".into()));
-        assert!(out.send_text("b".into()));
-        assert!(!evict.is_cancelled());
-        assert!(!out.send_text("c".into()), "the third does not fit");
-        assert!(
-            evict.is_cancelled(),
-            "a client that does not read is evicted"
-        );
-        assert!(out.is_closed());
-        let (out, rx2) = Outbox::new("s".into(), 2, CancellationToken::new());
-        assert!(!out.is_closed());
-        drop(rx2);
-        assert!(out.is_closed());
-        assert!(!out.send_text("late".into()));
-        drop(rx);
-    }
-
-    #[test]
-    fn replies_are_coming_while_a_call_runs() {
-        let (out, rx) = Outbox::new("s".into(), 8, CancellationToken::new());
-        assert!(!rx.replies_coming());
-        let (a, b) = (out.call_started(), out.clone().call_started());
-        assert!(rx.replies_coming());
-        drop(a);
-        assert!(rx.replies_coming());
-        drop(b);
-        assert!(!rx.replies_coming());
-    }
-}
+mod tests;

@@ -32,13 +32,15 @@ pub fn error_msg(id: &MsgId, error: &HubError) -> Value {
     reply("error", id, json!({ "error": error }))
 }
 
-/// The greeting sent on connect.
-pub fn hello(session_id: &str, servers: Value, tool_count: usize) -> Value {
+/// The greeting sent on connect. `resume_token` is the session's secret
+/// for `resume_session`: it is sent here once and never logged.
+pub fn hello(session_id: &str, resume_token: &str, servers: Value, tool_count: usize) -> Value {
     json!({
         "type": "hello",
         "version": env!("CARGO_PKG_VERSION"),
         "protocol": 1,
         "sessionId": session_id,
+        "resumeToken": resume_token,
         "servers": servers,
         "toolCount": tool_count,
     })

@@ -243,6 +243,7 @@ async fn live(
             // The values a recording could not keep are secrets.
             secrets: required,
         },
+        call_key: None,
     };
     let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;
     // Without a connection (hub__record_replay) the steps are the caller's.

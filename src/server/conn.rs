@@ -1,54 +1,73 @@
 //! One task per socket: it reads frames and writes what is queued for the
-//! client.
+//! session it serves.
 //!
-//! Everything bound for the client goes through one bounded queue
-//! ([`Outbox`]). A client that stops reading fills it; it is then evicted
-//! instead of making the hub buffer without limit or stall a producer.
+//! Everything bound for the client goes through its session's bounded
+//! queue ([`crate::protocol::Outbox`]). A client that stops reading fills
+//! it; its socket is then evicted instead of making the hub buffer without
+//! limit or stall a producer. A socket's first message may resume another
+//! session ([`super::session`]); the socket then serves that one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use serde_json::Value;
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::session::{Session, Sessions};
 use super::slots::Slot;
 use crate::app::App;
-use crate::protocol::{self, Outbox, OutboxReceiver};
+use crate::errors::{ErrorType, HubError};
+use crate::protocol::{self, MsgId, OutboxReceiver, ResumeSessionReq};
 use crate::spin::Spin;
 
-/// Serve one socket; every log line carries `conn{session}`.
-pub async fn run(socket: WebSocket, app: App, slot: Slot, spin: Spin) {
-    let session = uuid::Uuid::new_v4().to_string();
-    let span = tracing::info_span!("conn", session = %session);
-    tracing::Instrument::instrument(serve(socket, app, session, slot, spin), span).await;
+/// Serve one socket; every log line carries `conn{session}` (the socket's
+/// first session: a resume names the one it took over).
+pub async fn run(
+    socket: WebSocket,
+    app: App,
+    slot: Slot,
+    spin: Spin,
+    sessions: Sessions,
+    scope: Arc<str>,
+) {
+    let evict = CancellationToken::new();
+    let (session, rx) = sessions.open(&app, scope, evict.clone());
+    let span = tracing::info_span!("conn", session = %session.id);
+    let link = Link { session, rx, evict };
+    tracing::Instrument::instrument(serve(socket, app, sessions, link, slot, spin), span).await;
+}
+
+/// The session a socket serves, its end of the session's outbox, and the
+/// token that tells the socket to go.
+struct Link {
+    session: Arc<Session>,
+    rx: OutboxReceiver,
+    evict: CancellationToken,
 }
 
 /// `slot` is the connection's place in `server.maxConnections`, given
 /// back when this ends.
 ///
 /// One task owns the socket, reading frames and writing what the
-/// [`Outbox`] holds in one `select!`. Reading and writing in two tasks over
-/// a split socket cost a wake-up of the other task (often on the other
-/// worker thread) for every frame: the socket's readiness wakes both
-/// halves. The relay benchmark counts these ("hub threads went to sleep").
-async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spin: Spin) {
+/// session's [`crate::protocol::Outbox`] holds in one `select!`. Reading
+/// and writing in two tasks over a split socket cost a wake-up of the other
+/// task (often on the other worker thread) for every frame: the socket's
+/// readiness wakes both halves. The relay benchmark counts these ("hub
+/// threads went to sleep").
+async fn serve(
+    mut socket: WebSocket,
+    app: App,
+    sessions: Sessions,
+    mut link: Link,
+    slot: Slot,
+    spin: Spin,
+) {
     let hub = app.hub.clone();
     tracing::info!("client connected");
     let cfg = hub.config();
-    let evict = CancellationToken::new();
-    let (outbox, mut rx) =
-        Outbox::new(session.clone(), cfg.server.send_queue.max(8), evict.clone());
-    let tools = hub.tools();
-    outbox.send(protocol::hello(
-        &session,
-        hub.server_summaries(),
-        tools.tools().len(),
-    ));
-    let events = tokio::spawn(forward_events(hub.subscribe(), outbox.clone()));
     let idle = cfg.server.idle_timeout;
     let max_bytes = cfg.server.max_message_bytes;
     let ping_every = cfg.server.ping_interval.max(Duration::from_millis(50));
@@ -59,17 +78,23 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
     // The close frame sent when the connection ends: 1008 (policy) unless
     // the loop says why it ended; 0 = send none.
     let mut close = CLOSE_EVICTED;
+    // Only a socket's first message may resume a session.
+    let mut first = true;
     loop {
         let frame = tokio::select! {
-            first = rx.recv() => {
-                if rx.replies_coming() {
+            next = link.rx.recv() => {
+                let Some(next) = next else {
+                    close = if link.rx.taken_over() { CLOSE_TAKEN_OVER } else { CLOSE_EVICTED };
+                    break;
+                };
+                if link.rx.replies_coming() {
                     // Let the calls that are ready queue their replies too.
                     tokio::task::yield_now().await;
                 }
                 // Whatever else is already queued leaves with it, in one write.
-                let write = send_burst(&mut socket, first, &mut rx);
-                if let Some(code) = write_or_end(write, &evict, &hub.shutdown).await {
-                    close = code;
+                let write = send_burst(&mut socket, next, &mut link.rx);
+                if let Some(code) = write_or_end(write, &link.evict, &hub.shutdown).await {
+                    close = if link.rx.taken_over() { CLOSE_TAKEN_OVER } else { code };
                     break;
                 }
                 // The client's next request is likely on its way.
@@ -79,18 +104,23 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
             f = socket.next() => f,
             _ = ping.tick() => {
                 let write = socket.send(Message::Ping(Vec::new().into()));
-                if let Some(code) = write_or_end(write, &evict, &hub.shutdown).await {
-                    close = code;
+                if let Some(code) = write_or_end(write, &link.evict, &hub.shutdown).await {
+                    close = if link.rx.taken_over() { CLOSE_TAKEN_OVER } else { code };
                     break;
                 }
                 continue;
             }
             _ = &mut idle_end => {
-                tracing::info!(session = %session, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
+                tracing::info!(session = %link.session.id, idle_ms = idle.as_millis() as u64, "closing idle connection (server.idleTimeout)");
                 close = CLOSE_IDLE;
                 break;
             }
-            _ = evict.cancelled() => break,
+            _ = link.evict.cancelled() => {
+                if link.rx.taken_over() {
+                    close = CLOSE_TAKEN_OVER;
+                }
+                break;
+            }
             _ = hub.shutdown.cancelled() => {
                 close = CLOSE_SHUTDOWN;
                 break;
@@ -102,7 +132,7 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
                 break;
             }
             Some(Err(e)) => {
-                tracing::info!(session = %session, error = %e, "socket error");
+                tracing::info!(session = %link.session.id, error = %e, "socket error");
                 close = 0;
                 break;
             }
@@ -113,14 +143,32 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
             Message::Text(text) => {
                 // Its answer (or the server's) is likely on its way.
                 spin.touch();
-                super::dispatch::handle(&app, &outbox, text.as_str(), max_bytes)
+                let was_first = std::mem::replace(&mut first, false);
+                let Some((id, req)) =
+                    super::dispatch::handle(&app, &link.session, text.as_str(), max_bytes)
+                else {
+                    continue;
+                };
+                if !was_first {
+                    let e = HubError::new(
+                        ErrorType::InvalidMessage,
+                        "resume_session must be the first message a socket sends (right after the hub's hello); this socket already serves its own session",
+                    )
+                    .with_suggestion("open a new socket and send resume_session first");
+                    link.session.outbox.send(protocol::error_msg(&id, &e));
+                    continue;
+                }
+                if let Err(code) = resume(&mut socket, &app, &sessions, &mut link, id, req).await {
+                    close = code;
+                    break;
+                }
             }
             Message::Binary(_) => {
-                let e = crate::errors::HubError::new(
-                    crate::errors::ErrorType::InvalidMessage,
+                let e = HubError::new(
+                    ErrorType::InvalidMessage,
                     "binary frames are not supported; send one JSON object per text frame",
                 );
-                outbox.send(protocol::error_msg(&None, &e));
+                link.session.outbox.send(protocol::error_msg(&None, &e));
             }
             Message::Close(_) => {
                 // The client closed; the library answers its close frame.
@@ -130,9 +178,8 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
             Message::Ping(_) | Message::Pong(_) => {}
         }
     }
-    evict.cancel();
-    events.abort();
-    app.connection_closed(&session);
+    let Link { session, rx, .. } = link;
+    sessions.socket_closed(&app, &session, rx);
     if close != 0 {
         // Best effort: a client that does not read may never see it.
         let frame = Message::Close(Some(CloseFrame {
@@ -145,8 +192,72 @@ async fn serve(mut socket: WebSocket, app: App, session: String, slot: Slot, spi
     // Free the slot first: whoever reads "client disconnected" (a person,
     // a test) may connect again at once.
     drop(slot);
-    tracing::info!(session = %session, "client disconnected");
+    tracing::info!(session = %session.id, "client disconnected");
     crate::trim::soon();
+}
+
+/// `resume_session`: take the named session over. On success the socket
+/// gets `session_resumed` (outside the session's numbering: it is about
+/// the stream, not in it), then every frame after `lastSeq`; its own new
+/// session is given up. A refusal is an error in the socket's own session,
+/// which goes on. `Err` is the close code when the socket failed.
+async fn resume(
+    socket: &mut WebSocket,
+    app: &App,
+    sessions: &Sessions,
+    link: &mut Link,
+    id: MsgId,
+    req: ResumeSessionReq,
+) -> Result<(), u16> {
+    let target = match sessions.find(&req) {
+        Ok(t) if t.id == link.session.id => {
+            let e = HubError::new(
+                ErrorType::InvalidMessage,
+                "this socket already serves that session",
+            );
+            link.session.outbox.send(protocol::error_msg(&id, &e));
+            return Ok(());
+        }
+        Ok(t) => t,
+        Err(e) => {
+            tracing::info!(session = %req.session_id, error = %e.message, "resume_session refused");
+            link.session.outbox.send(protocol::error_msg(&id, &e));
+            return Ok(());
+        }
+    };
+    let evict = CancellationToken::new();
+    let (rx, replayed) = match sessions.take_over(&target, req.last_seq, evict.clone()) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::info!(session = %req.session_id, error = %e.message, "resume_session refused");
+            link.session.outbox.send(protocol::error_msg(&id, &e));
+            return Ok(());
+        }
+    };
+    let own = std::mem::replace(
+        link,
+        Link {
+            session: target,
+            rx,
+            evict,
+        },
+    );
+    sessions.discard(&own.session, own.rx);
+    tracing::info!(resumed = %link.session.id, last_seq = req.last_seq, replayed, "session resumed on this socket");
+    let msg = protocol::reply(
+        "session_resumed",
+        &id,
+        serde_json::json!({
+            "sessionId": link.session.id,
+            "fromSeq": req.last_seq + 1,
+            "replayed": replayed,
+        }),
+    );
+    let write = socket.send(Message::Text(msg.to_string().into()));
+    match write_or_end(write, &link.evict, &app.hub.shutdown).await {
+        None => Ok(()),
+        Some(code) => Err(code),
+    }
 }
 
 /// A socket write raced with eviction and shutdown: a client that stopped
@@ -169,17 +280,28 @@ async fn write_or_end(
 /// then flush once: a busy connection pays one send per burst.
 async fn send_burst(
     socket: &mut WebSocket,
-    first: String,
+    first: Bytes,
     rx: &mut OutboxReceiver,
 ) -> Result<(), axum::Error> {
-    socket.feed(Message::Text(first.into())).await?;
+    socket.feed(text_frame(first)).await?;
     for _ in 0..COALESCE {
         match rx.try_recv() {
-            Some(m) => socket.feed(Message::Text(m.into())).await?,
+            Some(m) => socket.feed(text_frame(m)).await?,
             None => break,
         }
     }
     socket.flush().await
+}
+
+/// A queued frame (always UTF-8: it was a `String`) as a text message,
+/// without copying it.
+fn text_frame(b: Bytes) -> Message {
+    match Utf8Bytes::try_from(b) {
+        Ok(t) => Message::Text(t),
+        Err(_) => Message::Text(Utf8Bytes::from_static(
+            "{\"type\":\"warning\",\"message\":\"a frame that was not UTF-8 was dropped\"}",
+        )),
+    }
 }
 
 /// The most queued messages written together with the first.
@@ -189,49 +311,14 @@ const COALESCE: usize = 32;
 const CLOSE_EVICTED: u16 = 1008;
 const CLOSE_SHUTDOWN: u16 = 1001;
 const CLOSE_IDLE: u16 = 1000;
+/// Another socket resumed this socket's session (`resume_session`).
+pub const CLOSE_TAKEN_OVER: u16 = 4001;
 
 fn close_reason(code: u16) -> &'static str {
     match code {
+        CLOSE_TAKEN_OVER => "session taken over: another socket resumed it",
         CLOSE_SHUTDOWN => "the hub is shutting down",
         CLOSE_IDLE => "idle for longer than server.idleTimeout",
         _ => "send queue full (server.sendQueue): the client stopped reading",
-    }
-}
-
-/// Hub-wide events (tools_updated, server_status, …) to this client.
-async fn forward_events(mut rx: broadcast::Receiver<Arc<Value>>, outbox: Outbox) {
-    loop {
-        match rx.recv().await {
-            Ok(ev) => {
-                if let Some(owner) = ev.get("_session").and_then(Value::as_str) {
-                    if owner != outbox.session {
-                        continue;
-                    }
-                }
-                if !outbox.send(strip_private(&ev)) && outbox.is_closed() {
-                    return;
-                }
-            }
-            Err(broadcast::error::RecvError::Lagged(n)) => {
-                outbox.send(serde_json::json!({
-                    "type": "warning",
-                    "message": format!("{n} hub events were dropped because this connection fell behind; send list_tools and health_check to resynchronise"),
-                }));
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
-        }
-    }
-}
-
-/// Fields starting with `_` route an event inside the hub; never sent.
-fn strip_private(ev: &Value) -> Value {
-    match ev {
-        Value::Object(m) if m.keys().any(|k| k.starts_with('_')) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('_'))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }

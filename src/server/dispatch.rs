@@ -6,22 +6,32 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::session::Session;
 use crate::app::App;
+use crate::callkeys::{self, Claim, KeyGuard};
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::Capture;
 use crate::hub::{CallOutcome, CallRequest};
-use crate::protocol::{self, ClientMsg, MsgId, Outbox};
+use crate::protocol::{self, ClientMsg, MsgId, Outbox, ResumeSessionReq, ToolCallReq};
 use crate::retry::RetryOverride;
 
-pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
+/// Handle one text frame of `session`'s socket. A `resume_session` is the
+/// socket's business, not the session's: it is handed back.
+pub fn handle(
+    app: &App,
+    session: &Session,
+    text: &str,
+    max_bytes: usize,
+) -> Option<(MsgId, ResumeSessionReq)> {
     let hub = &app.hub;
+    let out = &session.outbox;
     let env = match protocol::decode_limited(text, max_bytes, hub.config().server.max_json_depth) {
         Ok(env) => env,
         Err(e) => {
             tracing::info!(session = %out.session, error = %e.error.message, "bad frame");
             out.send(protocol::error_msg(&e.id, &e.error));
-            return;
+            return None;
         }
     };
     let id = env.id;
@@ -37,25 +47,7 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
                 json!({"tools": t.tools(), "hash": t.hash()}),
             ));
         }
-        ClientMsg::ToolCall(req) => {
-            let retry = match RetryOverride::parse(req.retry.as_ref()) {
-                Ok(r) => r,
-                Err(m) => return reject(out, &id, format!("tool_call: {m}")),
-            };
-            let call = CallRequest {
-                tool: req.tool,
-                params: req.params,
-                timeout: req.timeout.map(Duration::from_millis),
-                session: out.session.clone(),
-                retry,
-                cancel: hub.shutdown.child_token(),
-                on_retry: None,
-                link: None,
-            };
-            let (app, out) = (app.clone(), out.clone());
-            let running = out.call_started();
-            tokio::spawn(single_call(app, out, id, call, req.save_images, running));
-        }
+        ClientMsg::ToolCall(req) => tool_call(app, session, id, req),
         ClientMsg::HealthCheck => {
             let (app, out) = (app.clone(), out.clone());
             tokio::spawn(async move {
@@ -92,8 +84,11 @@ pub fn handle(app: &App, out: &Outbox, text: &str, max_bytes: usize) {
         }
         ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
         ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req),
+        ClientMsg::Ack(req) => out.ack(req.seq),
+        ClientMsg::ResumeSession(req) => return Some((id, req)),
         other => crate::engine::handle(&app.engine, out.clone(), id, other),
     }
+    None
 }
 
 fn reject(out: &Outbox, id: &MsgId, message: String) {
@@ -103,16 +98,107 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
     ));
 }
 
-/// One `tool_call`: resolve (waiting for a restarting server), the safety
-/// gate, the call with retries, then the recording (if any) and the reply.
-async fn single_call(
+/// A `tool_call`: checked, held to the session's in-flight cap, then run
+/// in its own task (once per `callKey`), cancelled if the session ends.
+fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
+    let out = &session.outbox;
+    let cfg = app.hub.config();
+    let retry = match RetryOverride::parse(req.retry.as_ref()) {
+        Ok(r) => r,
+        Err(m) => return reject(out, &id, format!("tool_call: {m}")),
+    };
+    if let Some(Err(m)) = req.call_key.as_deref().map(callkeys::check_key) {
+        return reject(out, &id, format!("tool_call: {m}"));
+    }
+    let cap = cfg.server.max_in_flight_per_session;
+    if out.calls_running() >= cap {
+        let e = HubError::new(
+            ErrorType::LimitExceeded,
+            format!("this session already has {cap} calls running (server.maxInFlightPerSession); the call was not started"),
+        )
+        .with_suggestion("wait for a running call to answer, or send many steps as one tool_batch");
+        out.send(protocol::error_msg(&id, &e));
+        return;
+    }
+    let call = CallRequest {
+        tool: req.tool,
+        params: req.params,
+        timeout: req.timeout.map(Duration::from_millis),
+        session: out.session.clone(),
+        retry,
+        cancel: session.cancel.child_token(),
+        on_retry: None,
+        link: None,
+    };
+    let running = out.call_started();
+    let (app, out) = (app.clone(), out.clone());
+    let job = Job {
+        app,
+        out,
+        id,
+        call,
+        save_images: req.save_images,
+        running,
+    };
+    match req.call_key {
+        None => tokio::spawn(single_call(job, None)),
+        Some(key) => tokio::spawn(keyed_call(job, key)),
+    };
+}
+
+/// A started `tool_call` and where its answer goes.
+struct Job {
     app: App,
     out: Outbox,
     id: MsgId,
-    mut call: CallRequest,
+    call: CallRequest,
     save_images: Option<crate::protocol::SaveImages>,
     running: crate::protocol::Running,
-) {
+}
+
+/// A `tool_call` with a `callKey`: the first with the key runs; a repeat
+/// gets the first one's `tool_result` (waiting for it while it runs),
+/// marked `"deduplicated": true`. A first call that was cancelled leaves
+/// no answer: the repeat then runs.
+async fn keyed_call(job: Job, key: String) {
+    let hash = callkeys::hash_of(&json!({"tool": job.call.tool, "params": job.call.params}));
+    loop {
+        match crate::engine::keyed::claim(&job.app.engine, &job.out, &key, &hash) {
+            Claim::New(guard) => return single_call(job, Some(guard)).await,
+            Claim::Conflict => {
+                let e = crate::engine::keyed::conflict(&key);
+                drop(job.running);
+                job.out.send(protocol::error_msg(&job.id, &e));
+                return;
+            }
+            Claim::Repeat(first) => {
+                let answer = tokio::select! {
+                    a = first.answer() => a,
+                    _ = job.call.cancel.cancelled() => return,
+                };
+                if let Some(outcome) = answer {
+                    let mut msg = protocol::tool_result_msg(&job.id, (*outcome).clone());
+                    msg["deduplicated"] = json!(true);
+                    drop(job.running);
+                    job.out.send(msg);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// One `tool_call`: resolve (waiting for a restarting server), the safety
+/// gate, the call with retries, then the recording (if any) and the reply.
+async fn single_call(job: Job, key: Option<KeyGuard>) {
+    let Job {
+        app,
+        out,
+        id,
+        mut call,
+        save_images,
+        running,
+    } = job;
     let hub = &app.hub;
     let started_at = std::time::SystemTime::now();
     // The gate's and the call's futures are boxed: inline, they made this
@@ -153,6 +239,14 @@ async fn single_call(
             out.send(ev);
         }
     }
+    // A cancelled call (its session ended) leaves its key free: a repeat
+    // runs it then, rather than getting "cancelled".
+    if let Some(g) = key {
+        let cancelled = outcome.error.as_ref().map(|e| e.error_type) == Some(ErrorType::Cancelled);
+        if !cancelled {
+            g.finish(outcome.to_json());
+        }
+    }
     drop(running);
     match protocol::tool_result_text(&id, &outcome) {
         Some(text) => out.send_text(text),
@@ -178,6 +272,16 @@ async fn gate_single(
         params: &call.params,
         owner: Some(out.clone()),
     };
-    crate::engine::confirm::gate(engine, ask, |_| {}).await?;
+    // A session that ends withdraws its call's pending confirmation.
+    tokio::select! {
+        r = crate::engine::confirm::gate(engine, ask, |_| {}) => r?,
+        _ = call.cancel.cancelled() => {
+            engine.approvals.forget(&task_id);
+            return Err(HubError::new(
+                ErrorType::Cancelled,
+                "the call was cancelled before it ran: its session ended",
+            ));
+        }
+    }
     Ok(info.qualified_name.clone())
 }

@@ -82,6 +82,17 @@ impl Gate {
         Ok(())
     }
 
+    /// The scope of the call keys of a client the gate just let in: a
+    /// fingerprint of the token in force (clients of one token share their
+    /// keys; a new token starts afresh). The token itself is never kept.
+    pub fn key_scope(&self) -> std::sync::Arc<str> {
+        use sha2::{Digest, Sha256};
+        match &self.access.current().token {
+            Some(t) => hex::encode(&Sha256::digest(t.as_bytes())[..8]).into(),
+            None => "no-token".into(),
+        }
+    }
+
     /// Check a request's headers; `Ok` lets it through.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         self.check_host(headers)?;

@@ -7,6 +7,7 @@ mod conn;
 mod dispatch;
 pub mod gate;
 pub mod mcp;
+pub mod session;
 pub mod slots;
 pub mod stdio;
 pub mod ui;
@@ -33,6 +34,8 @@ pub struct AppState {
     pub gate: Gate,
     /// Touched on every request and frame: keeps a worker polling briefly.
     pub spin: crate::spin::Spin,
+    /// Every `/ws` session, with or without a socket.
+    pub sessions: session::Sessions,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -173,6 +176,8 @@ async fn ws_upgrade(
         .max(64 * 1024);
     let app = state.app.clone();
     let spin = state.spin.clone();
+    let sessions = state.sessions.clone();
+    let scope = state.gate.key_scope();
     ws.protocols([gate::SUBPROTOCOL])
         // Our frames are small: an 8 KiB read buffer (it grows for a large
         // frame) instead of tungstenite's eager 128 KiB per connection.
@@ -181,7 +186,7 @@ async fn ws_upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot, spin))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, spin, sessions, scope))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {

@@ -36,6 +36,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// File name suffix of a journal; the stem is the task id.
 const SUFFIX: &str = ".jsonl";
 
+/// A batch's `callKey` and the hash of the request it came with.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallKeyMark {
+    pub key: String,
+    pub hash: String,
+}
+
 /// One journal line. Unknown fields are ignored when reading (forward
 /// compatible within a schema version); an unknown `kind` is an error.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -51,6 +58,10 @@ pub enum Record {
         options: serde_json::Value,
         created_ms: u64,
         hub_version: String,
+        /// The `callKey` the batch was sent with: a repeat after a restart
+        /// finds its task by it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_key: Option<CallKeyMark>,
     },
     #[serde(rename_all = "camelCase")]
     StepStarted {

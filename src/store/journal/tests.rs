@@ -20,6 +20,7 @@ fn header(task_id: &str) -> Record {
         options: json!({"stopOnError": true, "timeout": 120000}),
         created_ms: 1_750_000_000_000,
         hub_version: "0.1.0".to_string(),
+        call_key: None,
     }
 }
 

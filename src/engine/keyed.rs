@@ -1,0 +1,132 @@
+//! A `tool_batch` with a `callKey`: the first one with a key runs; a
+//! repeat (same key, same steps and options, same token) does not start a
+//! second task. It is answered with the first task's `task` object, marked
+//! `deduplicated`, once that task is no longer running. The key is
+//! journaled with the task, so a repeat after a hub restart finds it too.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::service::Engine;
+use super::state::TaskEvent;
+use super::task::Task;
+use crate::callkeys::{self, Claim};
+use crate::errors::{ErrorType, HubError};
+use crate::protocol::{self, BatchReq, MsgId, Outbox, StepPage};
+use crate::store::journal::CallKeyMark;
+
+/// The hash a batch's key is held to: its steps and options.
+pub fn batch_hash(req: &BatchReq) -> String {
+    callkeys::hash_of(&json!({"steps": req.steps, "options": req.options}))
+}
+
+/// The key a new task carries into its journal.
+pub(super) fn mark(req: &BatchReq) -> Option<CallKeyMark> {
+    req.call_key.as_ref().map(|key| CallKeyMark {
+        key: key.clone(),
+        hash: batch_hash(req),
+    })
+}
+
+/// Run `req` unless its key says it already ran (or runs).
+pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key: String) {
+    if let Err(m) = callkeys::check_key(&key) {
+        return reply_err(&out, &id, invalid(format!("tool_batch: {m}")));
+    }
+    let hash = batch_hash(&req);
+    match claim(engine, &out, &key, &hash) {
+        Claim::Conflict => reply_err(&out, &id, conflict(&key)),
+        Claim::Repeat(first) => {
+            let engine = engine.clone();
+            tokio::spawn(async move {
+                let task = first
+                    .answer()
+                    .await
+                    .and_then(|v| v.get("taskId").and_then(|t| t.as_str()).map(String::from))
+                    .and_then(|t| engine.get(&t));
+                match task {
+                    Some(t) => answer_repeat(out, id, t).await,
+                    None => reply_err(
+                        &out,
+                        &id,
+                        HubError::new(
+                            ErrorType::InvalidMessage,
+                            format!(
+                                "the first tool_batch with callKey \"{key}\" did not start a task"
+                            ),
+                        )
+                        .with_suggestion("send the batch again: nothing ran under this key"),
+                    ),
+                }
+            });
+        }
+        Claim::New(guard) => {
+            // Known from a journal (a restart, or the key left memory).
+            if let Some(t) = engine.by_call_key(&key) {
+                if t.call_key.get().is_some_and(|k| k.hash != hash) {
+                    return reply_err(&out, &id, conflict(&key));
+                }
+                guard.finish(json!({"taskId": t.id}));
+                tokio::spawn(answer_repeat(out, id, t));
+                return;
+            }
+            let batch_id = id
+                .clone()
+                .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
+            match super::create_task(engine, batch_id, &req, Some(out.clone())) {
+                Ok(task) => {
+                    guard.finish(json!({"taskId": task.id}));
+                    if let Err(e) = super::start(engine, task, 0, TaskEvent::Start) {
+                        reply_err(&out, &id, e);
+                    }
+                }
+                Err(e) => reply_err(&out, &id, e),
+            }
+        }
+    }
+}
+
+/// Look `key` up for a request of `out`'s session (its token's keys), with
+/// the bounds in force.
+pub fn claim(engine: &Engine, out: &Outbox, key: &str, hash: &str) -> Claim {
+    let cfg = engine.hub().config();
+    engine.call_keys.claim(
+        &out.scope,
+        key,
+        hash,
+        cfg.server.call_key_ttl,
+        cfg.server.call_key_max,
+    )
+}
+
+/// The first task's `task` object once it stops running, as the reply to
+/// a repeat.
+async fn answer_repeat(out: Outbox, id: MsgId, task: Arc<Task>) {
+    task.wait_inactive(super::STATUS_WAIT_LIMIT).await;
+    let page = StepPage {
+        offset: None,
+        limit: Some(StepPage::MAX_LIMIT),
+    };
+    out.send(protocol::reply(
+        "task",
+        &id,
+        json!({"task": task.status_json(page), "deduplicated": true}),
+    ));
+}
+
+fn reply_err(out: &Outbox, id: &MsgId, e: HubError) {
+    out.send(protocol::error_msg(id, &e));
+}
+
+fn invalid(m: String) -> HubError {
+    HubError::new(ErrorType::InvalidMessage, m)
+}
+
+/// A key sent again with another request.
+pub fn conflict(key: &str) -> HubError {
+    invalid(format!(
+        "callKey \"{key}\" was already used with other params; a callKey names one request"
+    ))
+    .with_suggestion("choose a new callKey for a different request, or send the first request's params unchanged to get its answer")
+}
