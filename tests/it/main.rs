@@ -7,6 +7,7 @@ mod artifacts;
 mod assertions;
 mod batch;
 mod durable;
+mod extension;
 mod faults;
 mod gate;
 mod lifecycle;

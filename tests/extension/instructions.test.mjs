@@ -1,0 +1,39 @@
+// Unit tests of the instructions the popup copies (extension/instructions.js).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const I = require("../../extension/instructions.js");
+
+const tools = [
+  { name: "echo", server: "t", qualifiedName: "t__echo", description: "Echo the message back. More words here.",
+    inputSchema: { type: "object", properties: { message: { type: "string" } }, required: ["message"] } },
+  { name: "slow", server: "t", qualifiedName: "t__slow", description: "Sleep.",
+    inputSchema: { type: "object", properties: { message: { type: "string" }, ms: { type: "integer" } }, required: ["ms"] } },
+  { name: "read_file", server: "hub", qualifiedName: "hub__read_file", description: "Read a file inside the workspace",
+    inputSchema: { type: "object", properties: { path: { type: "string" }, encoding: { enum: ["utf8", "base64"] },
+      lines: { type: "array", items: { type: "integer" } } }, required: ["path"] } },
+];
+
+test("one compact line per tool: qualified name, required params first, first sentence", () => {
+  const text = I.build(tools);
+  assert.match(text, /^t__echo\(message: string\) – Echo the message back\.$/m);
+  assert.match(text, /^t__slow\(ms: int, message\?: string\) – Sleep\.$/m);
+  assert.match(text, /^hub__read_file\(path: string, encoding\?: "utf8"\|"base64", lines\?: int\[\]\) – Read a file inside the workspace$/m);
+  assert.match(text, /Ω\{"tool":"NAME","params":\{"arg":"value"\}\}/);
+  assert.match(text, /Tools \(3\)/);
+  assert.ok(text.indexOf("[hub]") < text.indexOf("[t]"), "servers sorted");
+});
+
+test("a server switched off is left out", () => {
+  const text = I.build(tools, { t: true });
+  assert.ok(!text.includes("t__echo"));
+  assert.match(text, /Tools \(1\)/);
+  assert.deepEqual(I.serversOf(tools), [{ name: "hub", count: 1 }, { name: "t", count: 2 }]);
+});
+
+test("long descriptions are cut", () => {
+  const s = I.summary("x".repeat(300));
+  assert.ok(s.length <= 110 && s.endsWith("…"));
+});

@@ -1,0 +1,255 @@
+//! The Chrome extension (extension/) against this hub: the block parser's
+//! unit tests in node, the whole extension in Debian's chromium under
+//! playwright-core (tests/extension/run.mjs) with a fixture chat page, and
+//! 60 s of idleness in a chromium that no debugger holds awake.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+
+use crate::support::{testserver_entry, write_config, TestHub};
+
+/// The id the manifest's `key` gives the extension.
+const EXTENSION_ID: &str = "ogalccghdnhlhiecjohlmgmaembolcgn";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn screenshots() -> PathBuf {
+    let out = root().join("target/extension-screenshots");
+    std::fs::create_dir_all(&out).expect("screenshot folder");
+    out
+}
+
+/// The hub the browser tests use: test servers `t` (on) and `u` (off, with
+/// an extra tool), a confirm rule on echo "danger", and exactly the
+/// extension's origin allowed.
+fn config(dir: &Path) -> Value {
+    let mut u = testserver_entry(dir, "u", &["--extra-tool", "u_extra"]);
+    u["disabled"] = json!(true);
+    json!({
+        "server": {"allowedOrigins": [format!("chrome-extension://{EXTENSION_ID}")]},
+        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u},
+        "safety": {"rules": [
+            {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
+        ]}
+    })
+}
+
+#[tokio::test]
+async fn the_block_parser_passes_its_unit_tests() {
+    let out = tokio::process::Command::new("node")
+        .arg("--test")
+        .arg(root().join("tests/extension/blocks.test.mjs"))
+        .arg(root().join("tests/extension/instructions.test.mjs"))
+        .output()
+        .await
+        .expect("node (the tests need Node.js)");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `node tests/extension/run.mjs` against `hub`, answering its `ask:` lines.
+struct Script {
+    node: tokio::process::Child,
+    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<String>,
+}
+
+impl Script {
+    fn start(hub: &TestHub, env: &[(&str, String)]) -> Script {
+        let mut cmd = tokio::process::Command::new("node");
+        cmd.arg(root().join("tests/extension/run.mjs"))
+            .env("HUB_WS", hub.url())
+            .env("TOKEN", hub.token.clone().expect("token"))
+            .env("HUB_DIR", hub.path())
+            .env("OUT", screenshots())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut node = cmd
+            .spawn()
+            .expect("node (tests need Node.js and npm ci --prefix tests)");
+        let stdout = node.stdout.take().expect("stdout");
+        Script {
+            node,
+            lines: BufReader::new(stdout).lines(),
+            seen: Vec::new(),
+        }
+    }
+
+    async fn next_line(&mut self) -> Option<String> {
+        let l = tokio::time::timeout(Duration::from_secs(300), self.lines.next_line())
+            .await
+            .expect("the browser script said nothing for 300 s")
+            .ok()
+            .flatten()?;
+        eprintln!("[extension] {l}");
+        self.seen.push(l.clone());
+        Some(l)
+    }
+
+    async fn say(&mut self, line: &str) {
+        let stdin = self.node.stdin.as_mut().expect("stdin");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the script");
+    }
+
+    /// Run to the end, answering `ask:` lines; the hub may be replaced
+    /// (`restart-hub`), so it is given back.
+    async fn run(mut self, mut hub: TestHub) -> TestHub {
+        while let Some(l) = self.next_line().await {
+            let Some(cmd) = l.strip_prefix("ask: ") else {
+                continue;
+            };
+            let answer = if let Some(needle) = cmd.strip_prefix("log-count ") {
+                hub.log_count(needle).to_string()
+            } else if cmd == "restart-hub" {
+                hub = restart_on_same_address(hub).await;
+                "ok".to_string()
+            } else {
+                format!("unknown request {cmd:?}")
+            };
+            self.say(&answer).await;
+        }
+        let status = tokio::time::timeout(crate::support::WAIT, self.node.wait())
+            .await
+            .expect("the browser script did not exit")
+            .expect("wait");
+        let mut err = String::new();
+        if let Some(mut e) = self.node.stderr.take() {
+            let _ = e.read_to_string(&mut err).await;
+        }
+        assert!(
+            status.success() && self.seen.last().map(String::as_str) == Some("done"),
+            "the extension failed (screenshots in {}):\n{}\n{err}",
+            screenshots().display(),
+            self.seen.join("\n")
+        );
+        hub
+    }
+}
+
+/// Stop the hub (its sockets close with 1001) and start it again on the
+/// same folder, config and address, as after an upgrade.
+async fn restart_on_same_address(mut hub: TestHub) -> TestHub {
+    let addr = hub.addr.clone();
+    let config_path = hub.path().join("config.json");
+    let dir = std::mem::replace(&mut hub.dir, tempfile::tempdir().expect("dir"));
+    assert!(hub.terminate().await.success());
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).expect("config"))
+            .expect("json");
+    config["server"]["listen"] = json!(addr);
+    write_config(&config_path, &config);
+    let hub = TestHub::spawn(dir, &config_path).await;
+    assert_eq!(hub.addr, addr);
+    hub
+}
+
+/// The whole extension in chromium: a single call and a batch streamed into
+/// the fixture chat, re-render and reload, an approval from the popup,
+/// two tabs, results into the chat input, the worker stopped mid-call and
+/// at random points of ten 10-step batches, the hub restarted, a server
+/// enabled in config.json, and a wrong token.
+#[tokio::test]
+async fn the_extension_runs_blocks_in_chromium() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(dir, config(&p)).await;
+    let hub = Script::start(&hub, &[]).run(hub).await;
+    // The hub saw exactly the extension's origin (config allows no other).
+    assert!(hub.log_count("status=403") == 0, "no upgrade was refused for its origin");
+    assert!(screenshots().join("extension-chat.png").exists());
+}
+
+/// 60 s without a call: the worker keeps its socket (the hub's WebSocket
+/// pings do not count as activity for an extension's service worker, so it
+/// sends its own) and never reconnects. Chromium runs here with no
+/// debugger attached: playwright holds every worker awake, so the profile
+/// is prepared with it first and then opened by chromium alone.
+#[tokio::test]
+async fn the_extension_keeps_its_socket_through_60_s_of_idleness() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(dir, config(&p)).await;
+    let profile = tempfile::tempdir().expect("profile");
+    Script::start(&hub, &[("SETUP_ONLY", profile.path().display().to_string())])
+        .run_setup()
+        .await;
+    let connected = hub.log_count("client connected");
+    let disconnected = hub.log_count("client disconnected");
+    hub.wait_log_count("client disconnected", connected).await;
+    let ext = root().join("extension");
+    let mut chromium = tokio::process::Command::new(
+        std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into()),
+    );
+    chromium
+        .args([
+            "--headless=new",
+            &format!("--disable-extensions-except={}", ext.display()),
+            &format!("--load-extension={}", ext.display()),
+            "--no-sandbox",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-gpu",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "about:blank",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut browser = chromium.spawn().expect("chromium");
+    let pgid = browser.id().expect("pid") as i32;
+    let disconnected = disconnected.max(hub.log_count("client disconnected"));
+    hub.wait_log_count("client connected", connected + 1).await;
+    // The idleness itself: nothing happens for 60 s, by design.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let now_connected = hub.log_count("client connected");
+    let now_disconnected = hub.log_count("client disconnected");
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    let _ = browser.wait().await;
+    assert_eq!(
+        (now_connected, now_disconnected),
+        (connected + 1, disconnected),
+        "after 60 s idle the extension's socket is the same one (no drop, no reconnect):\n{}",
+        hub.logs()
+    );
+}
+
+impl Script {
+    /// The profile-only run (SETUP_ONLY): no requests, `done` at the end.
+    async fn run_setup(mut self) {
+        while self.next_line().await.is_some() {}
+        let status = self.node.wait().await.expect("wait");
+        let mut err = String::new();
+        if let Some(mut e) = self.node.stderr.take() {
+            let _ = e.read_to_string(&mut err).await;
+        }
+        assert!(
+            status.success(),
+            "setting up the profile failed:\n{}\n{err}",
+            self.seen.join("\n")
+        );
+    }
+}
