@@ -66,9 +66,18 @@ pub async fn request(engine: &Engine, ask: &Ask<'_>, reason: &str) -> Result<(),
         msg["batchId"] = b.clone();
     }
     tracing::warn!(task = ask.task_id, step = ask.step_index, tool = %ask.info.qualified_name, %reason, "waiting for a person to confirm");
-    // The owner if it is still connected, else every connection.
+    // The owner while its session lives, else every connection. A batch
+    // whose owner's socket is gone (its session waits for a resume) is put
+    // to every other connection too: a task outlives its client, and anyone
+    // may answer; the owner still gets it when it resumes. A single call's
+    // prompt stays with its session, which cancels it if it ends.
     match ask.owner.as_ref().filter(|o| !o.is_closed()) {
         Some(o) => {
+            if ask.batch_id.is_some() && !o.is_attached() {
+                let mut others = msg.clone();
+                others["_except"] = json!(o.session);
+                hub.broadcast(others);
+            }
             o.send(msg);
         }
         None => hub.broadcast(msg),

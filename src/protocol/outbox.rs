@@ -42,7 +42,9 @@ pub struct Limits {
     /// Unwritten frames a reading socket may fall behind by
     /// (`server.sendQueue`) before it is evicted.
     pub queue: usize,
-    /// Bytes the log may hold (`server.resumeBufferBytes`).
+    /// Bytes the log may hold for a detached session
+    /// (`server.resumeBufferBytes`); a socket that reads may fall behind by
+    /// four times that before it is evicted.
     pub bytes: usize,
     /// Keep written frames until they are acknowledged, for a resume
     /// (`server.sessionGraceMs` > 0).
@@ -124,8 +126,7 @@ impl OutboxReceiver {
     /// This receiver's socket no longer serves the session: another socket
     /// resumed it.
     pub fn taken_over(&self) -> bool {
-        let log = self.queue.log();
-        !self.queue.ended.is_cancelled() && log.socket() != Some(self.socket)
+        self.queue.log().attachments() > self.socket
     }
 
     /// More replies are coming: calls of this session are still running.

@@ -78,7 +78,8 @@ async fn serve(
     // The close frame sent when the connection ends: 1008 (policy) unless
     // the loop says why it ended; 0 = send none.
     let mut close = CLOSE_EVICTED;
-    // Only a socket's first message may resume a session.
+    // Only a socket's first messages may resume a session (refused
+    // attempts do not count).
     let mut first = true;
     loop {
         let frame = tokio::select! {
@@ -143,13 +144,13 @@ async fn serve(
             Message::Text(text) => {
                 // Its answer (or the server's) is likely on its way.
                 spin.touch();
-                let was_first = std::mem::replace(&mut first, false);
                 let Some((id, req)) =
                     super::dispatch::handle(&app, &link.session, text.as_str(), max_bytes)
                 else {
+                    first = false;
                     continue;
                 };
-                if !was_first {
+                if !first {
                     let e = HubError::new(
                         ErrorType::InvalidMessage,
                         "resume_session must be the first message a socket sends (right after the hub's hello); this socket already serves its own session",
@@ -158,9 +159,12 @@ async fn serve(
                     link.session.outbox.send(protocol::error_msg(&id, &e));
                     continue;
                 }
-                if let Err(code) = resume(&mut socket, &app, &sessions, &mut link, id, req).await {
-                    close = code;
-                    break;
+                match resume(&mut socket, &app, &sessions, &mut link, id, req).await {
+                    Ok(resumed) => first = !resumed,
+                    Err(code) => {
+                        close = code;
+                        break;
+                    }
                 }
             }
             Message::Binary(_) => {
@@ -200,7 +204,8 @@ async fn serve(
 /// gets `session_resumed` (outside the session's numbering: it is about
 /// the stream, not in it), then every frame after `lastSeq`; its own new
 /// session is given up. A refusal is an error in the socket's own session,
-/// which goes on. `Err` is the close code when the socket failed.
+/// which goes on (and may try again). `Ok(true)` once resumed; `Err` is
+/// the close code when the socket failed.
 async fn resume(
     socket: &mut WebSocket,
     app: &App,
@@ -208,7 +213,7 @@ async fn resume(
     link: &mut Link,
     id: MsgId,
     req: ResumeSessionReq,
-) -> Result<(), u16> {
+) -> Result<bool, u16> {
     let target = match sessions.find(&req) {
         Ok(t) if t.id == link.session.id => {
             let e = HubError::new(
@@ -216,13 +221,13 @@ async fn resume(
                 "this socket already serves that session",
             );
             link.session.outbox.send(protocol::error_msg(&id, &e));
-            return Ok(());
+            return Ok(false);
         }
         Ok(t) => t,
         Err(e) => {
             tracing::info!(session = %req.session_id, error = %e.message, "resume_session refused");
             link.session.outbox.send(protocol::error_msg(&id, &e));
-            return Ok(());
+            return Ok(false);
         }
     };
     let evict = CancellationToken::new();
@@ -231,7 +236,7 @@ async fn resume(
         Err(e) => {
             tracing::info!(session = %req.session_id, error = %e.message, "resume_session refused");
             link.session.outbox.send(protocol::error_msg(&id, &e));
-            return Ok(());
+            return Ok(false);
         }
     };
     let own = std::mem::replace(
@@ -255,7 +260,7 @@ async fn resume(
     );
     let write = socket.send(Message::Text(msg.to_string().into()));
     match write_or_end(write, &link.evict, &app.hub.shutdown).await {
-        None => Ok(()),
+        None => Ok(true),
         Some(code) => Err(code),
     }
 }

@@ -247,6 +247,9 @@ async fn forward_events(mut rx: broadcast::Receiver<Arc<Value>>, outbox: Outbox)
                         continue;
                     }
                 }
+                if ev.get("_except").and_then(Value::as_str) == Some(&outbox.session) {
+                    continue;
+                }
                 if !outbox.send(strip_private(&ev)) && outbox.is_closed() {
                     return;
                 }

@@ -24,6 +24,7 @@ mod safety;
 mod sandbox;
 mod secrets;
 mod servers;
+mod sessions;
 mod spawn;
 mod stores;
 mod tasks_index;

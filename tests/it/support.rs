@@ -162,8 +162,8 @@ impl TestHub {
         format!("ws://{}/ws", self.addr)
     }
 
-    /// Connect with the token as a Bearer header.
-    pub async fn connect(&self) -> Client {
+    /// A socket with the token as a Bearer header, nothing read yet.
+    pub async fn connect_raw(&self) -> Ws {
         let mut req = self.url().into_client_request().expect("request");
         if let Some(t) = &self.token {
             req.headers_mut().insert(
@@ -174,6 +174,12 @@ impl TestHub {
         let (ws, _) = tokio_tungstenite::connect_async(req)
             .await
             .expect("connect");
+        ws
+    }
+
+    /// Connect with the token as a Bearer header.
+    pub async fn connect(&self) -> Client {
+        let ws = self.connect_raw().await;
         let mut c = Client {
             ws,
             next_id: 0,

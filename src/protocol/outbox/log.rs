@@ -91,12 +91,17 @@ impl Log {
         self.frames.push_back((seq, frame));
         self.forget_written();
         let unwritten = self.next_seq - self.cursor;
-        let over = self.unwritten_bytes > self.limits.bytes;
+        // One frame alone is never too big to keep (a large reply is
+        // written whole); a backlog of several over the bound is. A socket
+        // that reads is allowed a burst of four times the bound before it
+        // counts as not reading.
+        let over = unwritten > 1 && self.unwritten_bytes > self.limits.bytes;
+        let behind = unwritten > 1 && self.unwritten_bytes / 4 > self.limits.bytes;
         match &self.socket {
-            Some((_, evict)) if over || unwritten > self.limits.queue as u64 => {
+            Some((_, evict)) if behind || unwritten > self.limits.queue as u64 => {
                 evict.cancel();
                 self.socket = None;
-                if over && !self.limits.resumable {
+                if !self.limits.resumable && behind {
                     return Pushed::Overflow(self.clear());
                 }
                 Pushed::Evicted

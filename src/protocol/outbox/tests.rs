@@ -67,6 +67,7 @@ fn a_socket_that_does_not_read_is_evicted_and_the_session_goes_on() {
     );
     assert!(!out.is_attached());
     assert!(!out.is_closed(), "the session outlives its socket");
+    assert!(!rx.taken_over(), "evicted, not taken over");
     drop(rx);
     let (mut rx2, replayed) = out.attach(0, CancellationToken::new()).unwrap();
     assert_eq!(replayed, 3);
@@ -139,6 +140,15 @@ fn a_detached_session_over_its_bound_ends_and_says_what_it_dropped() {
         limits(1000, 100, true),
         CancellationToken::new(),
     );
+    // One frame over the bound alone is kept (a large reply is written
+    // whole), with or without a socket.
+    let (big, _big_rx) = Outbox::new(
+        "s".into(),
+        limits(1000, 100, true),
+        CancellationToken::new(),
+    );
+    assert!(big.send_text(format!("{{\"a\":\"{}\"}}", "x".repeat(400))));
+    assert!(big.is_attached());
     rx.detach();
     assert!(out.send_text(format!("{{\"a\":\"{}\"}}", "x".repeat(40))));
     assert!(!out.send_text(format!("{{\"a\":\"{}\"}}", "x".repeat(80))));
