@@ -316,6 +316,7 @@ async fn run_step(
             }
         }))),
         link: None,
+        call_key: None,
     };
     let expect = planned.expect.clone();
     let mut out = hub

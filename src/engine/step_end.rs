@@ -38,6 +38,7 @@ pub(super) async fn record(
                 batch_id: Some(task.batch_id.clone()),
                 task_id: Some(task.id.clone()),
                 step_id: step.id.clone(),
+                call_key: task.call_key.get().map(|k| k.key.clone()),
             },
             params: rendered.unwrap_or(&step.params),
             params_template: Some(&step.params),

@@ -66,6 +66,8 @@ struct Entry<'a> {
     attempts: u32,
     retries: &'a [RetryRecord],
     duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_key: Option<&'a str>,
 }
 
 /// Longest `latest` waits for the file's tail at start-up.
@@ -132,6 +134,7 @@ impl History {
             attempts: out.attempts,
             retries: &out.retries,
             duration_ms: out.duration_ms,
+            call_key: out.call_key.as_deref(),
         };
         let line: Line = match serde_json::to_string(&entry) {
             Ok(text) => text.into(),

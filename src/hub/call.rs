@@ -51,7 +51,8 @@ impl Hub {
         let info = match resolved {
             Ok(info) => info,
             Err(e) => {
-                let out = CallOutcome::failed(&req.tool, e, started.elapsed());
+                let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
+                out.call_key = req.call_key.clone();
                 self.history
                     .record(&req.session, &req.params, &out, &self.config().security);
                 return out;
@@ -61,6 +62,7 @@ impl Hub {
             let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
             out.qualified_name = Some(info.qualified_name.clone());
             out.server = Some(info.server.clone());
+            out.call_key = req.call_key.clone();
             self.history
                 .record(&req.session, &req.params, &out, &self.config().security);
             return out;

@@ -48,6 +48,7 @@ impl<'a> Capture<'a> {
                 batch_id: None,
                 task_id: None,
                 step_id: None,
+                call_key: outcome.call_key.clone(),
             },
             params,
             params_template: None,

@@ -25,6 +25,8 @@ pub struct CallRequest {
     /// The client call to relay the server's progress, sampling and
     /// elicitation to (an MCP `tools/call`); `None` for everything else.
     pub link: Option<crate::mcp::relay::CallLink>,
+    /// The client's `callKey`, noted in the outcome and in history.
+    pub call_key: Option<String>,
 }
 
 /// A callback run before each retry of a call.
@@ -57,6 +59,9 @@ pub struct CallOutcome {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub retries: Vec<RetryRecord>,
     pub duration_ms: u64,
+    /// The `callKey` the call was sent with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_key: Option<String>,
 }
 
 /// The result of one attempt.
@@ -79,6 +84,7 @@ impl CallOutcome {
             attempts: 0,
             retries: Vec::new(),
             duration_ms: elapsed.as_millis() as u64,
+            call_key: None,
         }
     }
 
@@ -158,6 +164,7 @@ mod tests {
                 note: Some("n".into()),
             }],
             duration_ms: 7,
+            call_key: Some("k".into()),
         });
         same_as_to_json(CallOutcome::failed(
             "nope",

@@ -167,6 +167,7 @@ fn outcome(
         attempts,
         retries,
         duration_ms: 0,
+        call_key: req.call_key.clone(),
     }
 }
 

@@ -194,6 +194,7 @@ fn update(
                     batch_id: None,
                     task_id: None,
                     step_id: field(&s, "id")?,
+                    call_key: None,
                 },
                 tool: tool.clone(),
                 qualified_name: Some(tool),

@@ -327,6 +327,7 @@ mod tests {
                 batch_id: None,
                 task_id: None,
                 step_id: None,
+                call_key: None,
             },
             tool: "x".into(),
             qualified_name: None,

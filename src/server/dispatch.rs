@@ -129,6 +129,7 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
         cancel: session.cancel.child_token(),
         on_retry: None,
         link: None,
+        call_key: req.call_key.clone(),
     };
     let running = out.call_started();
     let (app, out) = (app.clone(), out.clone());
@@ -208,7 +209,8 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     let outcome = match Box::pin(gate_single(&app.engine, &out, &call)).await {
         // A tool that cannot be resolved or is refused never runs unchecked.
         Err(e) => {
-            let outcome = CallOutcome::failed(&call.tool, e, Duration::ZERO);
+            let mut outcome = CallOutcome::failed(&call.tool, e, Duration::ZERO);
+            outcome.call_key = call.call_key.clone();
             hub.history.record(
                 &call.session,
                 &call.params,

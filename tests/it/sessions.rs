@@ -388,6 +388,17 @@ async fn a_call_key_runs_its_call_once() {
     assert_eq!(second["result"], first["result"]);
     let lines = std::fs::read_to_string(ws.join("keyed.txt")).expect("file");
     assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert_eq!(first["callKey"], "k-seq", "the reply names its key");
+    let h = s
+        .request(json!({"type": "history", "id": "h", "limit": 50}))
+        .await;
+    let keyed = h["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["callKey"] == "k-seq")
+        .count();
+    assert_eq!(keyed, 1, "history notes the key of the one run: {h}");
 
     // Both sent while the first still runs: the second waits for it.
     let cmd = json!({"command": "sleep 1; echo twice >> keyed2.txt"});

@@ -33,6 +33,7 @@ fn step(seq: usize, tool: &str, params: Value) -> Step {
             batch_id: None,
             task_id: None,
             step_id: None,
+            call_key: None,
         },
         tool: tool.into(),
         qualified_name: Some(format!("fs__{tool}")),
@@ -62,6 +63,7 @@ fn batch_step(seq: usize, id: &str, tool: &str, template: Value) -> Step {
         batch_id: Some(json!("b1")),
         task_id: Some("task_1".into()),
         step_id: Some(id.into()),
+        call_key: None,
     };
     s.params_template = Some(template);
     s

@@ -48,6 +48,7 @@ pub async fn call_tool(
         cancel: app.hub.shutdown.child_token(),
         on_retry: None,
         link: Some(link),
+        call_key: None,
     };
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
@@ -106,6 +107,7 @@ pub async fn call_direct(
         cancel,
         on_retry: None,
         link: None,
+        call_key: None,
     };
     let outcome = run(app, peer, call, false).await;
     let mut r = finish(ep, &tool, &outcome);
