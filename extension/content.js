@@ -19,7 +19,6 @@
   const SHOW_MAX = 4000;
 
   const settings = { insertResult: false, autoSubmit: false };
-  chrome.storage.local.get(["insertResult", "autoSubmit"]).then((s) => Object.assign(settings, s)).catch(() => {});
   chrome.storage.onChanged.addListener((ch, area) => {
     if (area !== "local") return;
     for (const k of ["insertResult", "autoSubmit"]) if (k in ch) settings[k] = !!ch[k].newValue;
@@ -446,14 +445,30 @@
     }, POLL_MS);
   }
 
-  new MutationObserver((muts) => {
+  const observer = new MutationObserver((muts) => {
     for (const m of muts) {
       const t = m.target.nodeType === Node.ELEMENT_NODE ? m.target : m.target.parentElement;
       if (t && t.closest && t.closest("[data-toolhub-call]")) continue;
       scheduleScan();
       return;
     }
-  }).observe(document.documentElement, { childList: true, subtree: true, characterData: true });
+  });
 
-  scheduleScan(0);
+  // Start, unless this page is the hub's own (its dashboard shows params
+  // and results, which may hold blocks that must not run).
+  chrome.storage.local
+    .get(["insertResult", "autoSubmit", "hubUrl"])
+    .then((s) => {
+      settings.insertResult = !!s.insertResult;
+      settings.autoSubmit = !!s.autoSubmit;
+      const hub = (s.hubUrl || "ws://127.0.0.1:8765/ws").replace(/^ws(s?):\/\//, "http$1://").replace(/\/ws\/?$/, "");
+      let hubOrigin = null;
+      try {
+        hubOrigin = new URL(hub).origin;
+      } catch {}
+      if (location.origin === hubOrigin) return;
+      observer.observe(document.documentElement, { childList: true, subtree: true, characterData: true });
+      scheduleScan(0);
+    })
+    .catch(() => {});
 })();

@@ -104,7 +104,15 @@ async function getResult(key) {
   return r["r:" + key] || null;
 }
 
-async function saveResult(record) {
+let saving = Promise.resolve();
+
+/** Results are written one at a time (their index is read, changed, written). */
+function saveResult(record) {
+  saving = saving.then(() => writeResult(record), () => writeResult(record));
+  return saving;
+}
+
+async function writeResult(record) {
   const { rindex = [] } = await chrome.storage.local.get("rindex");
   const idx = rindex.filter((k) => k !== record.key);
   idx.push(record.key);
@@ -433,10 +441,43 @@ async function settle(sock, resumed) {
   setState("connected", resumed ? `session ${short(session.sessionId)} resumed` : `session ${short(session.sessionId)}`);
   startKeepalive(sock);
   rawSend(sock, { type: "list_tools", id: "tools-" + Date.now().toString(36) });
-  // Every call still open goes out again with its key: the hub runs a key
-  // once, so a call it already has is answered, not run again.
+  // Not awaited: its health_check's answer comes through this same frame queue.
+  resendPending(sock, resumed).catch((e) => console.error("toolhub: resending failed", e));
+}
+
+/**
+ * Every call still open goes out again with its key: the hub runs a key
+ * once, so a call it already has is answered (`deduplicated`), not run
+ * again. Keys live in the hub's memory, so a hub that restarted after a
+ * single call was sent no longer knows it: such a call may or may not
+ * have run, and is reported so instead of being run a second time (a
+ * batch's key is in its task journal and survives the restart).
+ */
+async function resendPending(sock, resumed) {
   const now = Date.now();
+  let hubStartedAt = 0;
+  const sentCalls = [...pending.values()].some((e) => e.kind === "call" && e.sentAt);
+  if (!resumed && sentCalls) {
+    try {
+      const h = await request({ type: "health_check" });
+      if (typeof h.uptimeMs === "number") hubStartedAt = Date.now() - h.uptimeMs;
+    } catch {}
+  }
+  if (conn.sock !== sock) return;
   for (const e of [...pending.values()].sort((a, b) => a.createdAt - b.createdAt)) {
+    if (!pending.has(e.key)) continue;
+    if (e.kind === "call" && e.sentAt && hubStartedAt && e.sentAt < hubStartedAt) {
+      await finish(e.key, {
+        success: false,
+        error: {
+          errorType: "UNKNOWN",
+          message: "the hub restarted while this call was running: it may or may not have taken effect, and its result is gone",
+          suggestion: "check whether the call took effect before asking for it again",
+          recoverable: false,
+        },
+      });
+      continue;
+    }
     if (e.sentAt && now - e.sentAt > RESEND_MAX_AGE_MS) {
       if (e.kind === "batch" && e.taskId) {
         rawSend(sock, { type: "task_status", id: e.key, taskId: e.taskId, wait: true });

@@ -6,7 +6,7 @@
 //   HUB_DIR  the hub's folder (config.json, t.calls.jsonl)
 //   OUT      where screenshots go        ONLY     scenarios to run (comma list; all when unset)
 // and answers requests this script prints as `ask: …` on stdout with one
-// line on stdin (`ask: restart-hub`, `ask: log-count NEEDLE`).
+// line on stdin (`ask: restart-hub`, `ask: crash-hub`, `ask: log-count NEEDLE`).
 // Every wait is for a DOM state, a file's content or a message, bounded by
 // a timeout; nothing sleeps to synchronise. Prints `ok: …` per check,
 // `done` at the end; exit 1 with `FAILED: …` on the first failure.
@@ -416,6 +416,17 @@ scenario("hub-restart", async () => {
   await say(chatA, "After the restart:\n\n" + block({ tool: "t__echo", params: { message: "after the hub restart" } }));
   await resultWith(chatA, "after the hub restart");
   check(callsWhere((c) => c.arguments.message === "after the hub restart").length === 1, `the next block runs on the restarted hub (${connects} connections before)`);
+  // A restart in the middle of a single call: the new hub does not know
+  // the call's key, so the extension must not send it again.
+  await say(chatA, "Slow again:\n\n" + block({ tool: "t__slow", params: { ms: 5000, message: "cut by a restart" } }));
+  await until(() => callsWhere((c) => c.arguments.message === "cut by a restart").length === 1, "the slow call to reach the server");
+  // Killed (a clean stop would cancel the call and say so first): the
+  // extension learns of the restart from the new hub's uptime.
+  check((await ask("crash-hub")) === "ok", "the hub was killed during a call and started again");
+  await resultWith(chatA, "may or may not have taken effect", "error");
+  ok("the call cut by the crash is reported as uncertain");
+  await popup.waitForSelector('#state[data-state="connected"]', { timeout: WAIT });
+  check(callsWhere((c) => c.arguments.message === "cut by a restart").length === 1, "and was not run a second time");
 });
 
 scenario("server-enabled", async () => {
@@ -469,6 +480,10 @@ for (const s of scenarios) {
     await s.f();
   } catch (e) {
     failed = `${s.name}: ${e.stack || e.message}`;
+    try {
+      const results = await chatA.locator(".toolhub-result").evaluateAll((els) => els.slice(-3).map((e) => `${e.getAttribute("data-toolhub-state")}: ${e.textContent.slice(0, 300)}`));
+      failed += `\nlast results in the page:\n${results.join("\n")}\nworker: ${JSON.stringify(await uiState()).slice(0, 1500)}`;
+    } catch {}
     try {
       mkdirSync(OUT, { recursive: true });
       for (const [i, p] of ctx.pages().entries()) await p.screenshot({ path: path.join(OUT, `failed-${i}.png`) }).catch(() => {});

@@ -121,6 +121,9 @@ impl Script {
             } else if cmd == "restart-hub" {
                 hub = restart_on_same_address(hub).await;
                 "ok".to_string()
+            } else if cmd == "crash-hub" {
+                hub = crash_on_same_address(hub).await;
+                "ok".to_string()
             } else {
                 format!("unknown request {cmd:?}")
             };
@@ -157,6 +160,20 @@ async fn restart_on_same_address(mut hub: TestHub) -> TestHub {
     config["server"]["listen"] = json!(addr);
     write_config(&config_path, &config);
     let hub = TestHub::spawn(dir, &config_path).await;
+    assert_eq!(hub.addr, addr);
+    hub
+}
+
+/// SIGKILL the hub mid-work and start it again on the same address.
+async fn crash_on_same_address(hub: TestHub) -> TestHub {
+    let addr = hub.addr.clone();
+    let config_path = hub.path().join("config.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).expect("config"))
+            .expect("json");
+    config["server"]["listen"] = json!(addr);
+    write_config(&config_path, &config);
+    let hub = hub.crash_and_restart().await;
     assert_eq!(hub.addr, addr);
     hub
 }
