@@ -125,8 +125,10 @@
     return found;
   }
 
+  /** The page part of a block's key: origin, path and query (some chat
+   * sites name the conversation in the query, e.g. `?id=`). */
   function pageId() {
-    return location.origin + location.pathname;
+    return location.origin + location.pathname + location.search;
   }
 
   let scanTimer = null;

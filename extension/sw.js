@@ -580,9 +580,9 @@ async function handle(m) {
         e.needUser = { taskId: m.taskId, stepIndex: m.stepIndex, tool: m.tool, reason: m.reason, expiresAt: m.expiresAt };
         if (m.batchId) e.taskId = m.taskId;
         await persistPending(e);
-        push(e);
       }
       updateBadge();
+      if (e) push(e);
       notifyUi();
       return;
     }

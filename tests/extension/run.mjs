@@ -206,6 +206,10 @@ async function resultWith(page, needle, state = "success", ms = WAIT) {
   return loc;
 }
 
+async function badgeText() {
+  return popup.evaluate(() => chrome.action.getBadgeText({}));
+}
+
 async function uiState() {
   return popup.evaluate(() => chrome.runtime.sendMessage({ type: "ui-state" }));
 }
@@ -252,8 +256,8 @@ scenario("setup", async () => {
   await popup.waitForSelector('#servers li[data-server="t"]', { timeout: WAIT });
   const n = Number(await popup.getAttribute("#tool-count", "data-count"));
   check(n > 10, `the popup shows the state, the servers and the tool count (${n} tools)`);
-  const badge = await popup.evaluate(() => chrome.action.getBadgeText({}));
-  check(badge === "on", `the badge says the connection is on ("${badge}")`);
+  await until(async () => (await badgeText()) === "on", "the badge to say on");
+  ok("the badge says the connection is on");
   chatA = await newChat("one");
 });
 
@@ -310,8 +314,8 @@ scenario("approval", async () => {
   await resultWith(chatA, "needs your approval", "need_user");
   ok("a call that a confirm rule holds shows need_user in the page");
   await popup.waitForSelector('#approvals li[data-task-id]:has-text("danger zone")', { timeout: WAIT });
-  const badge = await popup.evaluate(() => chrome.action.getBadgeText({}));
-  check(badge === "1", `the badge counts the approval waiting ("${badge}")`);
+  await until(async () => (await badgeText()) === "1", "the badge to count one approval");
+  ok("the badge counts the approval waiting");
   await popup.click('#approvals li:has-text("danger zone") button[data-action="approve"]');
   await resultWith(chatA, "danger zone", "success");
   check(callsWhere((c) => c.arguments.message === "danger zone").length === 1, "approved in the popup, the call ran once");
@@ -459,8 +463,8 @@ scenario("wrong-token", async () => {
   await popup.waitForSelector('#state[data-state="refused"]', { timeout: WAIT });
   const msg = await popup.textContent("#message");
   check(/401/.test(msg) && /token/.test(msg) && /options/.test(msg), `the popup says the token was refused and what to do: ${msg.slice(0, 120)}…`);
-  const badge = await popup.evaluate(() => chrome.action.getBadgeText({}));
-  check(badge === "!", "the badge shows the refusal");
+  await until(async () => (await badgeText()) === "!", "the badge to show the refusal");
+  ok("the badge shows the refusal");
   const n0 = await logCount("status=401");
   // Observe a window long enough for several backoff retries (0.5, 1, 2, 4 s).
   const t0 = Date.now();
