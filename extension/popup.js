@@ -123,7 +123,7 @@ async function hubTasks() {
   }
   try {
     const r = await ask({ type: "hub-tasks", state: "running" });
-    $("hub-tasks").textContent = `The hub runs ${r.total ?? r.tasks.length} task(s) in all.`;
+    $("hub-tasks").textContent = `Batches running at the hub (from any client): ${r.total ?? r.tasks.length}`;
   } catch {
     $("hub-tasks").textContent = "";
   }

@@ -251,6 +251,7 @@ scenario("setup", async () => {
   await optionsPage.waitForSelector('#conn[data-state="connected"]', { timeout: WAIT });
   ok("the options page saves the hub URL and token; the worker connects");
   popup = await ctx.newPage();
+  await popup.setViewportSize({ width: 384, height: 600 });
   await popup.goto(`chrome-extension://${EXT_ID}/popup.html`);
   await popup.waitForSelector('#state[data-state="connected"]', { timeout: WAIT });
   await popup.waitForSelector('#servers li[data-server="t"]', { timeout: WAIT });
@@ -315,6 +316,7 @@ scenario("approval", async () => {
   ok("a call that a confirm rule holds shows need_user in the page");
   await popup.waitForSelector('#approvals li[data-task-id]:has-text("danger zone")', { timeout: WAIT });
   await until(async () => (await badgeText()) === "1", "the badge to count one approval");
+  await popup.screenshot({ path: path.join(OUT, "extension-popup.png"), fullPage: true });
   ok("the badge counts the approval waiting");
   await popup.click('#approvals li:has-text("danger zone") button[data-action="approve"]');
   await resultWith(chatA, "danger zone", "success");
