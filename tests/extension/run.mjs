@@ -326,6 +326,20 @@ scenario("approval", async () => {
   await popup.click('#approvals li:has-text("danger denied") button[data-action="deny"]');
   await resultWith(chatA, "SAFETY_BLOCKED", "error");
   check(callsWhere((c) => c.arguments.message === "danger denied").length === 0, "denied in the popup, the call never ran and the page shows SAFETY_BLOCKED");
+  // A batch step waiting for approval while the worker is stopped: the
+  // approval is still there after the restart, and answering it runs the step.
+  await say(chatA, "A batch with a risky step:\n\n" + block({ steps: [
+    { id: "safe", tool: "t__echo", params: { message: "safe first" } },
+    { id: "risky", tool: "t__echo", params: { message: "danger in a batch" } },
+  ] }));
+  await resultWith(chatA, "batch of 2 steps", "need_user");
+  check((await stopWorker()) === 1, "the worker is stopped while a batch step waits for approval");
+  await popup.reload();
+  await popup.waitForSelector('#approvals li[data-task-id]:has-text("danger in a batch")', { timeout: WAIT });
+  await popup.click('#approvals li:has-text("danger in a batch") button[data-action="approve"]');
+  const done = chatA.locator(resultSel("success")).filter({ has: chatA.locator('.toolhub-step[data-step-index="1"]') }).filter({ hasText: "danger in a batch" });
+  await done.waitFor({ timeout: WAIT });
+  check(callsWhere((c) => c.arguments.message === "danger in a batch").length === 1, "approved after the worker's restart, the step ran once");
   await popup.waitForSelector("#approvals-section[hidden]", { state: "attached", timeout: WAIT });
 });
 
