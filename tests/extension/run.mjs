@@ -350,6 +350,14 @@ scenario("invalid", async () => {
   check(t.includes("⟨here⟩") && t.includes("INVALID_BLOCK"), "invalid JSON gives a readable error in the page, pointing at the spot");
 });
 
+scenario("split", async () => {
+  // A blank line inside the JSON: the renderer splits the block over two
+  // paragraphs, each with highlighted-free plain text.
+  await say(chatA, 'Two paragraphs: Ω{"tool":"t__echo",\n\n"params":{"message":"split over paragraphs"}} and on.');
+  await resultWith(chatA, "split over paragraphs");
+  check(callsWhere((c) => c.arguments.message === "split over paragraphs").length === 1, "a block split over two paragraphs is found whole and runs once");
+});
+
 scenario("tabs", async () => {
   const chatB = await newChat("two");
   await Promise.all([
