@@ -82,6 +82,7 @@ async fn main() -> ExitCode {
         }
     }
     let name = cli.name.clone();
+    let delay = std::time::Duration::from_millis(cli.start_delay_ms);
     let server = match TestServer::new(cli) {
         Ok(server) => server,
         Err(e) => {
@@ -90,6 +91,10 @@ async fn main() -> ExitCode {
         }
     };
     eprintln!("testserver {name} started pid={}", std::process::id());
+    if !delay.is_zero() {
+        // A slow starter: the hub's handshake waits.
+        tokio::time::sleep(delay).await;
+    }
     let running = match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => running,
         Err(e) => {

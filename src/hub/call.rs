@@ -13,6 +13,11 @@ use tokio_util::sync::CancellationToken;
 use super::local::{LocalCall, Mounted, OfflineTools};
 use super::outcome::{Attempt, CallOutcome, CallRequest};
 use super::Hub;
+
+/// The longest a listing waits for servers still in their first start
+/// ([`Hub::settle_first_start`]); past it, the listing says which are
+/// still starting.
+pub const LIST_HOLD: Duration = Duration::from_secs(20);
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::call as mcp_call;
 use crate::mcp::registry::ToolInfo;
@@ -128,6 +133,35 @@ impl Hub {
             any |= self.wait_server_settled(&server, wait, cancel).await;
         }
         any
+    }
+
+    /// Wait (at most `limit`) for every enabled server still in its first
+    /// start, so a listing is not a partial aggregate passed off as whole;
+    /// the names of those still starting after that. Servers that are
+    /// restarting are not waited for (a crash loop must not stall lists),
+    /// and once every server has started this returns at once.
+    pub async fn settle_first_start(&self) -> Vec<String> {
+        let limit = LIST_HOLD;
+        let starting = || -> Vec<String> {
+            self.servers
+                .iter()
+                .filter(|h| {
+                    h.status()
+                        .is_some_and(|s| matches!(s.state, ServerState::Starting))
+                })
+                .map(|h| h.key().clone())
+                .collect()
+        };
+        let now = starting();
+        if now.is_empty() {
+            return now;
+        }
+        let never = CancellationToken::new();
+        let waits = now
+            .iter()
+            .map(|s| self.wait_server_settled(s, limit, &never));
+        futures::future::join_all(waits).await;
+        starting()
     }
 
     /// Wait until `server` is running (true) or settles in another state

@@ -40,12 +40,18 @@ pub fn handle(
             out.send(protocol::reply("pong", &id, json!({})));
         }
         ClientMsg::ListTools => {
-            let t = hub.tools();
-            out.send(protocol::reply(
-                "tools",
-                &id,
-                json!({"tools": t.tools(), "hash": t.hash()}),
-            ));
+            // Right after start-up this waits for the servers still
+            // starting; a list that is still partial says so.
+            let (hub, out) = (hub.clone(), out.clone());
+            tokio::spawn(async move {
+                let starting = hub.settle_first_start().await;
+                let t = hub.tools();
+                let mut msg = json!({"tools": t.tools(), "hash": t.hash()});
+                if !starting.is_empty() {
+                    msg["starting"] = json!(starting);
+                }
+                out.send(protocol::reply("tools", &id, msg));
+            });
         }
         ClientMsg::ToolCall(req) => tool_call(app, session, id, req),
         ClientMsg::HealthCheck => {

@@ -8,6 +8,8 @@ pub struct Cli {
     pub state_dir: Option<std::path::PathBuf>,
     pub extra_tools: Vec<String>,
     pub conformance: bool,
+    /// Wait this long before answering the MCP handshake (a slow starter).
+    pub start_delay_ms: u64,
 }
 
 pub fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> {
@@ -26,9 +28,15 @@ pub fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> 
             "--state-dir" => cli.state_dir = Some(value()?.into()),
             "--extra-tool" => cli.extra_tools.push(value()?),
             "--conformance" => cli.conformance = true,
+            "--start-delay-ms" => {
+                let v = value()?;
+                cli.start_delay_ms = v.parse().map_err(|_| {
+                    format!("--start-delay-ms {v}: expected a whole number of milliseconds")
+                })?;
+            }
             other => {
                 return Err(format!(
-                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool or --conformance"
+                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool, --conformance or --start-delay-ms"
             ))
             }
         }

@@ -57,6 +57,15 @@ pub struct HubServer {
 }
 
 impl HubServer {
+    /// A list's first page waits for servers still in their first start
+    /// (bounded); the names of those still starting after that.
+    async fn settled(&self, request: &Option<PaginatedRequestParams>) -> Vec<String> {
+        if request.as_ref().is_some_and(|r| r.cursor.is_some()) {
+            return Vec::new();
+        }
+        self.ep.app.hub.settle_first_start().await
+    }
+
     pub fn new(ep: Arc<Endpoint>) -> HubServer {
         let state = SessionState::new();
         HubServer {
@@ -168,6 +177,7 @@ impl ServerHandler for HubServer {
         request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let starting = self.settled(&request).await;
         let names = self.ep.tool_names();
         let pairs: Vec<(&String, &String)> = names.by_exposed.iter().collect();
         let (pairs, next) = self.page(List::Tools, pairs, request)?;
@@ -177,6 +187,7 @@ impl ServerHandler for HubServer {
             .collect();
         let mut r = ListToolsResult::with_all_items(tools);
         r.next_cursor = next;
+        (r.meta, r.ttl_ms) = partial(starting);
         Ok(r)
     }
 
@@ -202,11 +213,13 @@ impl ServerHandler for HubServer {
         request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let starting = self.settled(&request).await;
         let all = self.ep.app.hub.list_resources().await;
         let all = all.into_iter().map(|(_, r)| r).collect();
         let (items, next) = self.page(List::Resources, all, request)?;
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
+        (r.meta, r.ttl_ms) = partial(starting);
         Ok(r)
     }
 
@@ -268,10 +281,12 @@ impl ServerHandler for HubServer {
         request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let starting = self.settled(&request).await;
         let prompts = self.ep.prompts().await;
         let (items, next) = self.page(List::Prompts, prompts, request)?;
         let mut r = ListPromptsResult::with_all_items(items);
         r.next_cursor = next;
+        (r.meta, r.ttl_ms) = partial(starting);
         Ok(r)
     }
 
@@ -370,6 +385,19 @@ impl ServerHandler for HubServer {
 /// `ping` and `resources/subscribe`), and a stateless request has no
 /// session to keep a level in: such a request is `-32601` saying so (done
 /// anyway, it would be a silent no-op).
+/// A list that is still partial says so: `_meta["toolhub/starting"]`
+/// names the servers not up yet (their items come with
+/// `notifications/*/list_changed`), and `ttlMs` 0 tells a caching client
+/// not to keep it.
+fn partial(starting: Vec<String>) -> (Option<rmcp::model::MetaObject>, Option<u64>) {
+    if starting.is_empty() {
+        return (None, None);
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("toolhub/starting".into(), json!(starting));
+    (Some(rmcp::model::MetaObject(m)), Some(0))
+}
+
 fn session_only(
     cx: &RequestContext<RoleServer>,
     method: &str,

@@ -9,6 +9,7 @@ mod era;
 mod gate;
 mod limit;
 mod relay;
+mod starting;
 mod stdio;
 
 use std::path::Path;
