@@ -48,6 +48,7 @@ const conn = {
   message: "",
   attempt: 0,
   timer: null,
+  probing: false,
   retryAt: null,
   keepalive: null,
   pingOut: null,
@@ -233,8 +234,10 @@ function closed(sock, code, reason) {
   if (!sock.opened) {
     // The browser says nothing about a refused upgrade: ask /health with
     // the same token; 401/403 means refused, anything else means retry.
+    conn.probing = true;
     probe().then((p) => {
-      if (conn.sock) return;
+      conn.probing = false;
+      if (conn.sock || conn.timer) return;
       if (p.refused) {
         refused = { url: settings.hubUrl, tag: tokenTag(settings.token), message: p.message };
         stats.refusedAt = Date.now();
@@ -278,6 +281,7 @@ async function probe() {
 }
 
 function retryLater(why) {
+  clearTimeout(conn.timer);
   conn.attempt++;
   const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(conn.attempt - 1, 16));
   const delay = Math.round(base / 2 + (Math.random() * base) / 2);
@@ -764,7 +768,7 @@ async function onRun(msg, sender) {
     e.sentAt = Date.now();
     await persistPending(e);
     send(e.msg);
-  } else if (!conn.sock && !conn.timer && conn.state !== "refused") {
+  } else if (!conn.sock && !conn.timer && !conn.probing && conn.state !== "refused") {
     connect();
   }
   notifyUi();
@@ -928,7 +932,7 @@ chrome.tabs.onRemoved.addListener((tabId) => {
 chrome.alarms.onAlarm.addListener((a) => {
   if (a.name !== "toolhub-wake") return;
   ready.then(() => {
-    if (!conn.sock && !conn.timer && conn.state !== "refused") connect();
+    if (!conn.sock && !conn.timer && !conn.probing && conn.state !== "refused") connect();
   });
 });
 chrome.runtime.onStartup.addListener(() => {});
