@@ -460,11 +460,19 @@ async function settle(sock, resumed) {
 async function resendPending(sock, resumed) {
   const now = Date.now();
   let hubStartedAt = 0;
+  const ended = new Map(); // callKey → history entry of a call that ended cancelled
   const sentCalls = [...pending.values()].some((e) => e.kind === "call" && e.sentAt);
   if (!resumed && sentCalls) {
+    // The old session is gone: its single calls were either answered (the
+    // key store answers a repeat), cancelled with the session (history says
+    // so: a repeat would run them again), or never reached the hub.
     try {
       const h = await request({ type: "health_check" });
       if (typeof h.uptimeMs === "number") hubStartedAt = Date.now() - h.uptimeMs;
+    } catch {}
+    try {
+      const h = await request({ type: "history", limit: 1000 });
+      for (const x of h.entries || []) if (x.callKey && x.errorType === "CANCELLED") ended.set(x.callKey, x);
     } catch {}
   }
   if (conn.sock !== sock) return;
@@ -476,6 +484,18 @@ async function resendPending(sock, resumed) {
         error: {
           errorType: "UNKNOWN",
           message: "the hub restarted while this call was running: it may or may not have taken effect, and its result is gone",
+          suggestion: "check whether the call took effect before asking for it again",
+          recoverable: false,
+        },
+      });
+      continue;
+    }
+    if (e.kind === "call" && ended.has(e.key)) {
+      await finish(e.key, {
+        success: false,
+        error: {
+          errorType: "CANCELLED",
+          message: "the hub cancelled this call when its session ended (the extension was away longer than the hub's server.sessionGraceMs); it may have partly taken effect",
           suggestion: "check whether the call took effect before asking for it again",
           recoverable: false,
         },

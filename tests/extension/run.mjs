@@ -501,9 +501,20 @@ scenario("wrong-token", async () => {
   ok("with the right token pasted it connects again");
 });
 
+// Only with a hub whose sessions end 50 ms after their socket drops
+// (tests/it/extension.rs runs it on such a hub, alone).
+scenario("grace", async () => {
+  await say(chatA, "Slow:\n\n" + block({ tool: "t__slow", params: { ms: 4000, message: "outlived its session" } }));
+  await until(() => callsWhere((c) => c.arguments.message === "outlived its session").length === 1, "the slow call to reach the server");
+  check((await stopWorker()) === 1, "the worker is stopped while its call runs, longer than the hub's grace");
+  const r = await resultWith(chatA, "cancelled this call when its session ended", "error");
+  check((await r.count()) === 1, "the call the hub cancelled with the session is reported so");
+  check(callsWhere((c) => c.arguments.message === "outlived its session").length === 1, "and is not run a second time");
+});
+
 let failed = null;
 for (const s of scenarios) {
-  if (ONLY && s.name !== "setup" && !ONLY.has(s.name)) continue;
+  if (ONLY ? s.name !== "setup" && !ONLY.has(s.name) : s.name === "grace") continue;
   try {
     await s.f();
   } catch (e) {

@@ -197,6 +197,22 @@ async fn the_extension_runs_blocks_in_chromium() {
     assert!(screenshots().join("extension-chat.png").exists());
 }
 
+/// The worker stopped during a call for longer than the hub keeps its
+/// session: the hub cancels the call with the session, and the extension
+/// reports it so (from the hub's history) instead of sending it again,
+/// which would run it a second time.
+#[tokio::test]
+async fn a_call_cancelled_with_its_expired_session_is_not_run_again() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut c = config(&p);
+    c["server"]["sessionGraceMs"] = json!(50);
+    let hub = TestHub::start_in(dir, c).await;
+    Script::start(&hub, &[("ONLY", "grace".into())])
+        .run(hub)
+        .await;
+}
+
 /// 60 s without a call: the worker keeps its socket (the hub's WebSocket
 /// pings do not count as activity for an extension's service worker, so it
 /// sends its own) and never reconnects. Chromium runs here with no
