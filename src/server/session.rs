@@ -31,6 +31,9 @@ pub struct Session {
     pub outbox: Outbox,
     /// Cancelled when the session ends: its single calls stop with it.
     pub cancel: CancellationToken,
+    /// When the session was opened (the oldest detached session goes first
+    /// when there are too many).
+    opened: tokio::time::Instant,
 }
 
 /// Every live session (cheap to clone).
@@ -45,6 +48,7 @@ enum Why {
     SocketClosed,
     GraceOver,
     Replaced,
+    TooMany,
 }
 
 impl Sessions {
@@ -71,7 +75,9 @@ impl Sessions {
             id: id.clone(),
             outbox,
             cancel: hub.shutdown.child_token(),
+            opened: tokio::time::Instant::now(),
         });
+        self.make_room(cfg.server.max_connections);
         self.map.insert(id.clone(), session.clone());
         session.outbox.send(protocol::hello(
             &id,
@@ -194,6 +200,31 @@ impl Sessions {
     pub fn discard(&self, session: &Arc<Session>, rx: OutboxReceiver) {
         drop(rx);
         end(session, Why::Replaced);
+    }
+
+    /// Sessions waiting for a resume hold no connection slot, so they are
+    /// bounded apart: at most `max_connections` of them (a client that
+    /// reconnects in a loop without resuming must not pile up sessions).
+    /// The oldest detached one ends first.
+    fn make_room(&self, max_connections: usize) {
+        loop {
+            let detached: Vec<Arc<Session>> = self
+                .map
+                .iter()
+                .filter(|s| !s.outbox.is_attached())
+                .map(|s| s.clone())
+                .collect();
+            if detached.len() < max_connections.max(1) {
+                return;
+            }
+            let Some(oldest) = detached.iter().min_by_key(|s| s.opened) else {
+                return;
+            };
+            tracing::info!(session = %oldest.id, detached = detached.len(),
+                "too many sessions waiting for a resume (server.maxConnections); ending the oldest");
+            end(oldest, Why::TooMany);
+            self.map.remove(&oldest.id);
+        }
     }
 
     /// Sessions alive now (with or without a socket).

@@ -493,3 +493,28 @@ async fn calls_over_the_session_cap_fail_at_once() {
     }
     assert_eq!((ok, limited), (8, 12));
 }
+
+/// Sessions waiting for a resume are bounded apart (they hold no slot):
+/// past `server.maxConnections` of them the oldest ends.
+#[tokio::test]
+async fn detached_sessions_are_bounded_and_the_oldest_goes_first() {
+    let hub = hub_with(json!({"server": {"maxConnections": 3}})).await;
+    let waiting = "the session waits for a resume_session";
+    // hub_with's own client has gone already.
+    hub.wait_log_count(waiting, 1).await;
+    let mut dropped = Vec::new();
+    for n in 0..5 {
+        let a = Sock::open(&hub).await;
+        dropped.push((a.session.clone(), a.token.clone(), a.last_seq));
+        drop(a);
+        hub.wait_log_count(waiting, n + 2).await;
+    }
+    hub.wait_log("ending the oldest").await;
+    let (first, last) = (&dropped[0], &dropped[4]);
+    let mut x = Sock::open(&hub).await;
+    let r = x.resume(&first.0, &first.1, first.2).await;
+    assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
+    let mut y = Sock::open(&hub).await;
+    let r = y.resume(&last.0, &last.1, last.2).await;
+    assert_eq!(r["type"], "session_resumed", "{r}");
+}
