@@ -43,8 +43,9 @@ pub struct Limits {
     /// (`server.sendQueue`) before it is evicted.
     pub queue: usize,
     /// Bytes the log may hold for a detached session
-    /// (`server.resumeBufferBytes`); a socket that reads may fall behind by
-    /// four times that before it is evicted.
+    /// (`server.resumeBufferBytes`); of frames already written, a quarter of
+    /// that is kept until acknowledged; a socket that reads may fall behind
+    /// by four times that before it is evicted.
     pub bytes: usize,
     /// Keep written frames until they are acknowledged, for a resume
     /// (`server.sessionGraceMs` > 0).

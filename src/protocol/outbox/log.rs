@@ -114,8 +114,13 @@ impl Log {
     /// Written frames go first when the log is over its bound, and at once
     /// when the session cannot be resumed.
     fn forget_written(&mut self) {
+        // Written frames matter only for a socket that died with them in
+        // flight: a quarter of the bound is kept (a client that never acks,
+        // wscat, holds at most that).
+        let cap = self.limits.bytes / 4;
         while let Some((seq, f)) = self.frames.front() {
             let keep = self.limits.resumable
+                && self.written_bytes <= cap
                 && self.written_bytes + self.unwritten_bytes <= self.limits.bytes;
             if *seq >= self.cursor || keep {
                 break;

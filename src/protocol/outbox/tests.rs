@@ -176,7 +176,7 @@ fn written_frames_are_kept_within_the_bound_only_when_resumable() {
         Err(Refusal::TooOld { .. })
     ));
     // Resumable with a small bound: the oldest written frames go first.
-    let (out, mut rx) = Outbox::new("s".into(), limits(64, 40, true), CancellationToken::new());
+    let (out, mut rx) = Outbox::new("s".into(), limits(64, 200, true), CancellationToken::new());
     for _ in 0..4 {
         out.send_text("{\"pad\":\"0123456789\"}".into());
         rx.try_recv().unwrap();
