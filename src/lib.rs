@@ -106,12 +106,8 @@ pub async fn run(
     tracing::info!("shutting down: stopping servers");
     // Let each connection's writer send its close frame (1001) before the
     // process ends; bounded, so a stuck client never holds the exit.
-    let drained = tokio::time::timeout(std::time::Duration::from_secs(2), async {
-        while hub.connections.load(std::sync::atomic::Ordering::SeqCst) > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-    })
-    .await;
+    hub.clients.close();
+    let drained = tokio::time::timeout(std::time::Duration::from_secs(2), hub.clients.wait()).await;
     if drained.is_err() {
         tracing::warn!("some connections did not close within 2 s of shutdown");
     }

@@ -72,6 +72,9 @@ pub struct Inner {
     /// The config in force, for services above that take up a reload.
     config_tx: watch::Sender<Arc<Config>>,
     pub connections: AtomicUsize,
+    /// One token per client the hub serves (each `server::slots::Slot`
+    /// holds one): shutdown closes it and waits for the clients to go.
+    pub clients: tokio_util::task::TaskTracker,
     started: std::time::Instant,
     /// Approved tool definitions and the ones changed since (rug pulls).
     pins: pins::Pins,
@@ -122,6 +125,7 @@ impl Hub {
             shutdown,
             config_error: Mutex::new(None),
             connections: AtomicUsize::new(0),
+            clients: tokio_util::task::TaskTracker::new(),
             started: std::time::Instant::now(),
             pins: pins::Pins::load(&pins_file),
             relay: RelaySlot::default(),

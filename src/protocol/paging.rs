@@ -26,47 +26,25 @@ impl Paging {
     }
 }
 
-/// A lower bound on a creation time: an RFC 3339 UTC time
-/// (`2026-11-22T03:00:00Z`, fractions allowed) or a date (`2026-11-22`),
-/// kept in the hub's own timestamp shape (`…:SS.mmmZ`) so that comparing
-/// strings compares instants.
+/// A lower bound on a creation time: an RFC 3339 time with any offset
+/// (`2026-11-22T03:00:00Z`, `2026-11-22T05:00:00+02:00`, fractions allowed)
+/// or a date (`2026-11-22`, midnight UTC), parsed by chrono and kept in the
+/// hub's own timestamp shape (`util::rfc3339`: UTC, `…:SS.mmmZ`) so that
+/// comparing strings compares instants.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Since(String);
 
 impl Since {
     pub fn parse(s: &str) -> Option<Since> {
-        let b = s.as_bytes();
-        let digits =
-            |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
-        let date = digits(0..4)
-            && b.get(4) == Some(&b'-')
-            && digits(5..7)
-            && b.get(7) == Some(&b'-')
-            && digits(8..10);
-        if !date {
-            return None;
-        }
-        if b.len() == 10 {
-            return Some(Since(format!("{s}T00:00:00.000Z")));
-        }
-        let time = b[10] == b'T'
-            && digits(11..13)
-            && b.get(13) == Some(&b':')
-            && digits(14..16)
-            && b.get(16) == Some(&b':')
-            && digits(17..19);
-        let rest = s.get(19..)?;
-        let frac = match rest.strip_suffix('Z')? {
-            "" => "",
-            f => f
-                .strip_prefix('.')
-                .filter(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()))?,
+        use chrono::{DateTime, SecondsFormat, Utc};
+        // A date is midnight UTC; chrono's RFC 3339 parser checks its digits.
+        let at = if s.len() == 10 {
+            DateTime::parse_from_rfc3339(&format!("{s}T00:00:00Z"))
+        } else {
+            DateTime::parse_from_rfc3339(s)
         };
-        if !time {
-            return None;
-        }
-        let ms: String = frac.chars().chain("000".chars()).take(3).collect();
-        Some(Since(format!("{}.{ms}Z", &s[..19])))
+        let utc = at.ok()?.with_timezone(&Utc);
+        Some(Since(utc.to_rfc3339_opts(SecondsFormat::Millis, true)))
     }
 
     /// Is a hub timestamp (`util::rfc3339`) at or after this bound?
@@ -80,7 +58,7 @@ impl<'de> Deserialize<'de> for Since {
         let s = String::deserialize(d)?;
         Since::parse(&s).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "{s:?} is not a time: expected an RFC 3339 UTC time like \"2026-11-22T03:00:00Z\" or a date like \"2026-11-22\""
+                "{s:?} is not a time: expected an RFC 3339 time like \"2026-11-22T03:00:00Z\" or \"2026-11-22T05:00:00+02:00\", or a date like \"2026-11-22\""
             ))
         })
     }
@@ -104,11 +82,33 @@ mod tests {
         assert!(f.admits("2026-11-22T03:49:36.500Z"));
         for bad in [
             "yesterday",
-            "2026-11-22T03:49:36+02:00",
             "2026-11-22T03:49",
             "2026-1-2",
             "",
             "2026-11-22T03:49:36.Z",
+            "2026-11-22T03:49:36",
+        ] {
+            assert!(Since::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn since_takes_any_offset_and_rejects_impossible_dates() {
+        let east = Since::parse("2026-11-22T05:49:36+02:00").unwrap();
+        assert_eq!(east, Since::parse("2026-11-22T03:49:36Z").unwrap());
+        assert!(east.admits("2026-11-22T03:49:36.000Z"));
+        assert!(!east.admits("2026-11-22T03:49:35.999Z"));
+        let west = Since::parse("2026-11-21T23:30:00.25-04:30").unwrap();
+        assert!(west.admits("2026-11-22T04:00:00.250Z"));
+        assert!(!west.admits("2026-11-22T04:00:00.249Z"));
+        for bad in [
+            "2026-13-01",
+            "2026-13-01T00:00:00Z",
+            "2026-02-30",
+            "2026-11-31T00:00:00Z",
+            "2026-11-22T24:00:00Z",
+            "2026-11-22T03:60:00Z",
+            "2026-11-22T03:49:36+25:00",
         ] {
             assert!(Since::parse(bad).is_none(), "{bad}");
         }

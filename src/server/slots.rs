@@ -12,8 +12,12 @@ use axum::Json;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::Hub;
 
-/// One client's place in `server.maxConnections`.
-pub struct Slot(Hub);
+/// One client's place in `server.maxConnections`, and its token in
+/// `Hub::clients`, which shutdown waits on.
+pub struct Slot {
+    hub: Hub,
+    _client: tokio_util::task::task_tracker::TaskTrackerToken,
+}
 
 impl Slot {
     /// Take a place, or say why not: the limit is reached.
@@ -28,13 +32,16 @@ impl Slot {
             );
             return Err(full(max));
         }
-        Ok(Slot(hub.clone()))
+        Ok(Slot {
+            hub: hub.clone(),
+            _client: hub.clients.token(),
+        })
     }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+        self.hub.connections.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
