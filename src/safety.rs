@@ -221,6 +221,39 @@ mod tests {
         assert_eq!(v, Verdict::Allow);
     }
 
+    /// Issue 33.3: shell keywords hid the command after them, and system
+    /// directories were not protected. The first two ran under the default
+    /// rules; the third with any custom `safety.rules` (the regex defaults
+    /// happened to catch `rm -rf ~` anywhere in the text).
+    #[test]
+    fn keywords_and_system_directories_ask_under_default_and_custom_rules() {
+        let run = info("run_command");
+        let defaults = cfg("{}");
+        let custom = cfg(r#"{"safety": {"rules": [
+            {"tool": "write_file", "match": {"path": "\\.env$"}, "action": "deny"}
+        ]}}"#);
+        let none = cfg(r#"{"safety": {"rules": []}}"#);
+        for c in [&defaults, &custom, &none] {
+            for script in [
+                "! shutdown now",
+                "for d in /; do rm -rf $d; done",
+                "if true; then rm -rf ~; fi",
+                "\"r\"\"m\" -fr /usr",
+                "rm -rf /etc",
+                "find / -delete",
+                "chmod -R 777 /",
+                "chown -R me /var",
+                "mkfs /dev/sda",
+                "dd if=/dev/zero of=/dev/nvme0n1",
+            ] {
+                let v = check(c, &run, &json!({ "command": script }));
+                assert!(matches!(v, Verdict::Confirm(_)), "{script}: {v:?}");
+            }
+            let v = check(c, &run, &json!({"command": "if true; then ls; fi"}));
+            assert_eq!(v, Verdict::Allow);
+        }
+    }
+
     #[test]
     fn deny_beats_confirm() {
         let c = cfg(r#"{"safety": {"rules": [

@@ -3,7 +3,12 @@
 //! simple command through quoting (`'…'`, `"…"`), backslash escapes, the
 //! operators `;` `&` `&&` `||` `|` and newlines, subshells and groups,
 //! `$( )`, backticks and `<( )`/`>( )` (whose commands are found too),
-//! with redirections set apart from arguments.
+//! with redirections set apart from arguments. The reserved words of the
+//! compound commands are grammar, not commands: `!`, `if`/`then`/`elif`/
+//! `else`/`fi`, `for`/`select`/`while`/`until` … `do` … `done` (a `for`
+//! header's words are not a command), `case … in pat) … ;; esac` (the
+//! subject and the patterns are not commands), `function name`, `{ }`,
+//! so `if true; then rm -rf ~; fi` yields the command `rm -rf ~`.
 //!
 //! It does not expand anything: a word that holds a variable or a
 //! substitution is marked `dynamic`, and the gate treats what it cannot
@@ -58,6 +63,23 @@ struct Parser {
     out: Script,
 }
 
+/// Where the parser stands in a compound command, for the words that are
+/// its grammar rather than a command.
+#[derive(Default)]
+struct Compound {
+    /// After `for`/`select`: the loop's name and word list, until a
+    /// separator or `do`.
+    header: bool,
+    /// After `case`: its subject, until `in`.
+    subject: bool,
+    /// A `case` pattern (`a|b)`) comes next.
+    pattern: bool,
+    /// `case`s open (their `esac` not yet read).
+    cases: usize,
+    /// After `function`: the function's name.
+    name: bool,
+}
+
 impl Parser {
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.pos + ahead).copied()
@@ -77,6 +99,7 @@ impl Parser {
         };
         let mut redirect_next = false;
         let mut depth = 0usize;
+        let mut g = Compound::default();
         let finish = |out: &mut Script, cmd: &mut Command, piped: bool| {
             if !cmd.words.is_empty() || !cmd.redirects.is_empty() {
                 out.commands.push(std::mem::take(cmd));
@@ -85,6 +108,10 @@ impl Parser {
             cmd.substituted = substituted;
         };
         while let Some(c) = self.peek(0) {
+            if g.pattern && !matches!(c, ' ' | '\t' | '\n' | ';' | '#') {
+                self.case_pattern(&mut g);
+                continue;
+            }
             match c {
                 ' ' | '\t' => self.pos += 1,
                 '\\' if self.peek(1) == Some('\n') => self.pos += 2,
@@ -95,7 +122,15 @@ impl Parser {
                 }
                 ';' | '\n' | '&' => {
                     self.pos += 1;
-                    if c == '&' && self.peek(0) == Some('&') {
+                    g.header = false;
+                    if c == ';' && g.cases > 0 && matches!(self.peek(0), Some(';' | '&')) {
+                        // `;;`, `;&`, `;;&`: the end of a case item.
+                        self.pos += 1;
+                        if self.peek(0) == Some('&') {
+                            self.pos += 1;
+                        }
+                        g.pattern = true;
+                    } else if c == '&' && self.peek(0) == Some('&') {
                         self.pos += 1;
                     } else if c == '&' && self.peek(0) == Some('>') {
                         // `&>file`: a redirect, not a separator.
@@ -172,9 +207,8 @@ impl Parser {
                     if redirect_next {
                         cmd.redirects.push(w);
                         redirect_next = false;
-                    } else if cmd.words.is_empty() && (w.text == "{" || w.text == "}") && !w.quoted
-                    {
-                        // Group braces open or close a list: no command.
+                    } else if cmd.words.is_empty() && self.grammar(&mut g, &w) {
+                        // A reserved word or a compound command's own word.
                     } else {
                         cmd.words.push(w);
                     }
@@ -185,8 +219,88 @@ impl Parser {
             self.fail("unterminated substitution");
         } else if depth > 0 {
             self.fail("unterminated subshell");
+        } else if g.cases > 0 || g.subject {
+            self.fail("unterminated case");
         }
         finish(&mut self.out, &mut cmd, false);
+    }
+
+    /// Is `w`, read where a command starts, grammar? Reserved words are
+    /// (unquoted); so are a `for` header's, a `case` subject's and a
+    /// `function`'s name, whatever they are.
+    fn grammar(&mut self, g: &mut Compound, w: &Word) -> bool {
+        let plain = !w.quoted && !w.dynamic;
+        if g.name {
+            g.name = false;
+            if self.peek(0) == Some('(') && self.peek(1) == Some(')') {
+                self.pos += 2;
+            }
+            return true;
+        }
+        if g.header {
+            g.header = !(plain && w.text == "do");
+            return true;
+        }
+        if g.subject {
+            if plain && w.text == "in" {
+                g.subject = false;
+                g.cases += 1;
+                g.pattern = true;
+            }
+            return true;
+        }
+        if !plain {
+            return false;
+        }
+        match w.text.as_str() {
+            "!" | "if" | "then" | "elif" | "else" | "fi" | "while" | "until" | "do" | "done"
+            | "{" | "}" | "coproc" => {}
+            "for" | "select" => g.header = true,
+            "case" => g.subject = true,
+            "esac" => g.cases = g.cases.saturating_sub(1),
+            "function" => g.name = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// A `case` item's patterns, `(a|b)` or `a|b)`, up to and with the
+    /// `)`; or the `esac` that closes the case.
+    fn case_pattern(&mut self, g: &mut Compound) {
+        g.pattern = false;
+        if self.peek(0) == Some('(') {
+            self.pos += 1;
+        }
+        let mut first = true;
+        loop {
+            while matches!(self.peek(0), Some(' ' | '\t' | '\n')) {
+                self.pos += 1;
+            }
+            match self.peek(0) {
+                Some(')') => {
+                    self.pos += 1;
+                    return;
+                }
+                Some('|') => self.pos += 1,
+                None => {
+                    self.fail("unterminated case");
+                    return;
+                }
+                Some(_) => {
+                    let start = self.pos;
+                    let w = self.word();
+                    if first && !w.quoted && w.text == "esac" {
+                        g.cases = g.cases.saturating_sub(1);
+                        return;
+                    }
+                    if self.pos == start {
+                        self.fail("malformed case pattern");
+                        return;
+                    }
+                }
+            }
+            first = false;
+        }
     }
 
     fn expect_close(&mut self) {
@@ -379,38 +493,4 @@ impl Parser {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(src: &str) -> Vec<String> {
-        parse(src)
-            .commands
-            .iter()
-            .filter_map(|c| c.words.first().map(|w| w.text.clone()))
-            .collect()
-    }
-
-    #[test]
-    fn commands_are_found_through_quotes_operators_and_substitutions() {
-        assert_eq!(names("exit 0; 'rm' -rf /"), ["exit", "rm"]);
-        assert_eq!(names("r\\m -rf /"), ["rm"]);
-        assert_eq!(names("a && b || c | d & e"), ["a", "b", "c", "d", "e"]);
-        // A substitution's commands come before the command that uses them.
-        assert_eq!(
-            names("(cd x; make) && echo `date` $(id -u)"),
-            ["cd", "make", "date", "id", "echo"]
-        );
-        assert_eq!(names("/sbin/shut\"\"down now"), ["/sbin/shutdown"]);
-        assert_eq!(names("bash <(curl -s x)"), ["curl", "bash"]);
-        let s = parse("wget -qO- x | python3");
-        assert!(s.commands[1].piped && !s.commands[0].piped);
-        let s = parse("echo hi > /dev/sda 2>&1");
-        assert_eq!(s.commands[0].words.len(), 2);
-        assert_eq!(s.commands[0].redirects[0].text, "/dev/sda");
-        let s = parse("rm -rf \"$(printf /)\"");
-        assert!(s.commands[0].substituted && s.commands[1].words[2].dynamic);
-        assert!(parse("echo 'oops").unreadable.is_some());
-        assert!(parse("echo $(ls").unreadable.is_some());
-        assert!(parse("f() { ls; }; f").unreadable.is_none());
-    }
-}
+mod tests;

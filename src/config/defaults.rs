@@ -127,6 +127,9 @@ const CMD: &str =
 const BIN: &str = r"(?:/usr)?(?:/s?bin/)?";
 /// End of a command word.
 const END: &str = r"(?:\s|$|[;&|)`])";
+/// The system directories the `rm` rule protects (the shell gate's table,
+/// `safety::shell_gate::paths`, has the full list).
+const SYSTEM_DIRS: &str = r"/(?:usr|etc|var|boot|home|opt|bin|lib|lib32|lib64|sbin|srv|root)";
 
 /// (pattern, reason) of the default rules, all matched against param
 /// "command" of any tool, all `confirm`.
@@ -139,11 +142,12 @@ pub fn rule_table() -> Vec<(String, &'static str)> {
     vec![
         (
             // rm with a recursive flag (-r, -R, -rf, -fr, -r -f, --recursive)
-            // and a target of /, /*, ~, ~/, ~/*, $HOME (optionally quoted).
+            // and a target of /, /*, ~, ~/, ~/*, $HOME or a system directory
+            // (optionally quoted). The shell gate sees more spellings.
             format!(
-                r#"\brm\s+(?:-\S+\s+)*(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+(?:-\S+\s+)*["']?(?:/|~|\$HOME|\$\{{HOME\}})/?\*?["']?{END}"#
+                r#"\brm\s+(?:-\S+\s+)*(?:-[a-zA-Z]*[rR][a-zA-Z]*|--recursive)\s+(?:-\S+\s+)*["']?(?:/|~|\$HOME|\$\{{HOME\}}|{SYSTEM_DIRS})/?\*?["']?{END}"#
             ),
-            "recursive delete of the root or home directory",
+            "recursive delete of the root, home or a system directory",
         ),
         (
             r"\brm\s.*--no-preserve-root".to_string(),
@@ -236,6 +240,10 @@ mod tests {
             "rm --recursive --force /",
             "sudo rm -rf --no-preserve-root /",
             "rm -rf \"$HOME\"",
+            "rm -rf /usr",
+            "rm -fr /etc/",
+            "sudo rm -rf /var/*",
+            "rm -rf '/boot'",
             "cd /tmp && rm -rf / ; echo done",
             "rm --no-preserve-root -r /",
             "mkfs.ext4 /dev/sda1",
@@ -269,6 +277,9 @@ mod tests {
             "rm -rf ./build",
             "rm -rf /tmp/build",
             "rm -rf ~/project/target",
+            "rm -rf /usr/local/src/x",
+            "rm -rf /var/tmp/build",
+            "rm -rf ./etc",
             "rm /tmp/x",
             "rm file",
             "ls /",

@@ -1,12 +1,27 @@
 //! The shell gate: rules that match parsed commands (`crate::shell`), not
-//! the raw string, so `'rm' -rf /`, `r\m -rf /`, `X=/; rm -rf $X` or
-//! `/sbin/shut""down` are seen for what they are. What the parser cannot
-//! see through (a command name that is a variable, `eval`, an interpreter
-//! fed from a pipe, a malformed script) asks a person.
+//! the raw string, so `'rm' -rf /`, `r\m -rf /`, `X=/; rm -rf $X`,
+//! `"r""m" -fr /usr` or `/sbin/shut""down` are seen for what they are.
+//! What the parser cannot see through (a command name that is a variable,
+//! `eval` of a substitution, an interpreter fed from a pipe, a malformed
+//! script) asks a person.
+//!
+//! Each simple command is first unwrapped (assignments, `sudo`, `env`,
+//! `xargs`, … and their options; brace expansion), then tried against
+//! [`RULES`] in order; the first that has a reason to ask wins.
+
+mod files;
+mod paths;
+#[cfg(test)]
+mod tests;
 
 use serde_json::Value;
 
 use crate::shell::{self, Command, Word};
+use files::{
+    chmod_chown, find_delete, find_exec, has_flag, mv_protected, rm_no_preserve_root, rm_protected,
+    rm_xargs,
+};
+use paths::is_disk_device;
 
 /// Params whose string value is a shell script.
 const SCRIPT_KEYS: &[&str] = &["command", "script", "cmd"];
@@ -22,20 +37,37 @@ const CODE_ENV: &[&str] = &[
     "BASHOPTS",
     "PS4",
 ];
-/// Commands that run the rest of their arguments as a command.
-const WRAPPERS: &[&str] = &[
-    "command", "env", "sudo", "doas", "xargs", "nice", "nohup", "time", "exec", "timeout",
-    "stdbuf", "busybox", "setsid", "chroot", "ionice", "builtin",
+/// Commands that run the rest of their arguments as a command, with the
+/// options of theirs that take a value (`sudo -u root rm …`).
+const WRAPPERS: &[(&str, &[&str])] = &[
+    ("command", &[]),
+    (
+        "env",
+        &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
+    ),
+    (
+        "sudo",
+        &[
+            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
+        ],
+    ),
+    ("doas", &["-u", "-C"]),
+    ("xargs", &["-I", "-n", "-P", "-s", "-d", "-a", "-E", "-L"]),
+    ("nice", &["-n"]),
+    ("nohup", &[]),
+    ("time", &["-f", "-o"]),
+    ("exec", &["-a"]),
+    ("timeout", &["-s", "-k"]),
+    ("stdbuf", &["-i", "-o", "-e"]),
+    ("busybox", &[]),
+    ("setsid", &[]),
+    ("chroot", &[]),
+    ("ionice", &["-c", "-n", "-p"]),
+    ("builtin", &[]),
+    ("watch", &["-n"]),
 ];
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"];
 const INTERPRETERS: &[&str] = &[
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "csh",
-    "tcsh",
     "python",
     "python2",
     "python3",
@@ -51,6 +83,61 @@ const INTERPRETERS: &[&str] = &[
     "osascript",
 ];
 const POWER: &[&str] = &["shutdown", "reboot", "halt", "poweroff"];
+/// Commands that erase a disk or a file system outright.
+const ERASERS: &[&str] = &["wipefs", "mkswap", "blkdiscard"];
+/// Partition editors: asked about when given a disk device.
+const PARTITIONERS: &[&str] = &["fdisk", "sfdisk", "sgdisk", "gdisk", "cfdisk", "parted"];
+/// Commands that write their file arguments: asked about when one is a disk.
+const DEVICE_WRITERS: &[&str] = &["cp", "tee", "shred", "install", "truncate"];
+
+/// One simple command, unwrapped: what the rules look at.
+struct Seen<'a> {
+    /// The command as parsed (its redirections, whether it reads a pipe).
+    cmd: &'a Command,
+    /// The command name without its directory: `/sbin/shutdown` → `shutdown`.
+    name: &'a str,
+    /// The words after the name.
+    args: &'a [Word],
+    /// Its name is a variable or a substitution.
+    dynamic: bool,
+    /// Runs under `xargs`: its arguments come from a pipe.
+    via_xargs: bool,
+    /// Command lines a wrapper runs as a script (`env -S '…'`).
+    scripts: Vec<String>,
+}
+
+/// A rule of the gate: its name (tests and docs use it) and the check that
+/// says why to ask.
+struct Rule {
+    name: &'static str,
+    check: fn(&Seen) -> Option<String>,
+}
+
+/// The rules, in the order they are tried. Each has a row in
+/// `tests::EACH_RULE`, and the README's safety section lists them.
+#[rustfmt::skip]
+const RULES: &[Rule] = &[
+    Rule { name: "disk-redirect", check: disk_redirect },
+    Rule { name: "dynamic-name", check: dynamic_name },
+    Rule { name: "eval", check: eval },
+    Rule { name: "source-generated", check: source_generated },
+    Rule { name: "wrapped-script", check: wrapped_script },
+    Rule { name: "interpreter-pipe", check: interpreter_pipe },
+    Rule { name: "interpreter-substitution", check: interpreter_substitution },
+    Rule { name: "shell-c", check: shell_c },
+    Rule { name: "power", check: power },
+    Rule { name: "erase-disk", check: erase_disk },
+    Rule { name: "partition-disk", check: partition_disk },
+    Rule { name: "dd-device", check: dd_device },
+    Rule { name: "write-device", check: write_device },
+    Rule { name: "rm-no-preserve-root", check: rm_no_preserve_root },
+    Rule { name: "rm-xargs", check: rm_xargs },
+    Rule { name: "rm-protected", check: rm_protected },
+    Rule { name: "find-delete", check: find_delete },
+    Rule { name: "find-exec", check: find_exec },
+    Rule { name: "chmod-chown", check: chmod_chown },
+    Rule { name: "mv-protected", check: mv_protected },
+];
 
 /// A reason to ask before the call runs, or `None` when nothing in the
 /// params' scripts needs it.
@@ -82,11 +169,28 @@ pub fn check(params: &Value) -> Option<String> {
 
 /// The first reason to ask about `script`.
 pub fn check_script(script: &str) -> Option<String> {
+    first_hit(script).map(|(_, why)| why)
+}
+
+/// The first rule that asks about `script`, and its reason. An unreadable
+/// script is the rule `unreadable`.
+fn first_hit(script: &str) -> Option<(&'static str, String)> {
     let parsed = shell::parse(script);
     if let Some(why) = parsed.unreadable {
-        return Some(format!("the script cannot be read safely ({why})"));
+        return Some((
+            "unreadable",
+            format!("the script cannot be read safely ({why})"),
+        ));
     }
     parsed.commands.iter().find_map(check_command)
+}
+
+fn check_command(cmd: &Command) -> Option<(&'static str, String)> {
+    let words = paths::expand_braces(&cmd.words);
+    let seen = unwrap(cmd, &words);
+    RULES
+        .iter()
+        .find_map(|r| (r.check)(&seen).map(|why| (r.name, why)))
 }
 
 /// The last path segment: `/sbin/shutdown` → `shutdown`.
@@ -105,203 +209,201 @@ fn is_assignment(w: &Word) -> bool {
 }
 
 /// The command and its arguments after assignments and wrappers.
-fn effective(words: &[Word]) -> (&[Word], bool) {
+fn unwrap<'a>(cmd: &'a Command, words: &'a [Word]) -> Seen<'a> {
     let mut rest = words;
     let mut via_xargs = false;
+    let mut scripts = Vec::new();
     loop {
         while rest.first().is_some_and(is_assignment) {
             rest = &rest[1..];
         }
         let Some(first) = rest.first() else {
-            return (rest, via_xargs);
+            break;
         };
         if first.dynamic {
-            return (rest, via_xargs);
+            break;
         }
         let name = base(&first.text);
-        if !WRAPPERS.contains(&name) {
-            return (rest, via_xargs);
-        }
+        let Some((_, takes_value)) = WRAPPERS.iter().find(|(w, _)| *w == name) else {
+            break;
+        };
         via_xargs |= name == "xargs";
         rest = &rest[1..];
-        // The wrapper's own options (and `timeout`'s duration).
+        // The wrapper's own options, and the values of those that take one.
         while let Some(w) = rest.first() {
-            let opt = w.text.starts_with('-') && !w.dynamic;
-            let takes_value = matches!(w.text.as_str(), "-u" | "-g" | "-n" | "-I" | "-P" | "-s");
-            if opt {
-                rest = &rest[if takes_value { 2 } else { 1 }.min(rest.len())..];
-            } else if name == "timeout" && w.text.chars().next().is_some_and(|c| c.is_ascii_digit())
-            {
-                rest = &rest[1..];
-            } else {
+            if w.dynamic || !w.text.starts_with('-') || w.text == "-" {
                 break;
             }
-        }
-    }
-}
-
-fn check_command(cmd: &Command) -> Option<String> {
-    for r in &cmd.redirects {
-        if is_disk_device(&r.text) {
-            return Some(format!("writes to the disk device {}", r.text));
-        }
-    }
-    let (words, via_xargs) = effective(&cmd.words);
-    let first = words.first()?;
-    if first.dynamic {
-        return Some(
-            "the command name is a variable or a substitution; its value is only known when it runs"
-                .into(),
-        );
-    }
-    let name = base(&first.text);
-    let args = &words[1..];
-    let dynamic_arg = args.iter().any(|w| w.dynamic);
-    match name {
-        "eval" => return Some("eval runs text as a command".into()),
-        "source" | "." if dynamic_arg || args.iter().any(|a| a.text.starts_with("/dev/")) => {
-            return Some(format!("{name} of a generated file"))
-        }
-        _ => {}
-    }
-    if INTERPRETERS.contains(&name) || name.starts_with("python3.") {
-        if cmd.piped || via_xargs {
-            return Some(format!("{name} reads a script from a pipe"));
-        }
-        if dynamic_arg {
-            return Some(format!("{name} runs a script made by a substitution"));
-        }
-        if let Some(i) = args.iter().position(|a| a.text == "-c") {
-            if let Some(script) = args.get(i + 1) {
-                if let Some(why) = check_script(&script.text) {
-                    return Some(format!("{name} -c: {why}"));
+            rest = &rest[1..];
+            if w.text == "--" {
+                break;
+            }
+            let split = matches!(w.text.as_str(), "-S" | "--split-string");
+            if let Some(split_value) = w.text.strip_prefix("--split-string=") {
+                scripts.push(split_value.to_string());
+            }
+            if takes_value.contains(&w.text.as_str()) {
+                if let (true, Some(v)) = (split, rest.first()) {
+                    scripts.push(v.text.clone());
                 }
+                rest = &rest[1.min(rest.len())..];
             }
         }
-    }
-    if POWER.contains(&name) {
-        return Some(format!("{name} shuts down or reboots the machine"));
-    }
-    if name == "init" && args.first().is_some_and(|a| a.text == "0" || a.text == "6") {
-        return Some("init 0/6 shuts down or reboots the machine".into());
-    }
-    if name == "systemctl"
-        && args.iter().any(|a| {
-            matches!(
-                a.text.as_str(),
-                "reboot" | "poweroff" | "halt" | "kexec" | "suspend" | "hibernate"
-            )
-        })
-    {
-        return Some("systemctl shuts down or reboots the machine".into());
-    }
-    if name.starts_with("mkfs") || name == "wipefs" {
-        return Some(format!("{name} erases a disk or file system"));
-    }
-    if name == "dd"
-        && args
-            .iter()
-            .any(|a| a.text.strip_prefix("of=").is_some_and(is_disk_device))
-    {
-        return Some("dd writes to a disk device".into());
-    }
-    if name == "rm" {
-        return check_rm(args, via_xargs);
-    }
-    if name == "find" {
-        return check_find(args);
-    }
-    if name == "chmod" || name == "chown" {
-        let recursive = args
-            .iter()
-            .any(|a| a.text == "-R" || a.text == "--recursive");
-        if recursive && args.iter().any(is_root_like) {
-            return Some(format!("recursive {name} of the root or home directory"));
+        // `timeout 5 cmd`, `chroot /srv cmd`: one positional before the command.
+        let positional = match name {
+            "timeout" => rest
+                .first()
+                .is_some_and(|w| w.text.starts_with(|c: char| c.is_ascii_digit())),
+            "chroot" => true,
+            _ => false,
+        };
+        if positional {
+            rest = &rest[1.min(rest.len())..];
         }
     }
-    None
+    let (name, dynamic) = match rest.first() {
+        Some(w) => (base(&w.text), w.dynamic),
+        None => ("", false),
+    };
+    Seen {
+        cmd,
+        name,
+        args: rest.get(1..).unwrap_or(&[]),
+        dynamic,
+        via_xargs,
+        scripts,
+    }
 }
 
-fn is_disk_device(path: &str) -> bool {
-    const DISKS: &[&str] = &[
-        "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "mapper/", "md", "dm-", "loop",
-        "sr", "mem", "kmem",
-    ];
-    path.strip_prefix("/dev/")
-        .is_some_and(|d| DISKS.iter().any(|p| d.starts_with(p)))
+fn disk_redirect(s: &Seen) -> Option<String> {
+    let r = s.cmd.redirects.iter().find(|r| is_disk_device(&r.text))?;
+    Some(format!("writes to the disk device {}", r.text))
 }
 
-/// `/`, `/*`, `~`, `~/`, `$HOME`, or a value only known at run time.
-fn is_root_like(w: &Word) -> bool {
-    if w.dynamic {
-        return true;
-    }
-    let t = w.text.trim_end_matches('*').trim_end_matches('/');
-    t.is_empty() && !w.text.is_empty() || t == "~" || w.text == "/." || w.text == "/.."
-}
-
-fn check_rm(args: &[Word], via_xargs: bool) -> Option<String> {
-    let mut recursive = false;
-    let mut targets = Vec::new();
-    let mut options_done = false;
-    for a in args {
-        if !options_done && a.text == "--" {
-            options_done = true;
-        } else if !options_done && a.text.starts_with("--") {
-            if a.text == "--recursive" {
-                recursive = true;
-            }
-            if a.text == "--no-preserve-root" {
-                return Some("rm with --no-preserve-root".into());
-            }
-        } else if !options_done && a.text.starts_with('-') && a.text.len() > 1 && !a.dynamic {
-            recursive |= a.text.contains(['r', 'R']);
-        } else {
-            targets.push(a);
-        }
-    }
-    if !recursive {
-        return None;
-    }
-    if via_xargs {
-        return Some("recursive rm of paths read from a pipe (xargs)".into());
-    }
-    targets.into_iter().find(|t| is_root_like(t)).map(|t| {
-        if t.dynamic {
-            "recursive rm of a path only known when it runs (a variable or substitution)".into()
-        } else {
-            format!("recursive delete of {}", t.text)
-        }
+fn dynamic_name(s: &Seen) -> Option<String> {
+    s.dynamic.then(|| {
+        "the command name is a variable or a substitution; its value is only known when it runs"
+            .into()
     })
 }
 
-fn check_find(args: &[Word]) -> Option<String> {
-    let deletes = args.iter().any(|a| a.text == "-delete");
-    // `-exec CMD … ;` runs a command of its own: check it as one.
-    if let Some(i) = args
-        .iter()
-        .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok"))
-    {
-        let end = args[i + 1..]
-            .iter()
-            .position(|a| a.text == ";" || a.text == "+")
-            .map(|e| i + 1 + e)
-            .unwrap_or(args.len());
-        let inner = Command {
-            words: args[i + 1..end].to_vec(),
-            ..Command::default()
-        };
-        let name = inner.words.first().map(|w| base(&w.text).to_string());
-        if name.as_deref() == Some("rm") && args.iter().take(i).any(is_root_like) {
-            return Some("find -exec rm over the root or home directory".into());
-        }
-        if let Some(why) = check_command(&inner) {
-            return Some(format!("find -exec: {why}"));
-        }
+/// `eval` of fixed text is judged as the script it is; of a variable or a
+/// substitution, asked about.
+fn eval(s: &Seen) -> Option<String> {
+    if s.name != "eval" {
+        return None;
     }
-    let start_root = args
+    if s.args.iter().any(|a| a.dynamic) {
+        return Some("eval runs text only known when it runs".into());
+    }
+    let text: Vec<&str> = s.args.iter().map(|a| a.text.as_str()).collect();
+    check_script(&text.join(" ")).map(|why| format!("eval: {why}"))
+}
+
+fn source_generated(s: &Seen) -> Option<String> {
+    let generated = s
+        .args
         .iter()
-        .take_while(|a| !a.text.starts_with('-'))
-        .any(is_root_like);
-    (deletes && start_root).then(|| "find -delete over the root or home directory".into())
+        .any(|a| a.dynamic || a.text.starts_with("/dev/"));
+    (matches!(s.name, "source" | ".") && generated)
+        .then(|| format!("{} of a generated file", s.name))
+}
+
+fn wrapped_script(s: &Seen) -> Option<String> {
+    s.scripts
+        .iter()
+        .find_map(|script| check_script(script))
+        .map(|why| format!("env -S: {why}"))
+}
+
+fn is_interpreter(name: &str) -> bool {
+    SHELLS.contains(&name) || INTERPRETERS.contains(&name) || name.starts_with("python3.")
+}
+
+fn interpreter_pipe(s: &Seen) -> Option<String> {
+    (is_interpreter(s.name) && (s.cmd.piped || s.via_xargs))
+        .then(|| format!("{} reads a script from a pipe", s.name))
+}
+
+fn interpreter_substitution(s: &Seen) -> Option<String> {
+    (is_interpreter(s.name) && s.args.iter().any(|a| a.dynamic))
+        .then(|| format!("{} runs a script made by a substitution", s.name))
+}
+
+/// `bash -c '…'`, `sh -ec '…'`, `bash -lc '…'`, `su -c '…'`, `python3 -c
+/// '…'`: the script is judged like the outer one.
+fn shell_c(s: &Seen) -> Option<String> {
+    let script = if SHELLS.contains(&s.name) {
+        // `-c` in any short-option cluster; the script is the first operand.
+        if !has_flag(s.args, &['c'], "-c") {
+            return None;
+        }
+        let mut args = s.args.iter();
+        let mut found = None;
+        while let Some(a) = args.next() {
+            if a.text == "-o" || a.text == "+o" {
+                args.next();
+            } else if !(a.text.starts_with('-') || a.text.starts_with('+')) {
+                found = Some(a);
+                break;
+            }
+        }
+        found?
+    } else if is_interpreter(s.name) || matches!(s.name, "su" | "runuser") {
+        let i = s.args.iter().position(|a| a.text == "-c")?;
+        s.args.get(i + 1)?
+    } else {
+        return None;
+    };
+    check_script(&script.text).map(|why| format!("{} -c: {why}", s.name))
+}
+
+fn power(s: &Seen) -> Option<String> {
+    let first = s.args.first().map(|a| a.text.as_str());
+    let off = POWER.contains(&s.name)
+        || (s.name == "init" && matches!(first, Some("0" | "6")))
+        || (s.name == "systemctl"
+            && s.args.iter().any(|a| {
+                matches!(
+                    a.text.as_str(),
+                    "reboot" | "poweroff" | "halt" | "kexec" | "suspend" | "hibernate"
+                )
+            }));
+    off.then(|| format!("{} shuts down or reboots the machine", s.name))
+}
+
+fn erase_disk(s: &Seen) -> Option<String> {
+    (s.name.starts_with("mkfs") || ERASERS.contains(&s.name))
+        .then(|| format!("{} erases a disk or file system", s.name))
+}
+
+fn partition_disk(s: &Seen) -> Option<String> {
+    let disk = s.args.iter().find(|a| is_disk_device(&a.text))?;
+    PARTITIONERS
+        .contains(&s.name)
+        .then(|| format!("{} edits the partitions of {}", s.name, disk.text))
+}
+
+fn dd_device(s: &Seen) -> Option<String> {
+    if s.name != "dd" {
+        return None;
+    }
+    let of = s.args.iter().find(|a| a.text.starts_with("of="))?;
+    let target = of.text.strip_prefix("of=").unwrap_or_default();
+    if of.dynamic {
+        Some("dd writes to a file only known when it runs".into())
+    } else {
+        is_disk_device(target).then(|| format!("dd writes to the disk device {target}"))
+    }
+}
+
+fn write_device(s: &Seen) -> Option<String> {
+    if !DEVICE_WRITERS.contains(&s.name) {
+        return None;
+    }
+    let disk = s.args.iter().find(|a| is_disk_device(&a.text))?;
+    Some(format!(
+        "{} writes to the disk device {}",
+        s.name, disk.text
+    ))
 }

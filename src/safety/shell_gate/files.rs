@@ -1,0 +1,139 @@
+//! The shell gate's rules about files: deleting, re-permissioning or
+//! moving a protected directory (`paths::protected`).
+
+use super::paths::protected;
+use super::{base, check_command, Seen};
+use crate::shell::{Command, Word};
+
+/// Non-option words: `-x`, `--long` and (after `--`) nothing else is an option.
+pub(super) fn operands(args: &[Word]) -> Vec<&Word> {
+    let mut out = Vec::new();
+    let mut options_done = false;
+    for a in args {
+        if !options_done && a.text == "--" {
+            options_done = true;
+        } else if options_done || a.dynamic || !a.text.starts_with('-') || a.text == "-" {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// A short-option cluster (`-rf`, `-vR`) that holds one of `letters`, or
+/// the long option `long`.
+pub(super) fn has_flag(args: &[Word], letters: &[char], long: &str) -> bool {
+    args.iter().take_while(|a| a.text != "--").any(|a| {
+        a.text == long
+            || (!a.dynamic
+                && a.text.starts_with('-')
+                && !a.text.starts_with("--")
+                && a.text[1..].contains(letters))
+    })
+}
+
+/// Why a path is dangerous to delete, chmod or move, or `None`.
+pub(super) fn danger(w: &Word) -> Option<String> {
+    if w.dynamic {
+        return Some("a path only known when it runs (a variable or substitution)".into());
+    }
+    protected(&w.text).map(|p| format!("{} ({p})", w.text))
+}
+
+pub(super) fn rm_no_preserve_root(s: &Seen) -> Option<String> {
+    let flag = s.args.iter().any(|a| a.text == "--no-preserve-root");
+    (s.name == "rm" && flag).then(|| "rm with --no-preserve-root".into())
+}
+
+fn rm_recursive(s: &Seen) -> bool {
+    s.name == "rm" && has_flag(s.args, &['r', 'R'], "--recursive")
+}
+
+pub(super) fn rm_xargs(s: &Seen) -> Option<String> {
+    (rm_recursive(s) && s.via_xargs)
+        .then(|| "recursive rm of paths read from a pipe (xargs)".into())
+}
+
+pub(super) fn rm_protected(s: &Seen) -> Option<String> {
+    if !rm_recursive(s) {
+        return None;
+    }
+    let why = operands(s.args).into_iter().find_map(danger)?;
+    Some(format!("recursive delete of {why}"))
+}
+
+/// `find`'s starting points: after its own `-H`/`-L`/`-P`/`-D x`/`-O3`,
+/// up to the first test or action.
+fn find_roots(args: &[Word]) -> impl Iterator<Item = &Word> {
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        match a.text.as_str() {
+            "-H" | "-L" | "-P" => i += 1,
+            "-D" => i += 2,
+            t if t.starts_with("-O") => i += 1,
+            _ => break,
+        }
+    }
+    args.iter()
+        .skip(i)
+        .take_while(|a| a.dynamic || !(a.text.starts_with('-') || a.text == "(" || a.text == "!"))
+}
+
+pub(super) fn find_delete(s: &Seen) -> Option<String> {
+    if s.name != "find" || !s.args.iter().any(|a| a.text == "-delete") {
+        return None;
+    }
+    let why = find_roots(s.args).find_map(danger)?;
+    Some(format!("find -delete over {why}"))
+}
+
+/// `find … -exec CMD … ;` runs a command of its own: judged as one, and an
+/// `rm` there over a protected start is a recursive delete.
+pub(super) fn find_exec(s: &Seen) -> Option<String> {
+    if s.name != "find" {
+        return None;
+    }
+    let i = s
+        .args
+        .iter()
+        .position(|a| matches!(a.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
+    let end = s.args[i + 1..]
+        .iter()
+        .position(|a| a.text == ";" || a.text == "+")
+        .map_or(s.args.len(), |e| i + 1 + e);
+    let inner = Command {
+        words: s.args[i + 1..end].to_vec(),
+        ..Command::default()
+    };
+    let name = inner.words.first().map(|w| base(&w.text));
+    if name == Some("rm") {
+        if let Some(why) = find_roots(s.args).find_map(danger) {
+            return Some(format!("find -exec rm over {why}"));
+        }
+    }
+    check_command(&inner).map(|(_, why)| format!("find -exec: {why}"))
+}
+
+pub(super) fn chmod_chown(s: &Seen) -> Option<String> {
+    if !matches!(s.name, "chmod" | "chown" | "chgrp") {
+        return None;
+    }
+    if !has_flag(s.args, &['R'], "--recursive") {
+        return None;
+    }
+    let why = operands(s.args).into_iter().find_map(danger)?;
+    Some(format!("recursive {} of {why}", s.name))
+}
+
+/// `mv / …`, `mv ~ /dev/null`, `mv /usr /tmp/x`: a protected source.
+pub(super) fn mv_protected(s: &Seen) -> Option<String> {
+    if s.name != "mv" {
+        return None;
+    }
+    let ops = operands(s.args);
+    let (_, sources) = ops.split_last()?;
+    let why = sources
+        .iter()
+        .filter(|w| !w.dynamic)
+        .find_map(|w| danger(w))?;
+    Some(format!("moves {why}"))
+}

