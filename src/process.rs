@@ -115,6 +115,12 @@ impl ExitWatch {
         Some(ExitWatch(unsafe { OwnedFd::from_raw_fd(fd as i32) }))
     }
 
+    /// A second handle on the same pidfd, to ask at any moment whether the
+    /// process has exited (while [`ExitWatch::exited`] waits for it).
+    pub fn probe(&self) -> Option<ExitProbe> {
+        self.0.try_clone().ok().map(ExitProbe)
+    }
+
     /// Resolves when the process has exited. Never resolves when the
     /// descriptor cannot be registered with the runtime.
     pub async fn exited(self) {
@@ -132,6 +138,24 @@ impl ExitWatch {
                 std::future::pending::<()>().await
             }
         }
+    }
+}
+
+/// Asks a pidfd, without waiting, whether its process has exited.
+pub struct ExitProbe(OwnedFd);
+
+impl ExitProbe {
+    /// Has the process exited (a zombie counts)? One `poll` with no wait.
+    pub fn has_exited(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut fd = libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd that lives across the call; no wait.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+        ready > 0 && fd.revents & libc::POLLIN != 0
     }
 }
 
@@ -161,10 +185,13 @@ mod tests {
             .expect("sh");
         let pid = child.id().expect("pid") as i32;
         let watch = ExitWatch::open(pid).expect("pidfd");
+        let probe = watch.probe().expect("probe");
+        assert!(!probe.has_exited());
         drop(child.stdin.take());
         tokio::time::timeout(std::time::Duration::from_secs(30), watch.exited())
             .await
             .expect("exit seen");
+        assert!(probe.has_exited(), "the probe sees the exit the watch saw");
         let _ = child.wait().await;
     }
 }

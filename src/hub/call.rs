@@ -358,10 +358,18 @@ impl Hub {
                 ))),
                 raw: None,
             },
-            Err(e) => Attempt {
-                result: Err(tag(service_error(&info.server, e))),
-                raw: None,
-            },
+            Err(e) => {
+                if matches!(e, ServiceError::TransportClosed) {
+                    // The first to see the server gone says so (health too).
+                    if let Some(h) = self.servers.get(&info.server) {
+                        h.observe_exit();
+                    }
+                }
+                Attempt {
+                    result: Err(tag(service_error(&info.server, e))),
+                    raw: None,
+                }
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ pub(super) async fn run(hub: Hub, mut rx: mpsc::UnboundedReceiver<Envelope>) {
         match env.event {
             SupervisorEvent::Status(status) => {
                 if let Some(h) = hub.server(&env.server) {
-                    h.apply_state(status.state);
+                    h.apply_state(&status);
                 }
                 tracing::info!(server = %status.name, state = ?status.state, restarts = status.restarts,
                     error = status.last_error.as_deref().unwrap_or(""), "server status");

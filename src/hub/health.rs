@@ -34,6 +34,8 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     let mut enabled = 0usize;
     let mut running = 0usize;
     for h in hub.server_handles() {
+        // A server that died a moment ago is reported down, not running.
+        h.observe_exit();
         let Some(st) = h.status() else { continue };
         if st.state != ServerState::Disabled {
             enabled += 1;

@@ -7,10 +7,9 @@
 //! new calls fail at once with `SERVER_UNAVAILABLE` instead of hanging.
 
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use rmcp::{Peer, RoleClient};
-use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +17,11 @@ use crate::config::ServerSpec;
 use crate::mcp::registry::RawTool;
 use crate::mcp::relay::{Inflight, RelaySlot};
 use crate::mcp::upstream::{self, StderrTail, UpstreamEvent};
+
+mod liveness;
+mod status;
+
+pub use status::{ServerState, ServerStatus};
 
 /// Backoff of the first restart; doubles per consecutive failure.
 const BACKOFF_START: Duration = Duration::from_millis(250);
@@ -34,46 +38,6 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(60);
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time a child gets to exit after stdin closes and SIGTERM, before SIGKILL.
 const STOP_TIMEOUT: Duration = Duration::from_secs(8);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerState {
-    Starting,
-    Running,
-    Restarting,
-    CrashLoop,
-    Stopped,
-    Disabled,
-}
-
-/// The wire name (`crash_loop`), for messages a person reads.
-impl std::fmt::Display for ServerState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            ServerState::Starting => "starting",
-            ServerState::Running => "running",
-            ServerState::Restarting => "restarting",
-            ServerState::CrashLoop => "crash_loop",
-            ServerState::Stopped => "stopped",
-            ServerState::Disabled => "disabled",
-        })
-    }
-}
-
-/// What `health_status` and `server_status` show of a server.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServerStatus {
-    pub name: String,
-    pub state: ServerState,
-    pub tool_count: usize,
-    pub restarts: u32,
-    pub last_error: Option<String>,
-    pub pid: Option<i32>,
-    #[serde(skip)]
-    pub up_since: Option<SystemTime>,
-    pub transport: &'static str,
-}
 
 /// Events from a supervisor to the hub.
 #[derive(Debug)]
@@ -108,6 +72,10 @@ enum Control {
 pub struct Live {
     pub peer: Peer<RoleClient>,
     pub lane: Option<Arc<crate::mcp::lane::Lane>>,
+    /// The connection's number (`ServerStatus::life`).
+    pub life: u64,
+    /// Asks whether the stdio child's leader has exited.
+    pub exit: Option<Arc<crate::process::ExitProbe>>,
 }
 
 /// A cheap handle to one supervised server.
@@ -162,6 +130,8 @@ impl ServerHandle {
             last_error: None,
             pid: None,
             up_since: None,
+            life: 0,
+            gone: true,
             transport,
         };
         let (control, control_rx) = mpsc::unbounded_channel();
@@ -205,13 +175,6 @@ impl ServerHandle {
     /// The live connection (peer and lane), or `None` while the server is down.
     pub fn live(&self) -> Option<Live> {
         self.peer.read().ok().and_then(|p| p.clone())
-    }
-
-    /// Applied by the hub's event task only (see `Supervisor::set_state`).
-    pub(crate) fn apply_state(&self, state: ServerState) {
-        if let Ok(mut s) = self.status.lock() {
-            s.state = state;
-        }
     }
 
     pub fn restart(&self, reason: impl Into<String>) {
@@ -346,6 +309,11 @@ impl Supervisor {
         // A wrapper (`npm exec`, `sh -c`) that dies while its real server
         // keeps the pipes open: the transport never closes, so the leader's
         // own exit must end the server (its group is killed below).
+        let exit = up
+            .leader_exit
+            .as_ref()
+            .and_then(|w| w.probe())
+            .map(Arc::new);
         let mut leader_exit: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
             match up.leader_exit {
                 Some(w) => Box::pin(w.exited()),
@@ -353,15 +321,14 @@ impl Supervisor {
             };
         let ct = running.cancellation_token();
         let mut waiting = Box::pin(running.waiting());
+        let life = self.h.begin_life(pgid);
         if let Ok(mut p) = self.h.peer.write() {
             *p = Some(Live {
                 peer: peer.clone(),
                 lane,
+                life,
+                exit,
             });
-        }
-        if let Ok(mut s) = self.h.status.lock() {
-            s.pid = pgid;
-            s.up_since = Some(SystemTime::now());
         }
         let first = upstream::list_tools(&peer, LIST_TIMEOUT).await;
         let exit = match first {
@@ -384,13 +351,17 @@ impl Supervisor {
             None => loop {
                 tokio::select! {
                     quit = &mut waiting => {
-                        break Exit::Crashed(describe_quit(&quit));
+                        let why = liveness::describe_quit(&quit);
+                        self.h.went_down(life, &why);
+                        break Exit::Crashed(why);
                     }
                     _ = &mut leader_exit => {
-                        break Exit::Crashed(format!(
+                        let why = format!(
                             "the server's process {} exited; its process group was killed",
                             pgid.unwrap_or_default()
-                        ));
+                        );
+                        self.h.went_down(life, &why);
+                        break Exit::Crashed(why);
                     }
                     _ = self.h.stop.cancelled() => break Exit::Stopped,
                     ev = ev_rx.recv() => {
@@ -436,6 +407,7 @@ impl Supervisor {
             s.pid = None;
             s.up_since = None;
             s.tool_count = 0;
+            s.gone = true;
         }
         exit
     }
@@ -445,6 +417,7 @@ impl Supervisor {
     async fn run_offline(&mut self, offline: Result<Arc<crate::mcp::offline::Offline>, String>) {
         match offline {
             Ok(o) => {
+                self.h.begin_life(None);
                 self.publish_tools(
                     o.tools(),
                     format!(
@@ -545,21 +518,6 @@ impl Supervisor {
 }
 
 /// Up to 25% random jitter so restarting servers do not move in lockstep.
-/// Why a server's connection ended, in words (never a debug dump).
-fn describe_quit(quit: &Result<rmcp::service::QuitReason, tokio::task::JoinError>) -> String {
-    use rmcp::service::QuitReason;
-    match quit {
-        Ok(QuitReason::Closed) => {
-            "the server closed its connection (its process exited or closed stdout)".into()
-        }
-        Ok(QuitReason::Cancelled) => "the hub closed the server's connection".into(),
-        Ok(QuitReason::JoinError(e)) | Err(e) => {
-            format!("the task serving the server's connection failed: {e}")
-        }
-        Ok(_) => "the server's connection ended".into(),
-    }
-}
-
 fn jittered(d: Duration) -> Duration {
     let ms = d.as_millis() as u64;
     let extra = rand::random_range(0..=ms / 4);

@@ -491,3 +491,64 @@ async fn a_server_arriving_with_a_builtin_name_makes_the_bare_name_ambiguous_not
         "{check}"
     );
 }
+
+/// The `t` entry of a `health_status`.
+fn server_of(h: &Value, name: &str) -> Value {
+    h["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == name)
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// Wait until `server` is running under a pid other than `old`, giving a
+/// crash-looped server another chance; returns its pid. Event-driven: a
+/// health check after each `server_status` of the server.
+async fn running_again(c: &mut Client, server: &str, old: Option<i64>) -> i64 {
+    loop {
+        let h = c.request(json!({"type": "health_check"})).await;
+        let s = server_of(&h, server);
+        match (s["state"].as_str(), s["pid"].as_i64()) {
+            (Some("running"), Some(pid)) if Some(pid) != old => return pid,
+            (Some("crash_loop"), _) => {
+                c.send(json!({"type": "reload_tools", "id": "again"})).await;
+            }
+            _ => {}
+        }
+        let name = server.to_string();
+        c.recv_where("a status change", move |v| {
+            v["type"] == "server_status" && v["name"] == name.as_str()
+        })
+        .await;
+    }
+}
+
+/// Issue 33.4: after a server's process dies, health said `running` with
+/// the dead pid until the supervisor got round to it. Whoever sees the
+/// exit first moves the state; here health itself, asked right after the
+/// kill (and after the process is known dead), 20 times over.
+#[tokio::test]
+async fn health_never_reports_a_dead_pid_as_running() {
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])})).await;
+    let mut c = hub.connect().await;
+    let mut pid = running_again(&mut c, "t", None).await;
+    for round in 0..20 {
+        let raw = i32::try_from(pid).expect("a pid");
+        let watch = toolhub::process::ExitWatch::open(raw).expect("pidfd of the server");
+        // SAFETY: a plain signal to the test server's process.
+        assert_eq!(unsafe { libc::kill(raw, libc::SIGKILL) }, 0);
+        tokio::time::timeout(crate::support::WAIT, watch.exited())
+            .await
+            .expect("the server's process exits");
+        let h = c.request(json!({"type": "health_check"})).await;
+        let s = server_of(&h, "t");
+        let running = s["state"] == "running";
+        assert!(
+            s["pid"].as_i64() != Some(pid) && (!running || s["pid"].is_i64()),
+            "round {round}: the dead pid {pid} reported, or running without a pid: {s}"
+        );
+        pid = running_again(&mut c, "t", Some(pid)).await;
+    }
+}

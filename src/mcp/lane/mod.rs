@@ -216,6 +216,11 @@ impl Lane {
         true
     }
 
+    /// Have the server's pipes closed?
+    pub fn is_closed(&self) -> bool {
+        self.waiting.lock().map_or(true, |w| w.closed)
+    }
+
     /// The server's pipes closed: every waiting call fails now.
     fn close(&self) {
         if let Ok(mut w) = self.waiting.lock() {
