@@ -11,9 +11,27 @@ pub fn now_rfc3339() -> String {
 /// a hand-written one (d2b50e7, written for speed: every history entry is
 /// stamped) because it is no slower: 64–102 ns a call against 72–117 ns for
 /// the hand-written one, 2,000,000 instants in alternating release-build
-/// runs on the 2-core dev box. Times before 1970 are written as such.
+/// runs on the 2-core dev box. Times before 1970 are written as such; a
+/// time beyond chrono's range (±262,000 years: a corrupt journal's
+/// `createdMs`) is clamped to its end, where chrono's `From<SystemTime>`
+/// would panic.
 pub fn rfc3339(t: SystemTime) -> String {
-    chrono::DateTime::<chrono::Utc>::from(t).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    use chrono::{DateTime, SecondsFormat, Utc};
+    let (secs, nanos, past) = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs(), d.subsec_nanos(), false),
+        Err(e) => (e.duration().as_secs(), e.duration().subsec_nanos(), true),
+    };
+    let at = i64::try_from(secs).ok().and_then(|s| match (past, nanos) {
+        (false, n) => DateTime::<Utc>::from_timestamp(s, n),
+        (true, 0) => DateTime::<Utc>::from_timestamp(-s, 0),
+        (true, n) => DateTime::<Utc>::from_timestamp(-s - 1, 1_000_000_000 - n),
+    });
+    let at = at.unwrap_or(if past {
+        DateTime::<Utc>::MIN_UTC
+    } else {
+        DateTime::<Utc>::MAX_UTC
+    });
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
 /// A unique id for a single `tool_call`'s safety-gate task, `call-<run>-<n>`:
@@ -156,6 +174,8 @@ mod tests {
         assert_eq!(rfc3339(late), "9999-12-31T23:59:59.999Z");
         let before = UNIX_EPOCH - Duration::from_millis(1);
         assert_eq!(rfc3339(before), "1969-12-31T23:59:59.999Z");
+        let far = UNIX_EPOCH + Duration::from_millis(u64::MAX);
+        assert!(rfc3339(far).starts_with('+'), "clamped, not a panic");
         // Sub-millisecond digits are cut, not rounded: stamps never run ahead.
         let cut = UNIX_EPOCH + Duration::from_nanos(999_999);
         assert_eq!(rfc3339(cut), "1970-01-01T00:00:00.000Z");
