@@ -142,6 +142,9 @@ impl Parser {
                 }
                 '|' => {
                     self.pos += 1;
+                    // A `for` header ends at a separator; an operator there
+                    // is a syntax error, and what follows is judged.
+                    g.header = false;
                     let pipe = match self.peek(0) {
                         Some('|') => {
                             self.pos += 1;
@@ -157,6 +160,7 @@ impl Parser {
                 }
                 '(' => {
                     self.pos += 1;
+                    g.header = false;
                     if cmd.words.len() == 1 && self.peek(0) == Some(')') {
                         // `name()`: a function definition; its body follows.
                         self.pos += 1;

@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::shell::{self, Command, Word};
 use files::{
     chmod_chown, find_delete, find_exec, has_flag, mv_protected, rm_no_preserve_root, rm_protected,
-    rm_xargs,
+    rm_xargs, rsync_delete,
 };
 use paths::is_disk_device;
 
@@ -39,32 +39,28 @@ const CODE_ENV: &[&str] = &[
 ];
 /// Commands that run the rest of their arguments as a command, with the
 /// options of theirs that take a value (`sudo -u root rm …`).
+#[rustfmt::skip]
 const WRAPPERS: &[(&str, &[&str])] = &[
     ("command", &[]),
-    (
-        "env",
-        &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"],
-    ),
-    (
-        "sudo",
-        &[
-            "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
-        ],
-    ),
+    ("env", &["-u", "-C", "-S", "--unset", "--chdir", "--split-string"]),
+    ("sudo", &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "-R",
+        "--user", "--group", "--host", "--prompt", "--chdir", "--role", "--type",
+        "--other-user", "--command-timeout", "--chroot", "--close-from"]),
     ("doas", &["-u", "-C"]),
-    ("xargs", &["-I", "-n", "-P", "-s", "-d", "-a", "-E", "-L"]),
-    ("nice", &["-n"]),
+    ("xargs", &["-I", "-n", "-P", "-s", "-d", "-a", "-E", "-L", "--max-args",
+        "--max-procs", "--max-chars", "--delimiter", "--arg-file", "--eof", "--max-lines"]),
+    ("nice", &["-n", "--adjustment"]),
     ("nohup", &[]),
-    ("time", &["-f", "-o"]),
+    ("time", &["-f", "-o", "--format", "--output"]),
     ("exec", &["-a"]),
-    ("timeout", &["-s", "-k"]),
-    ("stdbuf", &["-i", "-o", "-e"]),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"]),
+    ("stdbuf", &["-i", "-o", "-e", "--input", "--output", "--error"]),
     ("busybox", &[]),
     ("setsid", &[]),
     ("chroot", &[]),
-    ("ionice", &["-c", "-n", "-p"]),
+    ("ionice", &["-c", "-n", "-p", "--class", "--classdata", "--pid"]),
     ("builtin", &[]),
-    ("watch", &["-n"]),
+    ("watch", &["-n", "--interval"]),
 ];
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh"];
 const INTERPRETERS: &[&str] = &[
@@ -137,6 +133,7 @@ const RULES: &[Rule] = &[
     Rule { name: "find-exec", check: find_exec },
     Rule { name: "chmod-chown", check: chmod_chown },
     Rule { name: "mv-protected", check: mv_protected },
+    Rule { name: "rsync-delete", check: rsync_delete },
 ];
 
 /// A reason to ask before the call runs, or `None` when nothing in the
@@ -231,7 +228,8 @@ fn unwrap<'a>(cmd: &'a Command, words: &'a [Word]) -> Seen<'a> {
         rest = &rest[1..];
         // The wrapper's own options, and the values of those that take one.
         while let Some(w) = rest.first() {
-            if w.dynamic || !w.text.starts_with('-') || w.text == "-" {
+            // (`env -` is `env -i`: an option too.)
+            if w.dynamic || !w.text.starts_with('-') {
                 break;
             }
             rest = &rest[1..];

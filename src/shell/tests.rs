@@ -95,6 +95,8 @@ fn reserved_words_are_grammar_not_commands() {
         // a keyword is one only where a command starts, and unquoted
         ("echo then do done; 'then' x", &["echo", "then"]),
         ("coproc reboot", &["reboot"]),
+        // an operator ends a `for` header (a syntax error): what follows is judged
+        ("for x in a || halt; do :; done", &["halt", ":"]),
     ];
     let mut wrong = Vec::new();
     for (src, want) in table {

@@ -124,16 +124,37 @@ pub(super) fn chmod_chown(s: &Seen) -> Option<String> {
     Some(format!("recursive {} of {why}", s.name))
 }
 
-/// `mv / …`, `mv ~ /dev/null`, `mv /usr /tmp/x`: a protected source.
+/// `mv / …`, `mv ~ /dev/null`, `mv /usr /tmp/x`, `mv -t /tmp /usr`: a
+/// protected source.
 pub(super) fn mv_protected(s: &Seen) -> Option<String> {
     if s.name != "mv" {
         return None;
     }
     let ops = operands(s.args);
-    let (_, sources) = ops.split_last()?;
+    // With a target directory (`-t DIR`) every operand may be a source.
+    let target_given = s
+        .args
+        .iter()
+        .any(|a| a.text == "-t" || a.text.starts_with("--target-directory"));
+    let sources = match ops.split_last() {
+        Some((_, rest)) if !target_given => rest,
+        _ => &ops[..],
+    };
     let why = sources
         .iter()
         .filter(|w| !w.dynamic)
         .find_map(|w| danger(w))?;
     Some(format!("moves {why}"))
+}
+
+/// `rsync --delete empty/ /usr/`: the destination loses whatever the
+/// source lacks, so a protected destination is a delete.
+pub(super) fn rsync_delete(s: &Seen) -> Option<String> {
+    let deletes = s.args.iter().any(|a| a.text.starts_with("--delete"));
+    if s.name != "rsync" || !deletes {
+        return None;
+    }
+    let dest = operands(s.args).pop()?;
+    let why = danger(dest)?;
+    Some(format!("rsync --delete into {why}"))
 }

@@ -57,6 +57,8 @@ const EACH_RULE: &[(&str, &str)] = &[
     ("chmod-chown", "chgrp -R users /home"),
     ("mv-protected", "mv /usr /tmp/usr"),
     ("mv-protected", "mv ~ /dev/null"),
+    ("mv-protected", "mv -t /tmp /etc"),
+    ("rsync-delete", "rsync -a --delete empty/ /usr/"),
 ];
 
 #[test]
@@ -108,6 +110,11 @@ const OBFUSCATIONS: &[(&str, &str)] = &[
     ("doas", "doas rm -rf /etc"),
     ("env", "env -i PATH=/bin rm -rf /var"),
     ("env split string", "env --split-string='rm -rf /var'"),
+    ("env -", "env - rm -rf /var"),
+    (
+        "long wrapper options",
+        "sudo --user root nice --adjustment 5 rm -rf /var",
+    ),
     ("command", "command rm -rf /opt"),
     ("exec", "exec -a x rm -rf /opt"),
     ("nohup", "nohup rm -rf /srv"),
@@ -210,6 +217,9 @@ fn near_misses_stay_quiet() {
         "chown -R me ./build",
         "mv /tmp/a /tmp/b",
         "mv a b",
+        "mv -t /tmp/x a b",
+        "rsync -a --delete src/ /tmp/mirror/",
+        "rsync -a /usr/share/doc/ ./doc/",
         "ls /usr /etc /var",
         "cp img ./disk.img",
         "dd if=/dev/zero of=./disk.img bs=1M count=1",
