@@ -359,7 +359,10 @@ impl Hub {
                 raw: None,
             },
             Err(e) => {
-                if matches!(e, ServiceError::TransportClosed) {
+                if matches!(
+                    e,
+                    ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                ) {
                     // The first to see the server gone says so (health too).
                     if let Some(h) = self.servers.get(&info.server) {
                         h.observe_exit();
