@@ -111,7 +111,10 @@ fn every_relative_link_resolves() {
             if let (Some(f), true) = (frag, file.extension().is_some_and(|x| x == "md")) {
                 let t = std::fs::read_to_string(&file).expect("target");
                 if !anchors(&t).contains(f) {
-                    bad.push(format!("{}: {target}: no heading with that anchor", page.display()));
+                    bad.push(format!(
+                        "{}: {target}: no heading with that anchor",
+                        page.display()
+                    ));
                 }
             }
         }
@@ -125,7 +128,10 @@ fn the_readme_is_short() {
         .expect("README")
         .lines()
         .count();
-    assert!(n <= 300, "README.md has {n} lines; reference material goes in docs/");
+    assert!(
+        n <= 300,
+        "README.md has {n} lines; reference material goes in docs/"
+    );
 }
 
 #[test]
