@@ -870,8 +870,17 @@ async function onConfirm(msg) {
   return { ok: true };
 }
 
+/** The extension's own pages (popup, options), not a content script in a
+ * web page: only they may answer approvals or read the worker's state. */
+function fromExtensionPage(sender) {
+  return sender.id === chrome.runtime.id && typeof sender.url === "string" && sender.url.startsWith(`chrome-extension://${chrome.runtime.id}/`);
+}
+
+const PAGE_ONLY = new Set(["ui-state", "confirm", "retry", "hub-tasks", "health"]);
+
 async function onMessage(msg, sender) {
   await ready;
+  if (PAGE_ONLY.has(msg.type) && !fromExtensionPage(sender)) throw new Error(`${msg.type} is for the extension's own pages`);
   switch (msg && msg.type) {
     case "run":
       return onRun(msg, sender);
