@@ -516,7 +516,11 @@ mod tests {
         assert_eq!(l.warnings, Vec::<String>::new());
         let c = l.config;
         assert_eq!(c.server.listen.to_string(), "127.0.0.1:8765");
-        assert_eq!(c.server.allowed_origins, vec!["chrome-extension://*"]);
+        // Exactly the reference extension (its manifest `key` fixes its id).
+        assert_eq!(
+            c.server.allowed_origins,
+            vec!["chrome-extension://ogalccghdnhlhiecjohlmgmaembolcgn"]
+        );
         assert_eq!(c.builtin.workspace, PathBuf::from("/opt/toolhub/workspace"));
         assert_eq!(c.task_engine.state_dir, PathBuf::from("/opt/toolhub/state"));
         assert_eq!(

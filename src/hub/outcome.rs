@@ -164,7 +164,7 @@ mod tests {
                 note: Some("n".into()),
             }],
             duration_ms: 7,
-            call_key: Some("k".into()),
+            call_key: None,
         });
         same_as_to_json(CallOutcome::failed(
             "nope",
