@@ -11,6 +11,8 @@
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! cargo bench --bench relay -- --seq-only   # the same, one call at a time
 //! cargo bench --bench relay -- --batch-only # direct p50, then the batch tables
+//! cargo bench --bench relay -- --agent      # paired runs, 2–50 ms gaps: spin on/off, 1/2 workers
+//! cargo bench --bench relay -- --stall-only # one client's file work against another's pings
 //! ```
 //!
 //! The backend is `toolhub-testserver --fast-echo` (a minimal JSON-RPC echo
@@ -39,6 +41,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
+#[path = "relay/agent.rs"]
+mod agent;
 #[path = "relay/batch.rs"]
 mod batch;
 #[path = "relay/direct.rs"]
@@ -47,6 +51,8 @@ mod direct;
 mod floor;
 #[path = "relay/idle.rs"]
 mod idle;
+#[path = "relay/load.rs"]
+mod load;
 #[path = "relay/mcp.rs"]
 mod mcp;
 #[path = "relay/procfs.rs"]
@@ -59,6 +65,10 @@ mod retention;
 mod runs;
 #[path = "common/runs_fixture.rs"]
 mod runs_fixture;
+#[path = "relay/stall.rs"]
+mod stall;
+#[path = "common/stall.rs"]
+mod stall_fixture;
 
 use direct::{Direct, RmcpDirect};
 use procfs::{cpu_seconds, sleeps, status_kib};
@@ -91,9 +101,27 @@ impl Hub {
     }
 
     async fn start_with(durability: &str, max_connections: usize, servers: Value) -> Hub {
+        let tuning = json!({"spinMicros": spin_window().as_micros() as u64});
+        Hub::start_full(durability, max_connections, servers, tuning).await
+    }
+
+    /// The echo server, with these `server` keys on top of the defaults.
+    async fn start_tuned(durability: &str, max_connections: usize, tuning: Value) -> Hub {
+        let servers = json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}});
+        Hub::start_full(durability, max_connections, servers, tuning).await
+    }
+
+    async fn start_full(
+        durability: &str,
+        max_connections: usize,
+        servers: Value,
+        tuning: Value,
+    ) -> Hub {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut server = json!({"listen": "127.0.0.1:0", "maxConnections": max_connections});
-        server["spinMicros"] = json!(spin_window().as_micros() as u64);
+        for (k, v) in tuning.as_object().into_iter().flatten() {
+            server[k] = v.clone();
+        }
         let config = json!({
             "server": server,
             "mcpServers": servers,
@@ -349,31 +377,6 @@ async fn throughput<C: Caller>(c: &Arc<C>, inflight: u64, total: u64) -> f64 {
     (per * inflight) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// Only the hub, `inflight` calls at a time for about 20 s: a steady phase
-/// to profile (`perf record -p`, `perf stat -p`) with nothing else mixed in.
-async fn load_only(inflight: u64) {
-    let hub = Hub::start("step", 2048).await;
-    let pid = hub.pid();
-    let client = Arc::new(hub.connect().await);
-    client.wait_running().await;
-    throughput(&client, inflight, 2_000).await; // warm-up
-    let (c0, s0) = (cpu_seconds(pid), sleeps(pid));
-    let started = Instant::now();
-    let mut calls = 0u64;
-    while started.elapsed() < Duration::from_secs(20) {
-        throughput(&client, inflight, 16_000).await;
-        calls += 16_000;
-    }
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "{inflight} in flight: {:.0} calls/s, hub CPU {:.1} µs per call, {:.2} sleeps per call ({} calls, hub pid {pid})",
-        calls as f64 / secs,
-        (cpu_seconds(pid) - c0) * 1e6 / calls as f64,
-        (sleeps(pid) - s0) as f64 / calls as f64,
-        calls
-    );
-}
-
 /// The hub's `server.spinMicros` in this run, and the floor's window:
 /// `TOOLHUB_BENCH_SPIN` (microseconds, 0: off), else the hub's default.
 fn spin_window() -> Duration {
@@ -413,12 +416,21 @@ async fn bench_main() {
         (true, true) => 2_000,
         (true, false) => 10_000,
     };
-    raise_fd_limit();
+    load::raise_fd_limit();
     if std::env::args().any(|a| a == "--load-only") {
-        return load_only(16).await;
+        return load::load_only(16).await;
     }
     if std::env::args().any(|a| a == "--seq-only") {
-        return load_only(1).await;
+        return load::load_only(1).await;
+    }
+    if std::env::args().any(|a| a == "--agent") {
+        return agent::tables(quick).await;
+    }
+    if std::env::args().any(|a| a == "--stall-only") {
+        let hub = Hub::start("step", 64).await;
+        let client = hub.connect().await;
+        client.wait_running().await;
+        return stall::phase(&hub, &client, quick).await;
     }
 
     // Direct.
@@ -573,6 +585,8 @@ async fn bench_main() {
 
     runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
 
+    stall::phase(&hub, client.as_ref(), quick).await;
+
     recovery::transient_mix().await;
 
     // Idle connections.
@@ -582,18 +596,4 @@ async fn bench_main() {
         (true, false) => 1000,
     };
     idle::connections(&hub, conns).await;
-}
-
-fn raise_fd_limit() {
-    // SAFETY: plain getrlimit/setrlimit on this process (children inherit).
-    unsafe {
-        let mut r = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 {
-            r.rlim_cur = r.rlim_max.min(65_536);
-            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
-        }
-    }
 }

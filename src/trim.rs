@@ -5,7 +5,7 @@
 //! close, or thousands of tasks are pruned, the hub would keep their
 //! worth of RSS for good. Once the frees have been quiet for half a second,
 //! `malloc_trim(0)` returns the free pages to the system (a few
-//! milliseconds, off any request path).
+//! milliseconds, on the blocking pool, off any request path).
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -33,14 +33,20 @@ async fn trimmer(wake: Arc<Notify>) {
         wake.notified().await;
         // Debounce: a burst of closes is one trim.
         while tokio::time::timeout(QUIET, wake.notified()).await.is_ok() {}
-        let started = std::time::Instant::now();
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only walks the allocator's own free lists.
-        unsafe {
-            libc::malloc_trim(0);
-        }
+        // On the blocking pool: after a large burst of frees the trim
+        // walks (and unmaps) hundreds of megabytes.
+        let took = tokio::task::spawn_blocking(|| {
+            let started = std::time::Instant::now();
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            // SAFETY: malloc_trim only walks the allocator's own free lists.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+            started.elapsed()
+        })
+        .await;
         tracing::debug!(
-            took_us = started.elapsed().as_micros() as u64,
+            took_us = took.map_or(0, |d| d.as_micros() as u64),
             "returned free heap memory to the system"
         );
     }

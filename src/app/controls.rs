@@ -220,22 +220,40 @@ impl Controls {
                 Ok(t.status_json(page))
             }
             Tool::ListTasks => crate::engine::list_json(engine, &params_of(tool, params)?),
-            Tool::RecordStart => recorder.start(call.session, params_of(tool, params)?),
+            // The recorder's file work runs on the blocking pool, in order
+            // with the session's recording messages.
+            Tool::RecordStart => {
+                let (r, session) = (recorder.clone(), call.session.to_string());
+                let req = params_of(tool, params)?;
+                let keys = [call.session];
+                recorder.io.run(&keys, move || r.start(&session, req)).await
+            }
             Tool::RecordStop => {
                 let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
-                recorder.stop(call.session, save, "stopped")
+                let (r, session) = (recorder.clone(), call.session.to_string());
+                let keys = [call.session];
+                let stop = move || r.stop(&session, save, "stopped");
+                recorder.io.run(&keys, stop).await
             }
             Tool::RecordList => Ok(recorder.list(&params_of(tool, params)?)),
             Tool::RecordGet | Tool::RecordDelete => {
-                let id = required_str(params, "recordingId")?;
+                let key = required_str(params, "recordingId")?;
+                let (id, keys) = (key.to_string(), [call.session, key]);
                 let storage = hub.config().recording.storage_path.clone();
                 if tool == Tool::RecordGet {
                     let page = step_page(params)?;
-                    let rec = store::load(&storage, id)?;
-                    Ok(crate::recording::export::json_page(&rec, page))
+                    let get = move || {
+                        let rec = store::load(&storage, &id)?;
+                        Ok(crate::recording::export::json_page(&rec, page))
+                    };
+                    recorder.io.run(&keys, get).await
                 } else {
-                    recorder.delete(id)?;
-                    Ok(json!({"recordingId": id, "deleted": true}))
+                    let r = recorder.clone();
+                    let delete = move || {
+                        r.delete(&id)?;
+                        Ok(json!({"recordingId": id, "deleted": true}))
+                    };
+                    recorder.io.run(&keys, delete).await
                 }
             }
             Tool::RecordReplay => {

@@ -117,10 +117,18 @@ impl App {
         report
     }
 
-    /// A connection ended: its recording (if any) is finished and its own
-    /// current run forgotten.
+    /// A connection ended: its recording (if any) is finished (the `end`
+    /// line written and synced on the blocking pool, after the session's
+    /// recording messages still queued) and its own current run forgotten.
     pub fn connection_closed(&self, session: &str) {
-        self.recorder.connection_closed(session);
+        if self.recorder.is_recording(session) {
+            let (r, s) = (self.recorder.clone(), session.to_string());
+            let close = self.recorder.io.run(&[session], move || {
+                r.connection_closed(&s);
+                Ok(())
+            });
+            tokio::spawn(close);
+        }
         self.runs.connection_closed(session);
     }
 }

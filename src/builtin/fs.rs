@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
+use crate::store::offload::blocking;
 
 pub use schema::tool_definitions;
 
@@ -423,17 +424,6 @@ fn atomic_replace(
         let _ = fs::remove_file(&tmp);
     }
     result
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HubError> + Send + 'static,
-) -> Result<T, HubError> {
-    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
-        Err(HubError::new(
-            ErrorType::Unknown,
-            format!("the file operation failed unexpectedly: {e}"),
-        ))
-    })
 }
 
 #[cfg(test)]

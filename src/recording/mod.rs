@@ -3,6 +3,7 @@
 //! replay it live, dry or offline (`replay`, `diff`, `schema`), and export
 //! it (`export`).
 
+mod append;
 pub mod export;
 pub mod recorder;
 pub mod replay;
@@ -11,8 +12,11 @@ pub mod schema;
 pub use crate::store::recordings::format::Source;
 pub use recorder::Recorder;
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
+use crate::config::Config;
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::recording::{ExportFormat, ExportReq, RecordingMsg, UpdateReq};
@@ -20,13 +24,55 @@ use crate::protocol::Outbox;
 use crate::protocol::{self, MsgId};
 use crate::store::recordings::{self as store, format};
 
-/// Handle a recording message from a connection.
-pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg: RecordingMsg) {
+/// Handle a recording message from a connection. Everything but a replay
+/// reads or writes the recordings store, so it runs on the blocking pool
+/// (`Recorder::io`), in the order the connection sent it and after any
+/// earlier job on the same recording; the reply goes out from the job,
+/// after the write it reports. A replay waits for the jobs queued before it
+/// (so it replays what an earlier `update_recording` wrote), then runs as a
+/// task; it loads the recording off the runtime too (`replay::execute`).
+pub fn handle(
+    recorder: &Arc<Recorder>,
+    engine: &Engine,
+    out: Outbox,
+    id: MsgId,
+    msg: RecordingMsg,
+) {
+    let session = out.session.clone();
+    let target = match &msg {
+        RecordingMsg::Get(r) => Some(r.recording_id.clone()),
+        RecordingMsg::Delete(r) => Some(r.recording_id.clone()),
+        RecordingMsg::Export(r) => Some(r.recording_id.clone()),
+        RecordingMsg::Update(r) => Some(r.recording_id.clone()),
+        RecordingMsg::Replay(r) => Some(r.recording_id.clone()),
+        _ => None,
+    };
+    let mut keys = vec![session.as_str()];
+    keys.extend(target.as_deref());
+    if let RecordingMsg::Replay(r) = msg {
+        let queued = recorder.io.run(&keys, || Ok(()));
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let _ = queued.await;
+            replay::run(engine, out, id, r).await;
+        });
+        return;
+    }
+    let recorder_ = recorder.clone();
     let cfg = engine.hub().config();
-    let storage = cfg.recording.storage_path.clone();
+    let job = recorder.io.run(&keys, move || {
+        answer(&recorder_, &cfg, &out, &id, msg);
+        Ok(())
+    });
+    tokio::spawn(job);
+}
+
+/// Answer one recording message (blocking file IO: on the blocking pool).
+fn answer(recorder: &Recorder, cfg: &Config, out: &Outbox, id: &MsgId, msg: RecordingMsg) {
+    let storage = &cfg.recording.storage_path;
     let reply = |ty: &str, r: Result<Value, HubError>| match r {
-        Ok(v) => out.send(protocol::reply(ty, &id, v)),
-        Err(e) => out.send(protocol::error_msg(&id, &e)),
+        Ok(v) => out.send(protocol::reply(ty, id, v)),
+        Err(e) => out.send(protocol::error_msg(id, &e)),
     };
     match msg {
         RecordingMsg::Start(r) => {
@@ -42,7 +88,7 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             reply("recordings", Ok(recorder.list(&r)));
         }
         RecordingMsg::Get(r) => {
-            let rec = store::load(&storage, &r.recording_id);
+            let rec = store::load(storage, &r.recording_id);
             reply(
                 "recording",
                 rec.map(|rec| json!({"recording": export::json_page(&rec, r.page())})),
@@ -56,19 +102,18 @@ pub fn handle(recorder: &Recorder, engine: &Engine, out: Outbox, id: MsgId, msg:
             );
         }
         RecordingMsg::Export(r) => {
-            reply("recording_export", export_one(&storage, &r));
+            reply("recording_export", export_one(storage, &r));
         }
         RecordingMsg::Update(r) => {
             let id = r.recording_id.clone();
-            let done = update(&storage, r, &cfg.security);
+            let done = update(storage, r, &cfg.security);
             if done.is_ok() {
                 recorder.rewritten(&id);
             }
             reply("recording_updated", done);
         }
-        RecordingMsg::Replay(r) => {
-            tokio::spawn(replay::run(engine.clone(), out.clone(), id.clone(), r));
-        }
+        // Handled by `handle` (a task, not a blocking job).
+        RecordingMsg::Replay(_) => {}
     }
 }
 
@@ -220,7 +265,7 @@ fn update(
     for (k, s) in rec.steps.iter_mut().enumerate() {
         s.seq = k;
         // Edited steps go through the same redaction as captured ones.
-        recorder::scrub(s, security);
+        append::scrub(s, security);
     }
     if let Some(e) = rec.end.as_mut() {
         e.step_count = rec.steps.len();

@@ -4,7 +4,7 @@
 //! most the step in flight. Secrets are redacted before anything is written.
 
 use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -14,40 +14,31 @@ use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
-use crate::hub::{CallOutcome, Hub};
+use crate::hub::Hub;
 use crate::protocol::recording::{ListReq, StartReq};
+use crate::store::offload::{blocking, Serial};
 use crate::store::recordings as store;
-use crate::store::recordings::format::{End, Header, Line, Step, SCHEMA_VERSION};
+use crate::store::recordings::format::{End, Header, Line, SCHEMA_VERSION};
+
+use super::append::{to_line, Active, Appended, Pending};
 use crate::store::recordings::index::{Index, Repairs};
 
 /// How often the recordings index is checked against the files.
 pub const INDEX_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// Results bigger than this go to a file beside the JSONL.
-const INLINE_LIMIT: usize = 64 * 1024;
-
-pub struct Active {
-    pub id: String,
-    pub dir: PathBuf,
-    file: File,
-    started: std::time::Instant,
-    seq: usize,
-    ok: usize,
-    bytes: u64,
-    max_bytes: u64,
-    /// Set when the file can no longer be written (size limit, disk error).
-    pub stopped: Option<String>,
-    /// Tasks whose variables are already recorded (on their first step).
-    batches: std::collections::HashSet<String>,
-}
+/// The active recordings, by session.
+type ActiveMap = DashMap<String, Arc<Mutex<Active>>>;
 
 /// The recording service: one active recording per recording connection,
 /// and the index every listing reads (kept in step with each change the
 /// hub makes to a recording).
 pub struct Recorder {
     hub: Hub,
-    active: DashMap<String, Arc<Mutex<Active>>>,
-    index: Index,
+    active: Arc<ActiveMap>,
+    index: Arc<Index>,
+    /// The recording messages' file work, in order per connection and per
+    /// recording, off the runtime's threads (`recording::handle`).
+    pub io: Serial,
 }
 
 impl CallObserver for Recorder {
@@ -68,8 +59,9 @@ impl Recorder {
     pub fn new(hub: Hub) -> Recorder {
         Recorder {
             hub,
-            active: DashMap::new(),
-            index: Index::new(),
+            active: Arc::default(),
+            index: Arc::new(Index::new()),
+            io: Serial::default(),
         }
     }
 
@@ -231,51 +223,20 @@ impl Recorder {
 
     /// Stop: write the `end` line; `save: false` deletes the recording.
     pub fn stop(&self, session: &str, save: bool, reason: &str) -> Result<Value, HubError> {
-        // Taken out of `active` only once its end and index entry are
-        // written, so an index check never sees it half-stopped.
-        let Some(active) = self.active.get(session).map(|a| a.value().clone()) else {
-            return Err(HubError::new(
-                ErrorType::InvalidMessage,
-                "this connection is not recording",
-            )
-            .with_suggestion("send start_recording first"));
-        };
-        let mut a = active
-            .lock()
-            .map_err(|_| HubError::new(ErrorType::Unknown, "recording state poisoned"))?;
-        if a.stopped.is_some() {
-            // Another stop (the connection closing) got there first.
-            return Err(HubError::new(
-                ErrorType::InvalidMessage,
-                "this connection is not recording",
-            )
-            .with_suggestion("send start_recording first"));
-        }
-        let meta = finish(&mut a, reason);
-        let storage = self.storage();
-        if save {
-            self.index.refresh(&storage, &a.id);
-        } else {
-            let _ = fs::remove_dir_all(&a.dir);
-            self.index.remove(&storage, &a.id);
-        }
-        tracing::info!(session, recording = %a.id, steps = a.seq, reason, "recording stopped");
-        let reply = json!({
-            "recordingId": a.id,
-            "stepCount": a.seq,
-            "path": if save { Value::String(a.dir.display().to_string()) } else { Value::Null },
-            "saved": save,
-            "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
-            "metadata": meta,
-        });
-        // The map is never locked while an `Active` is (see `verify_index`).
-        drop(a);
-        self.active.remove(session);
-        Ok(reply)
+        stop_in(
+            &self.active,
+            &self.index,
+            &self.storage(),
+            session,
+            save,
+            reason,
+        )
     }
 
     /// Append one call if `session` is recording. Returns a `recording_stopped`
-    /// event when the size limit was hit (the caller sends it).
+    /// event when the size limit was hit (the caller sends it). The write
+    /// and its `fdatasync` run on the blocking pool; the caller sends its
+    /// reply after this returns, so after the line is on disk.
     pub async fn capture(&self, session: &str, c: Capture<'_>) -> Option<Value> {
         let hub = &self.hub;
         // The recording controls themselves are not part of the flow, nor
@@ -298,83 +259,35 @@ impl Recorder {
             (Some(server), true) => screenshot(hub, server).await,
             _ => None,
         };
-        let mut a = active.lock().ok()?;
-        if a.stopped.is_some() {
-            return None;
-        }
-        let seq = a.seq;
-        let (result, images) = externalize(&a.dir, seq, c.outcome);
-        // A batch's variables go with its first recorded step.
-        let variables = match (&c.source.task_id, c.variables) {
-            (Some(task), Some((vars, secret))) if !a.batches.contains(task) => {
-                a.batches.insert(task.clone());
-                defaults(vars, secret, &cfg.security)
-            }
-            _ => None,
-        };
-        let mut step = Step {
-            seq,
-            source: c.source,
-            tool: c.outcome.tool.clone(),
-            qualified_name: c.outcome.qualified_name.clone(),
-            server: c.outcome.server.clone(),
-            params: c.params.clone(),
-            params_template: c.params_template.cloned(),
-            save_as: c.save_as.map(String::from),
-            when: c.when.cloned(),
-            expect: c.expect.cloned(),
-            variables,
-            timestamp: crate::util::rfc3339(c.started_at),
-            t_offset_ms: c
-                .started_at
-                .duration_since(std::time::SystemTime::now() - a.started.elapsed())
-                .map(|d| d.as_millis() as u64)
-                .unwrap_or(0),
-            duration_ms: c.outcome.duration_ms,
-            success: c.outcome.success,
-            attempts: c.outcome.attempts,
-            result,
-            error: c.outcome.error.clone(),
-            images,
-            screenshot: shot.and_then(|png| {
-                let name = format!("step-{seq}.png");
-                fs::write(a.dir.join(&name), png).ok().map(|()| name)
-            }),
-        };
-        scrub(&mut step, &cfg.security);
-        let line = to_line(&Line::Step(step));
-        if a.bytes + line.len() as u64 > a.max_bytes {
-            let id = a.id.clone();
-            drop(a);
-            let stopped = self.stop(session, true, "size_limit").ok()?;
-            tracing::warn!(recording = %id, limit = cfg.recording.max_bytes, "recording stopped at recording.maxBytes");
-            let mut ev = stopped;
-            ev["type"] = json!("recording_stopped");
-            return Some(ev);
-        }
-        match crate::util::append_whole(&mut a.file, line.as_bytes())
-            .and_then(|_| a.file.sync_data())
-        {
-            Ok(()) => {
-                a.bytes += line.len() as u64;
-                a.seq += 1;
-                if c.outcome.success {
-                    a.ok += 1;
+        let pending = Pending::new(c, shot, &cfg.security);
+        let (map, index, storage) = (self.active.clone(), self.index.clone(), self.storage());
+        let session = session.to_string();
+        let write = move || {
+            let stop = |reason: &str| stop_in(&map, &index, &storage, &session, true, reason);
+            Ok(match pending.append(&active, &cfg.security) {
+                Appended::Written | Appended::Stopped => None,
+                Appended::Full(id) => {
+                    let mut ev = stop("size_limit").ok();
+                    tracing::warn!(recording = %id, limit = cfg.recording.max_bytes, "recording stopped at recording.maxBytes");
+                    if let Some(ev) = ev.as_mut() {
+                        ev["type"] = json!("recording_stopped");
+                    }
+                    ev
                 }
-                None
-            }
-            Err(e) => {
-                let id = a.id.clone();
-                drop(a);
-                tracing::error!(recording = %id, error = %e, "recording write failed; recording stopped");
-                let mut ev = self.stop(session, true, "write_error").ok()?;
-                ev["type"] = json!("recording_stopped");
-                ev["error"] = json!(HubError::classified(format!(
-                    "cannot write recording {id}: {e}"
-                )));
-                Some(ev)
-            }
-        }
+                Appended::Failed(id, e) => {
+                    tracing::error!(recording = %id, error = %e, "recording write failed; recording stopped");
+                    let mut ev = stop("write_error").ok();
+                    if let Some(ev) = ev.as_mut() {
+                        ev["type"] = json!("recording_stopped");
+                        ev["error"] = json!(HubError::classified(format!(
+                            "cannot write recording {id}: {e}"
+                        )));
+                    }
+                    ev
+                }
+            })
+        };
+        blocking(write).await.ok().flatten()
     }
 
     /// The connection went away: close its recording (reason `closed`).
@@ -385,56 +298,56 @@ impl Recorder {
     }
 }
 
-/// Every step that reaches a recording file passes here, captured or
-/// edited (`update_recording`), and params, templates, results, `when`,
-/// `expect` and the error all get the same rules: values of secret keys
-/// (`security.redactKeys`) redacted (a tool that returns {"token": …} must
-/// not leave it in a recording; in an error's text, `"token": …` and
-/// `token=…`), and every known secret value masked.
-pub(crate) fn scrub(step: &mut Step, security: &crate::config::SecurityConfig) {
-    use crate::history::{redact, redact_text};
-    step.params = redact(&step.params, security);
-    if let Some(t) = &step.params_template {
-        step.params_template = Some(redact(t, security));
+/// Stop `session`'s recording: write the `end` line; `save: false` deletes
+/// the recording (blocking file IO).
+fn stop_in(
+    map: &ActiveMap,
+    index: &Index,
+    storage: &Path,
+    session: &str,
+    save: bool,
+    reason: &str,
+) -> Result<Value, HubError> {
+    // Taken out of `active` only once its end and index entry are
+    // written, so an index check never sees it half-stopped.
+    let Some(active) = map.get(session).map(|a| a.value().clone()) else {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            "this connection is not recording",
+        )
+        .with_suggestion("send start_recording first"));
+    };
+    let mut a = active
+        .lock()
+        .map_err(|_| HubError::new(ErrorType::Unknown, "recording state poisoned"))?;
+    if a.stopped.is_some() {
+        // Another stop (the connection closing) got there first.
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            "this connection is not recording",
+        )
+        .with_suggestion("send start_recording first"));
     }
-    step.result = redact(&step.result, security);
-    for v in [&mut step.when, &mut step.expect].into_iter().flatten() {
-        *v = redact(v, security);
+    let meta = finish(&mut a, reason);
+    if save {
+        index.refresh(storage, &a.id);
+    } else {
+        let _ = fs::remove_dir_all(&a.dir);
+        index.remove(storage, &a.id);
     }
-    if let Some(vars) = step.variables.take() {
-        if let Value::Object(m) = redact(&Value::Object(vars), security) {
-            step.variables = Some(m);
-        }
-    }
-    if let Some(e) = &mut step.error {
-        e.message = redact_text(&e.message, security);
-        e.suggestion = redact_text(&e.suggestion, security);
-    }
-}
-
-/// The variables a replay may use as defaults: those whose names are not
-/// secret by `security.redactKeys` nor listed in `options.secrets` (their
-/// values still masked if they hold a known secret); `None` when none is left.
-fn defaults(
-    vars: &serde_json::Map<String, Value>,
-    secret: &[String],
-    security: &crate::config::SecurityConfig,
-) -> Option<serde_json::Map<String, Value>> {
-    let kept: serde_json::Map<String, Value> = vars
-        .iter()
-        .filter(|(k, _)| !security.is_secret_key(k) && !secret.contains(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    match crate::history::redact(&Value::Object(kept), security) {
-        Value::Object(m) if !m.is_empty() => Some(m),
-        _ => None,
-    }
-}
-
-fn to_line(l: &Line) -> String {
-    let mut s = serde_json::to_string(l).unwrap_or_default();
-    s.push('\n');
-    s
+    tracing::info!(session, recording = %a.id, steps = a.seq, reason, "recording stopped");
+    let reply = json!({
+        "recordingId": a.id,
+        "stepCount": a.seq,
+        "path": if save { Value::String(a.dir.display().to_string()) } else { Value::Null },
+        "saved": save,
+        "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
+        "metadata": meta,
+    });
+    // The map is never locked while an `Active` is (see `verify_index`).
+    drop(a);
+    map.remove(session);
+    Ok(reply)
 }
 
 fn finish(a: &mut Active, reason: &str) -> Value {
@@ -461,49 +374,6 @@ fn finish(a: &mut Active, reason: &str) -> Value {
         a.stopped = Some(reason.to_string());
     }
     json!({"totalDuration": total, "successRate": rate})
-}
-
-/// Large results and MCP image items go to files beside the JSONL.
-fn externalize(dir: &Path, seq: usize, out: &CallOutcome) -> (Value, Vec<String>) {
-    let mut images = Vec::new();
-    if let Some(content) = out
-        .raw
-        .as_ref()
-        .and_then(|r| r.get("content"))
-        .and_then(Value::as_array)
-    {
-        for (k, item) in content.iter().enumerate() {
-            if item.get("type").and_then(Value::as_str) != Some("image") {
-                continue;
-            }
-            let Some(data) = item.get("data").and_then(Value::as_str) else {
-                continue;
-            };
-            let ext = match item.get("mimeType").and_then(Value::as_str) {
-                Some("image/jpeg") => "jpg",
-                Some("image/gif") => "gif",
-                Some("image/webp") => "webp",
-                _ => "png",
-            };
-            if let Ok(bytes) = crate::b64::decode(data) {
-                let name = format!("step-{seq}-img-{k}.{ext}");
-                if fs::write(dir.join(&name), bytes).is_ok() {
-                    images.push(name);
-                }
-            }
-        }
-    }
-    let text = out.result.to_string();
-    if text.len() > INLINE_LIMIT {
-        let name = format!("step-{seq}-result.json");
-        if fs::write(dir.join(&name), text.as_bytes()).is_ok() {
-            return (
-                json!({"$file": name, "bytes": text.len(), "mediaType": "application/json"}),
-                images,
-            );
-        }
-    }
-    (out.result.clone(), images)
 }
 
 /// Call the server's configured screenshot tool; the first image item.

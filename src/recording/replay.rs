@@ -16,6 +16,7 @@ use crate::errors::{ErrorType, HubError};
 use crate::protocol::recording::{Mode, ReplayReq};
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchOptions, BatchReq, BatchStep, MsgId};
+use crate::store::offload::blocking;
 use crate::store::recordings as store;
 use crate::store::recordings::format::{Recording, Step};
 
@@ -77,8 +78,13 @@ pub async fn execute(
     let hub = engine.hub();
     let cfg = hub.config();
     let storage = cfg.recording.storage_path.clone();
-    let mut rec = store::load(&storage, &req.recording_id)?;
-    store::inline_files(&storage, &mut rec);
+    let (dir, id) = (storage.clone(), req.recording_id.clone());
+    let rec = blocking(move || {
+        let mut rec = store::load(&dir, &id)?;
+        store::inline_files(&dir, &mut rec);
+        Ok(rec)
+    })
+    .await?;
     let ignore = Ignore::new(&cfg.replay.ignore_paths, &cfg.replay.ignore_regexes)
         .map_err(|m| HubError::new(ErrorType::InvalidMessage, format!("replay.ignore: {m}")))?;
     let replay_id = format!("replay-{}", uuid::Uuid::new_v4().simple());
@@ -93,11 +99,15 @@ pub async fn execute(
     msg["recordingId"] = json!(rec.header.recording_id);
     msg["replayId"] = json!(replay_id);
     msg["mode"] = json!(format!("{mode:?}").to_lowercase());
-    if let Ok(dir) = store::dir_of(&storage, &rec.header.recording_id) {
-        // Written like every other file: secrets redacted and masked.
-        let saved = crate::history::redact(&msg, &engine.hub().config().security);
+    // Written like every other file: secrets redacted and masked.
+    let saved = crate::history::redact(&msg, &engine.hub().config().security);
+    let id = rec.header.recording_id.clone();
+    let _ = blocking(move || {
+        let dir = store::dir_of(&storage, &id)?;
         let _ = std::fs::write(dir.join("last-replay.json"), saved.to_string());
-    }
+        Ok(())
+    })
+    .await;
     Ok(msg)
 }
 

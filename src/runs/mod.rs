@@ -33,6 +33,7 @@ use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
 use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
 use crate::protocol::{self, MsgId, Outbox};
+use crate::store::offload::{blocking, Serial};
 use model::{LogEntry, RunStatus};
 
 /// How often the runs index is checked against the run folders (a run
@@ -73,6 +74,9 @@ pub struct Runs {
     /// What `list_runs` reads: one entry per run, kept in step with the
     /// run folders.
     index: index::Index,
+    /// The run messages' file work, in order per connection, off the
+    /// runtime's threads (`handle`).
+    io: Serial,
 }
 
 impl Runs {
@@ -91,6 +95,7 @@ impl Runs {
             env_gone: AtomicBool::new(false),
             locks: DashMap::new(),
             index: index::Index::default(),
+            io: Serial::default(),
         }
     }
 
@@ -296,14 +301,18 @@ impl Runs {
 
     /// Append under the run's lock, so concurrent writers never interleave.
     pub fn append(&self, run_id: &str, entry: &LogEntry) -> Result<(), HubError> {
+        append_locked(&*self.lock_of(run_id)?, &self.storage(), run_id, entry)
+    }
+
+    /// The lock that serialises appends to `run_id`'s log (the id checked
+    /// first, so no hostile id becomes a key).
+    fn lock_of(&self, run_id: &str) -> Result<Arc<Mutex<()>>, HubError> {
         model::check_id(run_id)?;
-        let lock = self
+        Ok(self
             .locks
             .entry(run_id.to_string())
             .or_insert_with(|| Arc::new(Mutex::new(())))
-            .clone();
-        let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
-        store::append(&self.storage(), run_id, entry)
+            .clone())
     }
 
     pub fn archive(&self, run_id: &str) -> Result<Value, HubError> {
@@ -358,14 +367,40 @@ impl Runs {
         }
         // A call that asks (`saveImages`) keeps every image it returned; a
         // screenshot call keeps its first.
-        if let Some(named) = capture.save_images.and_then(|s| s.wanted()) {
-            if self.keep_images(&run_id, &capture, named, usize::MAX, &mut entry) > 0 {
-                entry.action_type = model::ActionType::Screenshot;
-            }
-        } else if entry.action_type == model::ActionType::Screenshot {
-            self.keep_images(&run_id, &capture, None, 1, &mut entry);
+        let shots = match capture.save_images.and_then(|s| s.wanted()) {
+            Some(named) => Some((named, usize::MAX, true)),
+            None if entry.action_type == model::ActionType::Screenshot => Some((None, 1, false)),
+            None => None,
         }
-        if let Err(e) = self.append(&run_id, &entry) {
+        .map(|(named, max, mark)| {
+            let data: Vec<String> = infer::images(capture.outcome.raw.as_ref())
+                .into_iter()
+                .take(max)
+                .map(String::from)
+                .collect();
+            (slug_of(&capture, named), data, mark)
+        });
+        // The images' writes and `fsync`s and the log line: on the
+        // blocking pool; the call's reply waits for them.
+        let storage = self.storage();
+        let (id, lock) = (run_id.clone(), self.lock_of(&run_id));
+        let written = blocking(move || {
+            if let Some((slug, data, mark)) = shots {
+                let kept = keep_images(&storage, &id, &slug, &data);
+                if mark && !kept.is_empty() {
+                    entry.action_type = model::ActionType::Screenshot;
+                }
+                if let Some(first) = kept.first() {
+                    entry.data.insert("screenshot".into(), json!(first));
+                }
+                if kept.len() > 1 {
+                    entry.data.insert("screenshots".into(), json!(kept));
+                }
+            }
+            append_locked(&*lock?, &storage, &id, &entry)
+        })
+        .await;
+        if let Err(e) = written {
             tracing::warn!(run = %run_id, error = %e.message, "cannot log a call into the run");
             if e.error_type == ErrorType::NotFound {
                 return Some(cleared_event(&run_id, &e.message));
@@ -373,70 +408,70 @@ impl Runs {
         }
         None
     }
+}
 
-    /// Store up to `max` images of the call as `screenshots/NNN_slug.png`,
-    /// the slug from `named`, else the call's `filename`/`name`/
-    /// `description`, else the tool; the entry names them
-    /// (`data.screenshot`, and `data.screenshots` when there are several).
-    /// Returns how many were stored.
-    fn keep_images(
-        &self,
-        run_id: &str,
-        capture: &Capture<'_>,
-        named: Option<&str>,
-        max: usize,
-        entry: &mut LogEntry,
-    ) -> usize {
-        use std::io::Write;
-        let from_params = ["filename", "name", "description"]
-            .iter()
-            .find_map(|k| capture.params.get(*k).and_then(Value::as_str));
-        let base = named
-            .or(from_params)
-            .map(|n| n.trim_end_matches(".png").to_string())
-            .unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
-        let slug = model::slugify(&base, model::MAX_ID).unwrap_or_else(|| "screenshot".into());
-        let mut kept = Vec::new();
-        for data in infer::images(capture.outcome.raw.as_ref())
-            .into_iter()
-            .take(max)
-        {
-            let Ok(bytes) = crate::b64::decode(data) else {
-                tracing::warn!(run = run_id, "an image of the call is not base64; not kept");
-                continue;
-            };
-            let stored = store::claim_screenshot(&self.storage(), run_id, &slug).and_then(
-                |(path, mut f)| {
-                    f.write_all(&bytes)
-                        .and_then(|_| f.sync_all())
-                        .map_err(|e| {
-                            HubError::new(
-                                ErrorType::Permission,
-                                format!("cannot write {}: {e}", path.display()),
-                            )
-                        })?;
-                    Ok(path)
-                },
-            );
-            match stored {
-                Ok(path) => {
-                    if let Some(name) = path.file_name() {
-                        kept.push(format!("screenshots/{}", name.to_string_lossy()));
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot")
+/// Append under the run's lock (blocking file IO).
+fn append_locked(
+    lock: &Mutex<()>,
+    storage: &std::path::Path,
+    run_id: &str,
+    entry: &LogEntry,
+) -> Result<(), HubError> {
+    let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
+    store::append(storage, run_id, entry)
+}
+
+/// The name images of a call are kept under: `named`, else the call's
+/// `filename`/`name`/`description`, else the tool.
+fn slug_of(capture: &Capture<'_>, named: Option<&str>) -> String {
+    let from_params = ["filename", "name", "description"]
+        .iter()
+        .find_map(|k| capture.params.get(*k).and_then(Value::as_str));
+    let base = named
+        .or(from_params)
+        .map(|n| n.trim_end_matches(".png").to_string())
+        .unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
+    model::slugify(&base, model::MAX_ID).unwrap_or_else(|| "screenshot".into())
+}
+
+/// Store the images (base64) as `screenshots/NNN_slug.png`, each written
+/// and synced (blocking file IO); their paths within the run.
+fn keep_images(
+    storage: &std::path::Path,
+    run_id: &str,
+    slug: &str,
+    data: &[String],
+) -> Vec<String> {
+    use std::io::Write;
+    let mut kept = Vec::new();
+    for data in data {
+        let Ok(bytes) = crate::b64::decode(data) else {
+            tracing::warn!(run = run_id, "an image of the call is not base64; not kept");
+            continue;
+        };
+        let stored = store::claim_screenshot(storage, run_id, slug).and_then(|(path, mut f)| {
+            f.write_all(&bytes)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| {
+                    HubError::new(
+                        ErrorType::Permission,
+                        format!("cannot write {}: {e}", path.display()),
+                    )
+                })?;
+            Ok(path)
+        });
+        match stored {
+            Ok(path) => {
+                if let Some(name) = path.file_name() {
+                    kept.push(format!("screenshots/{}", name.to_string_lossy()));
                 }
             }
+            Err(e) => {
+                tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot")
+            }
         }
-        if let Some(first) = kept.first() {
-            entry.data.insert("screenshot".into(), json!(first));
-        }
-        if kept.len() > 1 {
-            entry.data.insert("screenshots".into(), json!(kept));
-        }
-        kept.len()
     }
+    kept
 }
 
 /// `run_command`'s sandbox leaves the current run's folder writable;
@@ -511,12 +546,24 @@ fn enum_field<T: serde::de::DeserializeOwned + serde::Serialize>(
     })
 }
 
-/// Handle a run message from a connection.
-pub fn handle(runs: &Runs, out: &Outbox, id: MsgId, msg: RunMsg) {
+/// Handle a run message from a connection: on the blocking pool (every
+/// message reads or writes run folders), in the order the connection sent
+/// them; the reply goes out from the job.
+pub fn handle(runs: &Arc<Runs>, out: &Outbox, id: MsgId, msg: RunMsg) {
+    let (me, owner) = (runs.clone(), out.clone());
+    let job = runs.io.run(&[out.session.as_str()], move || {
+        let out = owner;
+        answer(&me, &out, &id, msg);
+        Ok(())
+    });
+    tokio::spawn(job);
+}
+
+fn answer(runs: &Runs, out: &Outbox, id: &MsgId, msg: RunMsg) {
     let reply = |ty: &str, r: Result<Value, HubError>| {
         let _sent = match r {
-            Ok(v) => out.send(protocol::reply(ty, &id, v)),
-            Err(e) => out.send(protocol::error_msg(&id, &e)),
+            Ok(v) => out.send(protocol::reply(ty, id, v)),
+            Err(e) => out.send(protocol::error_msg(id, &e)),
         };
     };
     match msg {

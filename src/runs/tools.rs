@@ -105,19 +105,19 @@ impl RunTools {
     pub fn new(runs: Arc<Runs>) -> Arc<RunTools> {
         Arc::new(RunTools(runs))
     }
+}
 
-    fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
-        let runs = &self.0;
-        let p = call.params;
-        match tool {
-            Tool::Create => runs.create(&params::<CreateRunReq>(tool, p)?),
-            Tool::Set => runs.set(call.session, &params::<RunRef>(tool, p)?.run_id),
-            Tool::List => Ok(runs.list(&params::<ListRunsReq>(tool, p)?)),
-            Tool::Get => runs.get(&params::<GetRunReq>(tool, p)?),
-            Tool::Log => runs.log(call.session, params::<LogEntryReq>(tool, p)?),
-            Tool::Archive => runs.archive(&params::<RunRef>(tool, p)?.run_id),
-            Tool::Delete => runs.delete(&params::<RunRef>(tool, p)?.run_id),
-        }
+/// One run tool (blocking file IO: on the blocking pool, in order with the
+/// session's run messages).
+fn run(runs: &Runs, tool: Tool, session: &str, p: &Value) -> Result<Value, HubError> {
+    match tool {
+        Tool::Create => runs.create(&params::<CreateRunReq>(tool, p)?),
+        Tool::Set => runs.set(session, &params::<RunRef>(tool, p)?.run_id),
+        Tool::List => Ok(runs.list(&params::<ListRunsReq>(tool, p)?)),
+        Tool::Get => runs.get(&params::<GetRunReq>(tool, p)?),
+        Tool::Log => runs.log(session, params::<LogEntryReq>(tool, p)?),
+        Tool::Archive => runs.archive(&params::<RunRef>(tool, p)?.run_id),
+        Tool::Delete => runs.delete(&params::<RunRef>(tool, p)?.run_id),
     }
 }
 
@@ -151,7 +151,12 @@ impl LocalTools for RunTools {
 
     fn call<'a>(&'a self, tool: &'a str, call: LocalCall<'a>) -> Option<LocalFuture<'a>> {
         let tool = Tool::from_name(tool)?;
-        Some(Box::pin(async move { self.run(tool, call) }))
+        Some(Box::pin(async move {
+            let runs = self.0.clone();
+            let (session, p) = (call.session.to_string(), call.params.clone());
+            let job = move || run(&runs, tool, &session, &p);
+            self.0.io.run(&[call.session], job).await
+        }))
     }
 }
 

@@ -3,6 +3,7 @@
 //! (`recordings`), the append-only index file a store keeps beside its
 //! files (`index_file`), and one stored file of a recording's or a run's
 //! folder read for `get_artifact`, confined to that folder (`artifact`).
+//! `offload` runs the stores' file work off the runtime's threads.
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
@@ -10,6 +11,7 @@
 pub mod artifact;
 pub mod index_file;
 pub mod journal;
+pub mod offload;
 pub mod recordings;
 
 /// Longest id accepted: a leading character plus up to 127 more.

@@ -26,6 +26,7 @@ mod secrets;
 mod servers;
 mod sessions;
 mod spawn;
+mod stall;
 mod stores;
 mod tasks_index;
 mod threats;
