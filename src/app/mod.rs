@@ -123,11 +123,18 @@ impl App {
     pub fn connection_closed(&self, session: &str) {
         if self.recorder.is_recording(session) {
             let (r, s) = (self.recorder.clone(), session.to_string());
-            let close = self.recorder.io.run(&[session], move || {
-                r.connection_closed(&s);
-                Ok(())
-            });
-            tokio::spawn(close);
+            // An /mcp session's handler can be dropped as the runtime ends:
+            // then there is no runtime to queue on, and nobody to stall.
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    let close = self.recorder.io.run(&[session], move || {
+                        r.connection_closed(&s);
+                        Ok(())
+                    });
+                    rt.spawn(close);
+                }
+                Err(_) => r.connection_closed(&s),
+            }
         }
         self.runs.connection_closed(session);
     }
