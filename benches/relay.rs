@@ -6,12 +6,11 @@
 //! cargo bench --bench relay            # the full run (about a minute)
 //! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
-//! TOOLHUB_BENCH_SPIN=0 cargo bench --bench relay   # server.spinMicros of hub and floor (0: off)
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! cargo bench --bench relay -- --seq-only   # the same, one call at a time
 //! cargo bench --bench relay -- --batch-only # direct p50, then the batch tables
-//! cargo bench --bench relay -- --agent      # paired runs, 2–50 ms gaps: spin on/off, 1/2 workers
+//! cargo bench --bench relay -- --agent      # paired runs, 2–50 ms gaps: 1 against 2 workers
 //! cargo bench --bench relay -- --stall-only # one client's file work against another's pings
 //! ```
 //!
@@ -101,8 +100,7 @@ impl Hub {
     }
 
     async fn start_with(durability: &str, max_connections: usize, servers: Value) -> Hub {
-        let tuning = json!({"spinMicros": spin_window().as_micros() as u64});
-        Hub::start_full(durability, max_connections, servers, tuning).await
+        Hub::start_full(durability, max_connections, servers, json!({})).await
     }
 
     /// The echo server, with these `server` keys on top of the defaults.
@@ -377,20 +375,6 @@ async fn throughput<C: Caller>(c: &Arc<C>, inflight: u64, total: u64) -> f64 {
     (per * inflight) as f64 / started.elapsed().as_secs_f64()
 }
 
-/// The hub's `server.spinMicros` in this run, and the floor's window:
-/// `TOOLHUB_BENCH_SPIN` (microseconds, 0: off), else the hub's default.
-fn spin_window() -> Duration {
-    if let Some(us) = std::env::var("TOOLHUB_BENCH_SPIN")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        return Duration::from_micros(us);
-    }
-    toolhub::config::parse("{}", std::path::Path::new("/nonexistent/config.json"))
-        .map(|l| l.config.server.spin)
-        .expect("the default config parses")
-}
-
 fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
@@ -504,10 +488,7 @@ async fn bench_main() {
     let calls_only = std::env::args().any(|a| a == "--calls-only");
 
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!(
-        "\n## Relay: echo through the hub vs direct stdio ({n} sequential calls; hub and floor spin {} µs before parking)\n",
-        spin_window().as_micros()
-    );
+    println!("\n## Relay: echo through the hub vs direct stdio ({n} sequential calls)\n");
     println!("| path | p50 | p90 | p99 | added p50 | calls/s 1 | calls/s 16 | calls/s 64 | ÷ direct (16) | hub CPU/call seq / 16 |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     println!(

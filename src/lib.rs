@@ -47,7 +47,6 @@ pub mod safety;
 pub mod secrets;
 pub mod server;
 pub mod shell;
-pub mod spin;
 pub mod store;
 pub mod suggest;
 pub mod trim;
@@ -90,15 +89,9 @@ pub async fn run(
     if app.hub.config().server.mcp_endpoint {
         tracing::info!("MCP endpoint at http://{bound}/mcp (Streamable HTTP)");
     }
-    // Polls a little after each call-path event instead of sleeping at once
-    // (server.spinMicros; see spin.rs for why), with one worker only.
-    let workers = tokio::runtime::Handle::current().metrics().num_workers();
-    let window = hub.config().server.spin_in_effect(workers);
-    let spin = spin::Spin::start(window, shutdown.clone());
     let state = server::AppState {
         app,
         gate,
-        spin,
         sessions: server::session::Sessions::default(),
     };
     let served = server::serve(listener, state, shutdown.clone()).await;

@@ -17,7 +17,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "ground",
         &[
             "access", "util", "b64", "callkeys", "errors", "suggest", "diff", "protocol", "config",
-            "store", "lock", "process", "secrets", "shell", "spin", "trim",
+            "store", "lock", "process", "secrets", "shell", "trim",
         ],
     ),
     ("mcp", &["mcp"]),

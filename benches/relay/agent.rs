@@ -3,11 +3,9 @@
 //! call and the p50, with one hub setting against another in paired runs
 //! (A, B, A, B, …) so the machine's drift hits both alike.
 //!
-//! `cargo bench --bench relay -- --agent` runs the pairs: `server.spinMicros`
-//! 250 against 0 (while the hub still has the key), then
-//! `server.workerThreads` 1 against 2. CPU per call counts everything the
-//! hub burned between the first and the last call, gaps included: that is
-//! what a laptop's battery pays.
+//! `cargo bench --bench relay -- --agent` runs the pairs (see [`tables`]).
+//! CPU per call counts everything the hub burned between the first and the
+//! last call, gaps included: that is what a laptop's battery pays.
 
 use std::time::{Duration, Instant};
 
@@ -93,39 +91,31 @@ pub async fn paired(
     }
 }
 
-/// The `--agent` tables.
+/// The `--agent` tables: `server.workerThreads` 1 against 2, for single
+/// calls and for 3-step batches (each step's journal sync is a
+/// `block_in_place`, which hands the runtime to another thread). With
+/// `TOOLHUB_BIN` set to a build from before spin-before-park was removed,
+/// first `server.spinMicros` 250 against 0 (the table in the README).
 pub async fn tables(quick: bool) {
     let (pairs, calls) = if quick { (1, 60) } else { (3, 400) };
-    paired(
-        "spin before parking",
-        (
+    let one = ("`workerThreads` 1", json!({"workerThreads": 1}));
+    let two = ("`workerThreads` 2", json!({"workerThreads": 2}));
+    let mut runs = vec![
+        ("worker threads", one.clone(), two.clone(), false),
+        ("worker threads", one, two, true),
+    ];
+    if std::env::var_os("TOOLHUB_BIN").is_some() {
+        let on = (
             "`spinMicros` 250",
             json!({"spinMicros": 250, "workerThreads": 1}),
-        ),
-        (
+        );
+        let off = (
             "`spinMicros` 0",
             json!({"spinMicros": 0, "workerThreads": 1}),
-        ),
-        pairs,
-        calls,
-        false,
-    )
-    .await;
-    for batch in [false, true] {
-        paired(
-            "worker threads",
-            (
-                "`workerThreads` 1",
-                json!({"spinMicros": 0, "workerThreads": 1}),
-            ),
-            (
-                "`workerThreads` 2",
-                json!({"spinMicros": 0, "workerThreads": 2}),
-            ),
-            pairs,
-            calls,
-            batch,
-        )
-        .await;
+        );
+        runs.insert(0, ("spin before parking", on, off, false));
+    }
+    for (title, a, b, batch) in runs {
+        paired(title, a, b, pairs, calls, batch).await;
     }
 }

@@ -1,7 +1,6 @@
 //! The floor: the leanest WebSocket → stdio relay we can write on the same
 //! stack as the hub (tokio with one worker thread, tungstenite, a piped
-//! child, the hub's own spin-before-park window, `toolhub::spin`, of the same
-//! length), and nothing else: no auth, no tool list, no gate, no history, no
+//! child), and nothing else: no auth, no tool list, no gate, no history, no
 //! retries, no timeouts. A `tool_call` frame becomes a `tools/call` line to
 //! `toolhub-testserver --fast-echo`, its answer a `tool_result` frame.
 //!
@@ -80,12 +79,11 @@ pub fn serve_if_asked() {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(serve(super::spin_window()));
+    rt.block_on(serve());
     std::process::exit(0);
 }
 
-async fn serve(window: Duration) {
-    let spin = toolhub::spin::Spin::start(window, tokio_util::sync::CancellationToken::new());
+async fn serve() {
     let mut child = super::direct::fast_echo();
     let mut stdin = child.stdin.take().expect("stdin");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
@@ -144,7 +142,6 @@ async fn serve(window: Duration) {
         let (tx, mut rx) = mpsc::unbounded_channel::<String>();
         *client.lock().expect("client") = Some(tx);
         // Writer: every frame ready now goes out in one flush.
-        let out_spin = spin.clone();
         tokio::spawn(async move {
             while let Some(first) = rx.recv().await {
                 if sink.feed(Message::Text(first.into())).await.is_err() {
@@ -158,15 +155,12 @@ async fn serve(window: Duration) {
                 if sink.flush().await.is_err() {
                     return;
                 }
-                out_spin.touch();
             }
         });
         let to_server = to_server.clone();
-        let spin = spin.clone();
         tokio::spawn(async move {
             while let Some(Ok(m)) = stream.next().await {
                 let Message::Text(t) = m else { continue };
-                spin.touch();
                 let Ok(v) = serde_json::from_str::<Value>(t.as_str()) else {
                     continue;
                 };

@@ -105,14 +105,9 @@ impl App {
         let mut report = crate::hub::health::report(&self.hub, checks).await;
         if let Some(obj) = report.as_object_mut() {
             obj.insert("tasks".into(), tasks.summary);
-            // The threads running the hub's tasks (`server.workerThreads`)
-            // and how long one polls before it sleeps (`server.spinMicros`).
+            // The threads running the hub's tasks (`server.workerThreads`).
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
-            let spin = self.hub.config().server.spin_in_effect(workers);
-            obj.insert(
-                "runtime".into(),
-                json!({ "workerThreads": workers, "spinMicros": spin.as_micros() as u64 }),
-            );
+            obj.insert("runtime".into(), json!({ "workerThreads": workers }));
         }
         report
     }

@@ -20,17 +20,12 @@ pub const SEND_QUEUE: usize = 1024;
 /// `server.workerThreads`: one. A relay's work is waiting on sockets and
 /// pipes; with one thread no call pays for waking a second one (the relay
 /// benchmark: hub CPU per call under load 40-47 µs with two, 22-27 µs with
-/// one). Disk writes and other blocking work leave the thread
-/// (`block_in_place`, `spawn_blocking`), so it never stalls on them.
+/// one; at an agent's pace, `--agent`, the same CPU and p50 with one or
+/// two). File work leaves the thread (`spawn_blocking`, a journal sync's
+/// `block_in_place`), so it never stalls on it.
 pub const WORKER_THREADS: usize = 1;
 /// The most `server.workerThreads` may ask for.
 pub const MAX_WORKER_THREADS: usize = 256;
-/// `server.spinMicros`: long enough to cover a fast tool's answer and a
-/// client's next request (the relay benchmark's direct round trip here is
-/// 50–150 µs), short enough that a slow call wastes little CPU.
-pub const SPIN_MICROS: u64 = 250;
-/// The longest `server.spinMicros` window: beyond it spinning is burning.
-pub const MAX_SPIN_MICROS: u64 = 10_000;
 pub const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 pub const PING_INTERVAL_MS: u64 = 20_000;
 pub const IDLE_TIMEOUT_MS: u64 = 60_000;

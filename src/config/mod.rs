@@ -81,9 +81,6 @@ pub struct ServerConfig {
     pub mcp_page_size: usize,
     /// Threads of the async runtime (0: one per CPU core); read at start-up.
     pub worker_threads: usize,
-    /// After call-path activity a worker keeps polling this long instead of
-    /// sleeping (`spin`); zero turns it off. Read at start-up.
-    pub spin: Duration,
     /// A `/ws` session outlives its socket this long (zero: not at all).
     pub session_grace: Duration,
     /// Bytes of frames a session keeps for a resume.
@@ -102,17 +99,6 @@ impl ServerConfig {
         match self.worker_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
-        }
-    }
-
-    /// The spin-before-park window in force with `workers` runtime
-    /// workers: `spin` with one, none with more (another worker parked in
-    /// the I/O driver holds it, so a spinning one could not poll it).
-    pub fn spin_in_effect(&self, workers: usize) -> Duration {
-        if workers == 1 {
-            self.spin
-        } else {
-            Duration::ZERO
         }
     }
 }

@@ -57,7 +57,8 @@ pub struct RawServerSection {
     pub mcp_page_size: Option<usize>,
     /// Threads that run the hub's tasks (0: one per CPU core).
     pub worker_threads: Option<usize>,
-    /// Microseconds a worker keeps polling after call-path activity (0: off).
+    /// Removed (the hub no longer spins before it sleeps): still accepted,
+    /// so an older config loads, and ignored with a warning.
     pub spin_micros: Option<u64>,
     /// Milliseconds a `/ws` session outlives its socket (0: not at all).
     pub session_grace_ms: Option<u64>,

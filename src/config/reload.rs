@@ -159,7 +159,7 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
 /// The keys read only at start-up. A reload cannot apply them: they keep
 /// the value the hub started with (so the config in force says what the hub
 /// does) and are named as needing a restart.
-pub const RESTART_KEYS: [&str; 8] = [
+pub const RESTART_KEYS: [&str; 7] = [
     "server.listen",
     "server.mcpEndpoint",
     "server.handshakeTimeout",
@@ -167,7 +167,6 @@ pub const RESTART_KEYS: [&str; 8] = [
     "taskEngine.durability",
     "server.mcpSessionIdle",
     "server.workerThreads",
-    "server.spinMicros",
 ];
 
 /// Set the start-up-only keys of `new` back to their values in `started`;
@@ -204,10 +203,6 @@ pub fn keep_restart_keys(started: &Config, new: &mut Config) -> Vec<&'static str
     if s.worker_threads != n.worker_threads {
         n.worker_threads = s.worker_threads;
         differ.push(RESTART_KEYS[6]);
-    }
-    if s.spin != n.spin {
-        n.spin = s.spin;
-        differ.push(RESTART_KEYS[7]);
     }
     differ
 }

@@ -1,7 +1,6 @@
 //! The `server` section: listen address, token, origins and limits.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::time::Duration;
 
 use super::ctx::Ctx;
 use super::defaults as d;
@@ -16,7 +15,10 @@ fn parse_listen(s: &str) -> Option<SocketAddr> {
     Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
 }
 
-pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerConfig, ConfigError> {
+pub(super) fn server_section(
+    ctx: &mut Ctx,
+    r: RawServerSection,
+) -> Result<ServerConfig, ConfigError> {
     let listen_text = r.listen.as_deref().unwrap_or(d::LISTEN);
     let listen = parse_listen(listen_text).ok_or_else(|| {
         ctx.err(
@@ -49,6 +51,12 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             &format!("/server/allowedOrigins/{i}"),
             "server.allowedOrigins has an empty entry; expected an origin such as chrome-extension://*",
         ));
+    }
+    if r.spin_micros.is_some() {
+        ctx.warn(
+            "/server/spinMicros",
+            "server.spinMicros is ignored: the hub no longer spins before it sleeps (it cost CPU for no measured gain); remove the key",
+        );
     }
     Ok(ServerConfig {
         listen,
@@ -97,20 +105,7 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
                 )
             },
         )?,
-        spin: Duration::from_micros(ctx.at_most(
-            r.spin_micros,
-            d::SPIN_MICROS,
-            d::MAX_SPIN_MICROS,
-            "/server/spinMicros",
-            || {
-                format!(
-                    "is too long; use 0 (off) or up to {} microseconds ({} is the default)",
-                    d::MAX_SPIN_MICROS,
-                    d::SPIN_MICROS
-                )
-            },
-        )?),
-        session_grace: Duration::from_millis(r.session_grace_ms.unwrap_or(d::SESSION_GRACE_MS)),
+        session_grace: std::time::Duration::from_millis(r.session_grace_ms.unwrap_or(d::SESSION_GRACE_MS)),
         resume_buffer_bytes: ctx.positive(
             r.resume_buffer_bytes,
             d::RESUME_BUFFER_BYTES,
@@ -184,15 +179,19 @@ mod tests {
     }
 
     #[test]
-    fn spin_defaults_on_zero_is_off_and_long_windows_are_refused() {
-        let spin = |s: &str| ok(s).config.server.spin;
-        assert_eq!(spin("{}"), Duration::from_micros(d::SPIN_MICROS));
-        assert_eq!(spin(r#"{"server": {"spinMicros": 0}}"#), Duration::ZERO);
-        assert_eq!(
-            spin(r#"{"server": {"spinMicros": 40}}"#),
-            Duration::from_micros(40)
-        );
-        let (_, _, m) = bad(r#"{"server": {"spinMicros": 50000}}"#);
-        assert!(m.contains("server.spinMicros 50000 is too long"), "{m}");
+    fn a_config_that_still_sets_spin_micros_loads_with_a_warning() {
+        for text in [
+            r#"{"server": {"spinMicros": 250}}"#,
+            r#"{"server": {"spinMicros": 50000}}"#,
+        ] {
+            let l = ok(text);
+            assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+            assert!(
+                l.warnings[0].contains("server.spinMicros is ignored"),
+                "{:?}",
+                l.warnings
+            );
+        }
+        assert!(ok("{}").warnings.is_empty());
     }
 }

@@ -84,7 +84,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         ctx.warn(&u.pointer, msg);
     }
 
-    let server = server_section(&ctx, raw.server.unwrap_or_default())?;
+    let server = server_section(&mut ctx, raw.server.unwrap_or_default())?;
     let mut mcp_servers = BTreeMap::new();
     for (name, spec) in raw.mcp_servers.unwrap_or_default() {
         let spec = super::servers::server_spec(&mut ctx, &name, spec)?;

@@ -21,23 +21,15 @@ use super::slots::Slot;
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::{self, MsgId, OutboxReceiver, ResumeSessionReq};
-use crate::spin::Spin;
 
 /// Serve one socket; every log line carries `conn{session}` (the socket's
 /// first session: a resume names the one it took over).
-pub async fn run(
-    socket: WebSocket,
-    app: App,
-    slot: Slot,
-    spin: Spin,
-    sessions: Sessions,
-    scope: Arc<str>,
-) {
+pub async fn run(socket: WebSocket, app: App, slot: Slot, sessions: Sessions, scope: Arc<str>) {
     let evict = CancellationToken::new();
     let (session, rx) = sessions.open(&app, scope, evict.clone());
     let span = tracing::info_span!("conn", session = %session.id);
     let link = Link { session, rx, evict };
-    tracing::Instrument::instrument(serve(socket, app, sessions, link, slot, spin), span).await;
+    tracing::Instrument::instrument(serve(socket, app, sessions, link, slot), span).await;
 }
 
 /// The session a socket serves, its end of the session's outbox, and the
@@ -57,14 +49,7 @@ struct Link {
 /// task (often on the other worker thread) for every frame: the socket's
 /// readiness wakes both halves. The relay benchmark counts these ("hub
 /// threads went to sleep").
-async fn serve(
-    mut socket: WebSocket,
-    app: App,
-    sessions: Sessions,
-    mut link: Link,
-    slot: Slot,
-    spin: Spin,
-) {
+async fn serve(mut socket: WebSocket, app: App, sessions: Sessions, mut link: Link, slot: Slot) {
     let hub = app.hub.clone();
     tracing::info!("client connected");
     let cfg = hub.config();
@@ -98,8 +83,6 @@ async fn serve(
                     close = if link.rx.taken_over() { CLOSE_TAKEN_OVER } else { code };
                     break;
                 }
-                // The client's next request is likely on its way.
-                spin.touch();
                 continue;
             }
             f = socket.next() => f,
@@ -142,8 +125,6 @@ async fn serve(
         idle_end.as_mut().reset(Instant::now() + idle);
         match frame {
             Message::Text(text) => {
-                // Its answer (or the server's) is likely on its way.
-                spin.touch();
                 let Some((id, req)) =
                     super::dispatch::handle(&app, &link.session, text.as_str(), max_bytes)
                 else {

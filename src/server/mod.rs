@@ -32,8 +32,6 @@ const WS_BUFFER: usize = 8 * 1024;
 pub struct AppState {
     pub app: App,
     pub gate: Gate,
-    /// Touched on every request and frame: keeps a worker polling briefly.
-    pub spin: crate::spin::Spin,
     /// Every `/ws` session, with or without a socket.
     pub sessions: session::Sessions,
 }
@@ -70,10 +68,7 @@ async fn strict_head(State(state): State<AppState>, req: Request, next: Next) ->
     if let Err(r) = state.gate.check_head(req.uri(), req.headers()) {
         return refuse(r);
     }
-    state.spin.touch();
-    let response = next.run(req).await;
-    state.spin.touch();
-    response
+    next.run(req).await
 }
 
 async fn not_found() -> StatusCode {
@@ -175,7 +170,6 @@ async fn ws_upgrade(
         .saturating_mul(2)
         .max(64 * 1024);
     let app = state.app.clone();
-    let spin = state.spin.clone();
     let sessions = state.sessions.clone();
     let scope = state.gate.key_scope();
     ws.protocols([gate::SUBPROTOCOL])
@@ -186,7 +180,7 @@ async fn ws_upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot, spin, sessions, scope))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, scope))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
