@@ -205,7 +205,7 @@ impl Controls {
                         .and_then(Value::as_u64)
                         .map(|n| n as usize);
                     let vars = params.get("variables").and_then(Value::as_object).cloned();
-                    if let Some(t) = engine.get(id) {
+                    if let Some(t) = engine.load(id).await {
                         // The resumed steps are the caller's work too.
                         t.set_caller(call.session);
                     }
@@ -215,7 +215,8 @@ impl Controls {
                     let _ = handle.await;
                 }
                 let t = engine
-                    .get(id)
+                    .load(id)
+                    .await
                     .ok_or_else(|| crate::engine::unknown_task(id))?;
                 Ok(t.status_json(page))
             }

@@ -131,6 +131,28 @@ pub fn start(
 
 /// Handle a task message from a connection.
 pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
+    // A finished task asked for by id that is not in memory: read its
+    // journal back off the runtime's thread first, then answer as usual.
+    let named = match &msg {
+        ClientMsg::CancelTask(r) => Some(r.task_id.clone()),
+        ClientMsg::TaskStatus(r) => Some(r.task_id.clone()),
+        ClientMsg::ResumeTask(r) => Some(r.task_id.clone()),
+        _ => None,
+    };
+    if let Some(task_id) = named.filter(|t| !engine.tasks.contains_key(t)) {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            engine.load(&task_id).await;
+            handle_loaded(&engine, out, id, msg);
+        });
+        return;
+    }
+    handle_loaded(engine, out, id, msg)
+}
+
+/// [`handle`], with any task the message names already in memory (or
+/// unknown).
+fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
     let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
         out.send(protocol::error_msg(id, &e));
     };

@@ -110,6 +110,18 @@ impl Engine {
         self.get(&id)
     }
 
+    /// [`get`](Self::get), with a finished task's journal read back on the
+    /// blocking pool (a 1,000-step journal is megabytes: not on the
+    /// runtime's thread, where it would stall every other client).
+    pub async fn load(&self, id: &str) -> Option<Arc<Task>> {
+        let on_disk = !self.tasks.contains_key(id) && self.store.finished.lock().get(id).is_some();
+        if on_disk {
+            let (me, id) = (self.clone(), id.to_string());
+            let _ = crate::store::offload::blocking(move || Ok(me.get(&id))).await;
+        }
+        self.get(id)
+    }
+
     /// How many tasks this hub knows: in memory and only in the
     /// finished-task index.
     pub fn known(&self) -> usize {
