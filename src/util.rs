@@ -39,10 +39,16 @@ pub fn rfc3339(t: SystemTime) -> String {
 /// asks the kernel for no randomness.
 pub fn call_id() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
-    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    let run = RUN.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string());
-    format!("call-{run}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("call-{}-{}", run_id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// This hub run's id: 12 random hex digits drawn once per process. The
+/// `hello`'s `bootId`, so a client knows when the hub it talks to has
+/// restarted (and its call keys and sessions with it).
+pub fn run_id() -> &'static str {
+    static RUN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..12].to_string())
 }
 
 /// Milliseconds since the Unix epoch.

@@ -18,6 +18,10 @@ pub struct Ask<'a> {
     pub info: &'a ToolInfo,
     pub params: &'a Value,
     pub owner: Option<Outbox>,
+    /// A single `tool_call`'s own `id` and `callKey`, so its client can
+    /// tell which call asks.
+    pub request_id: Option<&'a Value>,
+    pub call_key: Option<&'a str>,
 }
 
 /// `Ok` when the call may run; `Err(SAFETY_BLOCKED)` when a rule denies it
@@ -64,6 +68,12 @@ pub async fn request(engine: &Engine, ask: &Ask<'_>, reason: &str) -> Result<(),
     });
     if let Some(b) = ask.batch_id {
         msg["batchId"] = b.clone();
+    }
+    if let Some(r) = ask.request_id {
+        msg["requestId"] = r.clone();
+    }
+    if let Some(k) = ask.call_key {
+        msg["callKey"] = json!(k);
     }
     tracing::warn!(task = ask.task_id, step = ask.step_index, tool = %ask.info.qualified_name, %reason, "waiting for a person to confirm");
     // The owner while its session lives, else every connection. A batch

@@ -269,6 +269,8 @@ async fn run_step(
             info: &info,
             params: &params,
             owner: task.owner(),
+            request_id: None,
+            call_key: None,
         };
         let waited = AtomicBool::new(false);
         let verdict = tokio::select! {

@@ -103,6 +103,8 @@ pub(super) async fn settle_uncertain(
                 info: &info,
                 params: &params,
                 owner: task.owner(),
+                request_id: None,
+                call_key: None,
             };
             enter_need_user(engine, task, i, &reason, &params);
             let verdict = tokio::select! {

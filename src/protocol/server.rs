@@ -41,6 +41,7 @@ pub fn hello(session_id: &str, resume_token: &str, servers: Value, tool_count: u
         "protocol": 1,
         "sessionId": session_id,
         "resumeToken": resume_token,
+        "bootId": crate::util::run_id(),
         "servers": servers,
         "toolCount": tool_count,
     })

@@ -212,7 +212,7 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     // task's future 12.5 KB, copied whole on every spawn and every move
     // (memmove was 8 % of the hub's CPU at 16 calls in flight); boxed it
     // is about 1 KB and each is written once, where it runs.
-    let outcome = match Box::pin(gate_single(&app.engine, &out, &call)).await {
+    let outcome = match Box::pin(gate_single(&app.engine, &out, &call, &id)).await {
         // A tool that cannot be resolved or is refused never runs unchecked.
         Err(e) => {
             let mut outcome = CallOutcome::failed(&call.tool, e, Duration::ZERO);
@@ -266,6 +266,7 @@ async fn gate_single(
     engine: &Engine,
     out: &Outbox,
     call: &CallRequest,
+    id: &MsgId,
 ) -> Result<String, HubError> {
     let info = engine
         .hub()
@@ -279,6 +280,8 @@ async fn gate_single(
         info: &info,
         params: &call.params,
         owner: Some(out.clone()),
+        request_id: id.as_ref(),
+        call_key: call.call_key.as_deref(),
     };
     // A session that ends withdraws its call's pending confirmation.
     tokio::select! {

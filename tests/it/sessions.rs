@@ -46,6 +46,7 @@ impl Sock {
         s.session = hello["sessionId"].as_str().expect("sessionId").into();
         s.token = hello["resumeToken"].as_str().expect("resumeToken").into();
         assert!(s.token.len() >= 32, "128 bits or more: {}", s.token);
+        assert!(hello["bootId"].is_string(), "{hello}");
         s
     }
 
@@ -245,6 +246,17 @@ async fn a_need_user_issued_while_detached_is_delivered_on_resume() {
     assert_eq!(ok["type"], "confirmed", "{ok}");
     let done = b.until(|v| v["type"] == "batch_complete").await;
     assert_eq!(done["success"], true, "{done}");
+
+    // A single call's need_user names the call it asks about.
+    b.send(json!({"type": "tool_call", "id": "q1", "tool": "t__echo", "params": {"message": "danger"}, "callKey": "nk"}))
+        .await;
+    let ask = b.until(|v| v["type"] == "need_user").await;
+    assert_eq!(ask["requestId"], "q1", "{ask}");
+    assert_eq!(ask["callKey"], "nk", "{ask}");
+    b.request(json!({"type": "confirm", "id": "yes2", "taskId": ask["taskId"], "approve": true}))
+        .await;
+    let r = b.until(|v| v["replyTo"] == "q1").await;
+    assert_eq!(r["success"], true, "{r}");
 }
 
 #[tokio::test]
@@ -307,7 +319,8 @@ async fn a_session_past_its_grace_is_gone_and_grace_zero_drops_at_once() {
     let a = Sock::open(&hub).await;
     let (session, token, last) = (a.session.clone(), a.token.clone(), a.last_seq);
     drop(a);
-    hub.wait_log("session ended").await;
+    hub.wait_log(&format!("session={session} reason=GraceOver"))
+        .await;
     let mut b = Sock::open(&hub).await;
     let r = b.resume(&session, &token, last).await;
     assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
