@@ -66,6 +66,17 @@ enum OpRef<'a, E> {
     Del { id: &'a str },
 }
 
+/// The line that puts `entry` (without its newline).
+pub fn put_line<E: Serialize>(entry: &E) -> serde_json::Result<Vec<u8>> {
+    serde_json::to_vec(&OpRef::Put { entry })
+}
+
+/// The line that deletes entry `id` (without its newline).
+pub fn del_line(id: &str) -> serde_json::Result<Vec<u8>> {
+    let op: OpRef<'_, ()> = OpRef::Del { id };
+    serde_json::to_vec(&op)
+}
+
 /// What a check of an index against its files found and repaired.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Repairs {
@@ -179,7 +190,7 @@ impl<E: Indexed> IndexFile<E> {
 
     /// Set `e` in memory and append its line.
     pub fn put(&mut self, e: E) {
-        let line = serde_json::to_vec(&OpRef::Put { entry: &e });
+        let line = put_line(&e);
         self.entries.insert(e.id().to_string(), e);
         match line {
             Ok(line) => self.append(line),
@@ -198,8 +209,7 @@ impl<E: Indexed> IndexFile<E> {
     /// Drop entry `id` and append its `del` line.
     pub fn remove(&mut self, id: &str) -> Option<E> {
         let gone = self.entries.remove(id)?;
-        let op: OpRef<'_, E> = OpRef::Del { id };
-        if let Ok(line) = serde_json::to_vec(&op) {
+        if let Ok(line) = del_line(id) {
             self.append(line);
         }
         Some(gone)

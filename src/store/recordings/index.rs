@@ -2,8 +2,17 @@
 //! `{"op":"put","entry":{…}}` and `{"op":"del","id":…}` lines, one
 //! [`Entry`] per recording (name, description, tags, times, step count,
 //! servers and tools used, status, size). Listing, searching and sorting
-//! read only the index (kept in memory, a few hundred bytes a recording);
-//! no recording file is opened.
+//! read only the index; no recording file is opened.
+//!
+//! What stays in memory is small and fixed per recording: a 56-byte
+//! [`keys::Key`] (id, times, the file's stamp, where its line is), ~63
+//! bytes with the vector's slack, so 100,000 recordings hold ~6 MB. A
+//! page sorted by time is chosen from the keys and its 50 lines read by
+//! offset; a search (`query`, `tool`, `server`) and the `name` sort read
+//! every recording's line from the file (`file.rs`), the page cache
+//! keeping that cheap. The one thing held beyond the keys is an entry
+//! whose line could not be written (a full disk), at most
+//! [`PENDING_MAX`] of them until the file can be written again.
 //!
 //! It is kept in step with the files: the hub puts or deletes an entry
 //! right after each change it makes to a recording, and [`Index::verify`]
@@ -11,10 +20,13 @@
 //! modification time with its entry and reads again what differs, adds
 //! folders without an entry (a crash between a recording's write and its
 //! index line) and drops entries whose folder is gone. A missing index is
-//! rebuilt from the files. The file itself (replay, append, compaction
-//! past twice as many lines as recordings) is a `store::index_file`.
+//! rebuilt from the files. The file is compacted past twice as many lines
+//! as recordings.
 
 pub mod entry;
+mod file;
+pub mod keys;
+mod list;
 
 pub use entry::Entry;
 
@@ -23,26 +35,31 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use serde::Deserialize;
 use serde_json::Value;
 
+use self::file::IndexFile;
+use self::keys::{Id, Key, Keys, NOT_WRITTEN};
 use super::valid_id;
-use crate::protocol::recording::{ListReq, RecordingSort};
+use crate::protocol::recording::ListReq;
 pub use crate::store::index_file::Repairs;
-use crate::store::index_file::{IndexFile, Indexed, Loaded};
+use crate::store::index_file::{del_line, put_line, Loaded};
 
 /// The index file, beside the recordings (a dot name is never an id).
 pub const FILE: &str = ".index.jsonl";
 
+/// At most this many entries are held in memory while their lines cannot
+/// be written; past it a recording is left out of listings until the
+/// file can be written again (the next check puts it back).
+pub const PENDING_MAX: usize = 1024;
+
 struct State {
     storage: PathBuf,
-    /// The entries and the file (`store::index_file`).
-    ix: IndexFile<Entry>,
-}
-
-impl Indexed for Entry {
-    fn id(&self) -> &str {
-        &self.id
-    }
+    keys: Keys,
+    file: IndexFile,
+    /// Entries whose line could not be written (their key's offset is
+    /// `NOT_WRITTEN`), at most [`PENDING_MAX`].
+    pending: HashMap<Id, Entry>,
 }
 
 /// The index of one recordings folder (the configured `storagePath`; a
@@ -61,16 +78,37 @@ pub struct Page {
     pub problems: Vec<String>,
 }
 
-/// The ids of the recording folders (symlinks and stray files are not recordings).
-pub fn ids(storage: &Path) -> Vec<String> {
+/// Call `f` with the id of each recording folder (symlinks and stray files
+/// are not recordings), one at a time.
+fn each_id(storage: &Path, mut f: impl FnMut(&str)) {
     let Ok(rd) = fs::read_dir(storage) else {
-        return Vec::new();
+        return;
     };
-    rd.filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().to_str().map(String::from))
-        .filter(|n| valid_id(n))
-        .collect()
+    for e in rd.filter_map(Result::ok) {
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if let Some(n) = e.file_name().to_str().filter(|n| valid_id(n)) {
+            f(n);
+        }
+    }
+}
+
+/// The ids of the recording folders.
+pub fn ids(storage: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    each_id(storage, |id| v.push(id.to_string()));
+    v
+}
+
+/// What the check saw of one folder.
+#[derive(Clone, Copy, PartialEq)]
+enum Seen {
+    /// Being written: present, not compared.
+    Skip,
+    Stamp(u64),
+    /// Its file cannot be `stat`ed: read again (it becomes a problem).
+    NoStat,
 }
 
 impl Index {
@@ -79,7 +117,7 @@ impl Index {
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<State>> {
-        // A panic while holding it leaves a usable map: entries are whole.
+        // A panic while holding it leaves usable keys: each is whole.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -96,7 +134,7 @@ impl Index {
     pub fn open(&self, storage: &Path) -> Repairs {
         let n = {
             let mut g = self.lock();
-            Index::state(&mut g, storage).ix.len()
+            Index::state(&mut g, storage).keys.len()
         };
         let r = self.verify(storage, &HashSet::new());
         tracing::info!(storage = %storage.display(), recordings = n + r.added - r.removed, "recordings index ready");
@@ -107,14 +145,13 @@ impl Index {
     pub fn refresh(&self, storage: &Path, id: &str) {
         let e = entry::read(storage, id);
         let mut g = self.lock();
-        Index::state(&mut g, storage).ix.put(e);
+        Index::state(&mut g, storage).put(e);
     }
 
     /// Drop recording `id` (after the hub deleted it).
     pub fn remove(&self, storage: &Path, id: &str) {
         let mut g = self.lock();
-        let st = Index::state(&mut g, storage);
-        st.ix.remove(id);
+        Index::state(&mut g, storage).remove(keys::id_of(id).0, id);
     }
 
     /// Compare every entry with its file (size and modification time; a
@@ -124,170 +161,264 @@ impl Index {
     /// they stop). The files are read without holding the lock; an entry
     /// the hub updated meanwhile is left as the hub put it.
     pub fn verify(&self, storage: &Path, skip: &HashSet<String>) -> Repairs {
-        let (known, file_gone): (HashMap<String, (u64, u64)>, bool) = {
+        let skip: HashSet<Id> = skip.iter().map(|s| keys::id_of(s).0).collect();
+        // The folders as they are (no lock): 24 bytes each, the names of
+        // ids not in the hub's own form kept aside.
+        let mut disk: Vec<(Id, Seen)> = Vec::new();
+        let mut names: HashMap<Id, String> = HashMap::new();
+        each_id(storage, |id| {
+            let (k, hex) = keys::id_of(id);
+            let seen = if skip.contains(&k) {
+                Seen::Skip
+            } else {
+                match entry::stamp(&storage.join(id)) {
+                    Ok((size, mtime)) => Seen::Stamp(keys::stamp(size, mtime)),
+                    Err(_) => Seen::NoStat,
+                }
+            };
+            if !hex {
+                names.insert(k, id.to_string());
+            }
+            disk.push((k, seen));
+        });
+        disk.sort_unstable_by_key(|d| d.0);
+        // What differs: (id, the stamp the key had, if any); what is gone.
+        let mut differ: Vec<(Id, Option<u64>)> = Vec::new();
+        let mut gone: Vec<(Id, u64, String)> = Vec::new();
+        let file_gone = {
             let mut g = self.lock();
             let st = Index::state(&mut g, storage);
-            let known = st
-                .ix
-                .entries()
-                .map(|e| (e.id.clone(), (e.size, e.mtime_ns)))
-                .collect();
-            (known, st.ix.file_gone())
+            let mut d = disk.iter().peekable();
+            for k in st.keys.iter() {
+                while let Some(&&(id, seen)) = d.peek() {
+                    if id >= k.id {
+                        break;
+                    }
+                    if seen != Seen::Skip {
+                        differ.push((id, None));
+                    }
+                    d.next();
+                }
+                match d.peek() {
+                    Some(&&(id, seen)) if id == k.id => {
+                        if seen != Seen::Skip && seen != Seen::Stamp(k.stamp) {
+                            differ.push((id, Some(k.stamp)));
+                        }
+                        d.next();
+                    }
+                    _ => {
+                        if let Some(name) = st.id_text(k) {
+                            gone.push((k.id, k.stamp, name));
+                        }
+                    }
+                }
+            }
+            differ.extend(d.filter(|x| x.1 != Seen::Skip).map(|x| (x.0, None)));
+            st.file.gone()
         };
-        let on_disk = ids(storage);
+        drop(disk);
+        let id_text = |id: Id| names.get(&id).cloned().unwrap_or_else(|| hex_text(id));
+        let fresh: Vec<(Entry, Option<u64>)> = differ
+            .iter()
+            .map(|&(id, was)| (entry::read(storage, &id_text(id)), was))
+            .collect();
         let mut r = Repairs::default();
-        let mut fresh = Vec::new();
-        for id in &on_disk {
-            if skip.contains(id) {
-                continue;
-            }
-            let differs = match known.get(id) {
-                None => true,
-                Some(s) => entry::stamp(&storage.join(id)).ok() != Some(*s),
-            };
-            if differs {
-                fresh.push(entry::read(storage, id));
-            }
-        }
-        let present: HashSet<&String> = on_disk.iter().collect();
-        let gone: Vec<&String> = known.keys().filter(|id| !present.contains(id)).collect();
         let mut g = self.lock();
         let st = Index::state(&mut g, storage);
-        let stamp_of = |st: &State, id: &str| st.ix.get(id).map(|e| (e.size, e.mtime_ns));
+        let stamp_of = |st: &State, id: Id| st.keys.get(id).map(|k| k.stamp);
         // Only what the hub did not update meanwhile is applied and counted.
-        for e in fresh {
-            let was = known.get(&e.id).copied();
-            if stamp_of(st, &e.id) == was {
+        let mut apply = Vec::new();
+        for (e, was) in fresh {
+            let id = keys::id_of(&e.id).0;
+            if stamp_of(st, id) == was {
                 match was {
                     None => r.added += 1,
                     Some(_) => r.changed += 1,
                 }
-                st.ix.put(e);
+                apply.push(e);
             }
         }
-        for id in gone {
-            if stamp_of(st, id) == known.get(id).copied() && !storage.join(id).exists() {
+        st.put_many(apply);
+        for (id, was, name) in gone {
+            if stamp_of(st, id) == Some(was) && !storage.join(&name).exists() {
                 r.removed += 1;
-                st.ix.remove(id);
+                st.remove(id, &name);
             }
         }
-        st.ix.rewrite_if_deleted(file_gone, "recordings", storage);
+        if file_gone {
+            tracing::warn!(storage = %storage.display(), "the recordings index file was deleted; written again");
+            st.compact();
+        }
         r.log("recordings", "recordings", storage);
         r
     }
 
     /// A page of the recordings matching `req`, from the index alone.
     pub fn list(&self, storage: &Path, req: &ListReq) -> Page {
-        let words: Vec<String> = req
-            .query
-            .as_deref()
-            .unwrap_or("")
-            .split_whitespace()
-            .map(str::to_lowercase)
-            .collect();
         let mut g = self.lock();
-        let st = Index::state(&mut g, storage);
-        let mut problems = Vec::new();
-        let mut hits: Vec<&Entry> = Vec::new();
-        for e in st.ix.entries() {
-            if let Some(p) = &e.problem {
-                problems.push(p.clone());
-                continue;
-            }
-            let keep = e.matches_query(&words)
-                && req.tool.as_deref().is_none_or(|t| e.used_tool(t))
-                && req
-                    .server
-                    .as_deref()
-                    .is_none_or(|s| e.servers.iter().any(|x| x == s))
-                && req.since.as_ref().is_none_or(|s| s.admits(&e.created_at));
-            if keep {
-                hits.push(e);
-            }
-        }
-        // Only the entries up to the end of the page are put in order: the
-        // rest is split off in linear time (`select_nth_unstable_by`).
-        let order = order_of(req.sort);
-        let end = req
-            .page
-            .offset
-            .saturating_add(req.page.limit())
-            .min(hits.len());
-        if end > 0 && end < hits.len() {
-            hits.select_nth_unstable_by(end - 1, order);
-        }
-        hits[..end].sort_unstable_by(order);
-        problems.sort();
-        Page {
-            total: hits.len(),
-            items: hits
-                .iter()
-                .skip(req.page.offset)
-                .take(req.page.limit())
-                .map(|e| e.to_json())
-                .collect(),
-            problems,
-        }
+        list::page(Index::state(&mut g, storage), req)
     }
 }
 
-type Order = fn(&&Entry, &&Entry) -> std::cmp::Ordering;
+/// The text of a hub-form id.
+fn hex_text(id: Id) -> String {
+    format!("rec-{:016x}{:016x}", id.0, id.1)
+}
 
-/// How `sort` orders two entries (ties by id, so pages never overlap).
-fn order_of(sort: RecordingSort) -> Order {
-    match sort {
-        RecordingSort::Newest => |a, b| {
-            b.created_at
-                .cmp(&a.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        },
-        RecordingSort::Oldest => |a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        },
-        RecordingSort::Updated => |a, b| {
-            b.updated_at
-                .cmp(&a.updated_at)
-                .then_with(|| a.id.cmp(&b.id))
-        },
-        RecordingSort::Name => |a, b| {
-            let lower = |s: &str| s.chars().flat_map(char::to_lowercase).collect::<Vec<_>>();
-            lower(&a.name)
-                .cmp(&lower(&b.name))
-                .then_with(|| a.id.cmp(&b.id))
-        },
+/// An index line read back as its entry.
+#[derive(Deserialize)]
+struct PutLine {
+    entry: Entry,
+}
+
+impl State {
+    /// Set entry `e`: its line appended, its key put.
+    fn put(&mut self, e: Entry) {
+        if let Some(k) = self.write(e) {
+            self.keys.put(k);
+        }
+        self.compact_if_due();
+    }
+
+    /// Set many entries (one sort of the keys instead of one insert each).
+    fn put_many(&mut self, es: impl IntoIterator<Item = Entry>) {
+        let ks: Vec<Key> = es.into_iter().filter_map(|e| self.write(e)).collect();
+        self.keys.put_many(ks);
+        self.compact_if_due();
+    }
+
+    /// Append `e`'s line and give its key (`None`: it could not be
+    /// written and the pending map is full; its old key is dropped).
+    fn write(&mut self, e: Entry) -> Option<Key> {
+        let mut k = Key::new(
+            &e.id,
+            &e.created_at,
+            &e.updated_at,
+            keys::stamp(e.size, e.mtime_ns),
+            e.problem.is_some(),
+        );
+        let written = put_line(&e)
+            .ok()
+            .and_then(|l| Some((self.file.append(&l)?, l.len())));
+        match written {
+            Some((at, len)) => {
+                k.offset = at;
+                k.len = len as u32;
+                self.pending.remove(&k.id);
+            }
+            None if self.pending.len() < PENDING_MAX || self.pending.contains_key(&k.id) => {
+                self.pending.insert(k.id, e);
+            }
+            None => {
+                tracing::warn!(recording = %e.id, "the recordings index cannot be written and holds {PENDING_MAX} entries already; this recording is listed again once it can");
+                self.keys.remove(k.id);
+                return None;
+            }
+        }
+        Some(k)
+    }
+
+    /// Drop entry `id` (`name` its text) and append its `del` line.
+    fn remove(&mut self, id: Id, name: &str) {
+        if self.keys.remove(id).is_none() {
+            return;
+        }
+        self.pending.remove(&id);
+        if let Ok(l) = del_line(name) {
+            self.file.append(&l);
+        }
+        self.compact_if_due();
+    }
+
+    fn compact_if_due(&mut self) {
+        if self.file.lines() > 2 * self.keys.len() + 64 {
+            self.compact();
+        }
+    }
+
+    /// Rewrite the file with the live lines (and the pending entries).
+    fn compact(&mut self) {
+        let pending = &self.pending;
+        let mut ks: Vec<&mut Key> = self.keys.iter_mut().collect();
+        let ok = self.file.compact(&mut ks, |k| {
+            pending.get(&k.id).and_then(|e| put_line(e).ok())
+        });
+        drop(ks);
+        if ok {
+            self.pending.clear();
+        }
+        // A key whose line was lost (unreadable) is dropped; the next check
+        // against the files puts it back.
+        let pending = &self.pending;
+        self.keys
+            .retain(|k| k.offset != NOT_WRITTEN || pending.contains_key(&k.id));
+    }
+
+    /// The entries of `ks`, read from the file (or the pending map).
+    fn entries(&self, ks: &[Key]) -> Vec<Option<Entry>> {
+        let mut out: Vec<Option<Entry>> = vec![None; ks.len()];
+        let mut spans = Vec::with_capacity(ks.len());
+        for (i, k) in ks.iter().enumerate() {
+            if k.offset == NOT_WRITTEN {
+                out[i] = self.pending.get(&k.id).cloned();
+            } else {
+                spans.push((k.offset, k.len, i));
+            }
+        }
+        self.file.each_line(&mut spans, |i, line| {
+            out[i] = serde_json::from_slice::<PutLine>(line)
+                .ok()
+                .map(|p| p.entry);
+        });
+        out
+    }
+
+    /// The id of `k` as text (read from its line unless in the hub's form).
+    fn id_text(&self, k: &Key) -> Option<String> {
+        k.hex_id().or_else(|| {
+            self.entries(std::slice::from_ref(k))
+                .pop()
+                .flatten()
+                .map(|e| e.id)
+        })
     }
 }
 
 /// Read the index file, or rebuild it from the recordings when it is missing.
 fn load(storage: &Path) -> State {
-    let (mut ix, loaded) = IndexFile::load(&storage.join(FILE));
+    let (file, found, loaded) = IndexFile::load(&storage.join(FILE));
+    let mut st = State {
+        storage: storage.to_path_buf(),
+        keys: Keys::from_unsorted(found),
+        file,
+        pending: HashMap::new(),
+    };
+    st.keys.retain(|k| !file::is_del(k));
     match loaded {
-        // Unreadable lines were dropped; the entries are checked against
-        // the files next anyway.
-        Loaded::Read { .. } => {}
+        // Unreadable lines were dropped by a rewrite; the entries are
+        // checked against the files next anyway.
+        Loaded::Read { bad } => {
+            if bad > 0 {
+                tracing::warn!(storage = %storage.display(), lines = bad, "unreadable index lines skipped; the index is written again");
+                st.compact();
+            } else {
+                st.compact_if_due();
+            }
+        }
         Loaded::Missing => {
             let ids = ids(storage);
+            st.put_many(ids.iter().map(|id| entry::read(storage, id)));
             if !ids.is_empty() {
-                for id in &ids {
-                    ix.put_quiet(entry::read(storage, id));
-                }
                 tracing::info!(storage = %storage.display(), rebuilt = ids.len(), "recordings index was missing; rebuilt from the recordings");
-                ix.compact();
             }
         }
         Loaded::Unreadable(e) => {
-            tracing::warn!(storage = %storage.display(), error = %e, "cannot read the recordings index; listing from the recordings");
-            for id in ids(storage) {
-                ix.put_quiet(entry::read(storage, &id));
-            }
+            tracing::warn!(storage = %storage.display(), error = %e, "cannot read the recordings index; rebuilding it from the recordings");
+            st.put_many(ids(storage).iter().map(|id| entry::read(storage, id)));
+            st.compact();
         }
     }
-    State {
-        storage: storage.to_path_buf(),
-        ix,
-    }
+    st
 }
 
 #[cfg(test)]

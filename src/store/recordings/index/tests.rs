@@ -208,3 +208,78 @@ fn an_unreadable_recording_is_a_problem_not_a_listing() {
     assert_eq!(page.problems.len(), 1);
     assert!(page.problems[0].contains("not a recording header"));
 }
+
+#[test]
+fn entries_are_read_back_by_offset_after_updates_compaction_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path();
+    let ids: Vec<String> = (0..30).map(|_| super::super::new_id()).collect();
+    let name = |i: usize| {
+        if i == 7 {
+            "Ünïcode Ωmega".to_string()
+        } else {
+            format!("flow {i:02}")
+        }
+    };
+    for (i, id) in ids.iter().enumerate() {
+        let created = format!("2026-01-01T00:00:{i:02}.000Z");
+        write_rec(s, id, &name(i), &created, &[("fs", "read_file")]);
+    }
+    let idx = Index::new();
+    idx.open(s);
+    // Five puts each: past twice the entries, so the file is compacted
+    // and every key moves to a new offset.
+    for _ in 0..5 {
+        for id in &ids {
+            idx.refresh(s, id);
+        }
+    }
+    let lines = fs::read_to_string(s.join(FILE)).unwrap().lines().count();
+    assert!(lines <= 2 * 30 + 64 + 1, "compacted: {lines} lines");
+    let check = |idx: &Index| {
+        let page = idx.list(s, &req(json!({"sort": "oldest"})));
+        assert_eq!(page.total, 30);
+        for (i, item) in page.items.iter().enumerate() {
+            assert_eq!(item["recordingId"], json!(ids[i]));
+            assert_eq!(item["name"], json!(name(i)));
+        }
+        let by_name = ids_of(&idx.list(s, &req(json!({"sort": "name", "limit": 2}))));
+        assert_eq!(by_name, [ids[0].clone(), ids[1].clone()]);
+        assert_eq!(
+            ids_of(&idx.list(s, &req(json!({"query": "ÜNÏ ωMEGA"})))),
+            [ids[7].clone()],
+            "non-ASCII words match case-insensitively"
+        );
+        let hits = idx.list(s, &req(json!({"query": "flow 1", "tool": "fs__read_file"})));
+        assert_eq!(hits.total, 12, "every word: flow 01, 10..19, 21");
+        assert_eq!(
+            idx.list(s, &req(json!({"query": "flow", "server": "nope"})))
+                .total,
+            0
+        );
+    };
+    check(&idx);
+    // A second hub reads the same entries from the compacted file.
+    let again = Index::new();
+    assert_eq!(again.open(s), Repairs::default(), "nothing to repair");
+    check(&again);
+}
+
+#[test]
+fn an_index_that_cannot_be_written_lists_from_a_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path();
+    write_rec(s, "rec-a", "alpha", "2026-01-01T00:00:00.000Z", &[]);
+    write_rec(s, "rec-b", "beta", "2026-01-02T00:00:00.000Z", &[]);
+    // A folder where the file should be: nothing can be written there.
+    fs::create_dir_all(s.join(FILE)).unwrap();
+    let idx = Index::new();
+    idx.open(s);
+    let page = idx.list(s, &req(json!({"query": "alpha"})));
+    assert_eq!(ids_of(&page), ["rec-a"]);
+    assert_eq!(idx.list(s, &ListReq::default()).total, 2);
+    let g = idx.lock();
+    let st = g.as_ref().unwrap();
+    assert_eq!(st.pending.len(), 2);
+    assert!(st.pending.len() <= PENDING_MAX);
+}
