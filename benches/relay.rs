@@ -6,6 +6,7 @@
 //! cargo bench --bench relay            # the full run (about a minute)
 //! cargo bench --bench relay -- --quick # fewer calls, for a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench relay   # another hub build
+//! TOOLHUB_BENCH_SERVER='{"spinMicros":0}' …   # server keys on top (an A/B run)
 //! cargo bench --bench relay -- --calls-only # just the first table (for profiling)
 //! cargo bench --bench relay -- --load-only  # only 16 in flight through the hub, 20 s (for perf)
 //! cargo bench --bench relay -- --seq-only   # the same, one call at a time
@@ -119,6 +120,15 @@ impl Hub {
         let mut server = json!({"listen": "127.0.0.1:0", "maxConnections": max_connections});
         for (k, v) in tuning.as_object().into_iter().flatten() {
             server[k] = v.clone();
+        }
+        // TOOLHUB_BENCH_SERVER: `server` keys for an A/B run, e.g.
+        // '{"spinMicros":0}' for a baseline built before spinning was removed.
+        if let Ok(extra) = std::env::var("TOOLHUB_BENCH_SERVER") {
+            let extra: Value =
+                serde_json::from_str(&extra).expect("TOOLHUB_BENCH_SERVER is a JSON object");
+            for (k, v) in extra.as_object().into_iter().flatten() {
+                server[k] = v.clone();
+            }
         }
         let config = json!({
             "server": server,
