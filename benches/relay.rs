@@ -422,9 +422,7 @@ async fn bench_main() {
     }
     if std::env::args().any(|a| a == "--stall-only") {
         let hub = Hub::start("step", 64).await;
-        let client = hub.connect().await;
-        client.wait_running().await;
-        return stall::phase(&hub, &client, quick).await;
+        return stall::phase(&hub, quick).await;
     }
 
     // Direct.
@@ -576,7 +574,7 @@ async fn bench_main() {
 
     runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
 
-    stall::phase(&hub, client.as_ref(), quick).await;
+    stall::phase(&hub, quick).await;
 
     recovery::transient_mix().await;
 

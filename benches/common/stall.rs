@@ -54,6 +54,63 @@ pub fn write_run(runs: &Path, id: &str, n: usize) {
     }
 }
 
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(url: String, token: &str) -> Ws {
+    let mut req = url.into_client_request().expect("request");
+    let auth = format!("Bearer {token}").parse().expect("header");
+    req.headers_mut().insert("Authorization", auth);
+    let (ws, _) = tokio_tungstenite::connect_async(req)
+        .await
+        .expect("connect");
+    ws
+}
+
+/// The text of the reply to `id`, without parsing anything: the client
+/// doing the file work must not spend the cores parsing a 50 MB reply
+/// while the other client's pings are timed.
+async fn reply_to(ws: &mut Ws, id: &str) -> Option<String> {
+    let want = format!("\"replyTo\":\"{id}\"");
+    while let Some(Ok(m)) = ws.next().await {
+        if let Message::Text(t) = m {
+            if t.as_str().contains(&want) {
+                return Some(t.as_str().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The client doing the file work.
+pub struct Worker {
+    ws: Ws,
+    n: u64,
+}
+
+impl Worker {
+    pub async fn connect(url: String, token: &str) -> Worker {
+        Worker {
+            ws: connect(url, token).await,
+            n: 0,
+        }
+    }
+
+    /// Send `msg` with a fresh id; the reply's text, unparsed.
+    pub async fn request(&mut self, mut msg: serde_json::Value) -> String {
+        self.n += 1;
+        let id = format!("w{}", self.n);
+        msg["id"] = json!(id);
+        let text = msg.to_string();
+        self.ws
+            .send(Message::Text(text.into()))
+            .await
+            .expect("send");
+        let reply = tokio::time::timeout(Duration::from_secs(120), reply_to(&mut self.ws, &id));
+        reply.await.ok().flatten().expect("no reply in time")
+    }
+}
+
 /// A client pinging every 10 ms on its own thread and runtime, so the
 /// other client's work in this process (parsing a 50 MB reply) never
 /// delays it; only the hub can.
@@ -95,12 +152,7 @@ async fn ping_until(
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<()>,
 ) -> Vec<(Instant, Duration)> {
-    let mut req = url.into_client_request().expect("request");
-    let auth = format!("Bearer {token}").parse().expect("header");
-    req.headers_mut().insert("Authorization", auth);
-    let (mut ws, _) = tokio_tungstenite::connect_async(req)
-        .await
-        .expect("connect");
+    let mut ws = connect(url, &token).await;
     let mut rtts = Vec::new();
     let mut tick = tokio::time::interval(Duration::from_millis(10));
     let mut n = 0u64;
@@ -113,16 +165,8 @@ async fn ping_until(
         ws.send(Message::Text(ping.into()))
             .await
             .expect("send ping");
-        let want = format!("\"replyTo\":\"{id}\"");
-        let pong = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(Ok(m)) = ws.next().await {
-                if matches!(&m, Message::Text(t) if t.as_str().contains(&want)) {
-                    return true;
-                }
-            }
-            false
-        });
-        assert!(matches!(pong.await, Ok(true)), "no pong to {id}");
+        let pong = tokio::time::timeout(Duration::from_secs(60), reply_to(&mut ws, &id));
+        assert!(matches!(pong.await, Ok(Some(_))), "no pong to {id}");
         rtts.push((sent, sent.elapsed()));
         let _ = ready.send(());
     }

@@ -13,23 +13,33 @@ use crate::support::TestHub;
 #[path = "../../benches/common/stall.rs"]
 mod fixture;
 
-/// Steps of the large recording and the size of each one's result: 400 ×
-/// 60 KB = 24 MB. The issue measured 48 MB on a release build; half of it
-/// keeps this test within seconds on a debug build, where the old code
-/// stalled the other client for seconds.
-const STEPS: usize = 400;
+/// Steps of the large recording and the size of each one's result: 200 ×
+/// 60 KB = 12 MB. The issue measured 48 MB on a release build; a quarter
+/// of it keeps this debug-build test within seconds and its own client's
+/// parsing of the export (on the same two cores) small, and the old code
+/// still held the worker for about a second here.
+const STEPS: usize = 200;
 const RESULT_BYTES: usize = 60 * 1024;
 const SCREENSHOTS: usize = 1_000;
 
 /// The worst ping allowed while the work runs. The issue asks for 20 ms;
-/// this debug build on a shared 2-core machine, where the hub's blocking
-/// thread, this test's own client and the other tests of the suite (run
-/// in parallel) compete with the hub's worker for the cores, measured
-/// 9-12 ms alone and up to ~60 ms with the machine loaded. The bound is
-/// set far above that noise and far below the regression it guards: the
-/// old code held the worker for 0.97-1.78 s here. The quiet-machine
-/// figure (and the 20 ms target) is the relay bench's stall phase.
-const WORST_PING: Duration = Duration::from_millis(300);
+/// the relay bench's stall phase measures that on a release build. This
+/// is a debug build on a shared 2-core machine, where the hub's blocking
+/// thread, this test's client and other builds compete with the hub's
+/// worker for the cores: at a load average of 8–12 pings waited up to
+/// 133 ms during the export, 81 ms during the update and 76 ms during the
+/// tiny-replied `get_recording` (10–17 ms when the export ran at its usual
+/// pace), so the bound is generous. The
+/// old code still fails it by far: 1.43 s during the export and 1.0 s
+/// during the update (its 140 ms during the get falls under this bound;
+/// the bench shows that one).
+const WORST_PING: Duration = Duration::from_millis(250);
+
+/// The reply has this `type` (quotes inside a string are escaped, so only
+/// the reply's own key can match).
+fn has_type(reply: &str, ty: &str) -> bool {
+    reply.contains(&format!("\"type\":\"{ty}\""))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_clients_file_work_never_stalls_another_clients_ping() {
@@ -37,36 +47,41 @@ async fn one_clients_file_work_never_stalls_another_clients_ping() {
     let recordings = hub.dir.path().join("recordings");
     fixture::write_recording(&recordings, "rec-large", STEPS, RESULT_BYTES);
     fixture::write_run(&hub.dir.path().join("runs"), "many-shots", SCREENSHOTS);
-    let mut worker = hub.connect().await;
     let token = hub.token.clone().expect("token");
+    // Replies are matched unparsed: this test's own client must not spend
+    // the cores on a multi-megabyte parse while the pings are timed.
+    let mut worker = fixture::Worker::connect(hub.url(), &token).await;
     let pinger = fixture::Pinger::start(hub.url(), token);
 
+    let requests = [
+        (
+            "export",
+            "recording_export",
+            json!({"type": "export_recording", "recordingId": "rec-large", "format": "html"}),
+        ),
+        (
+            "get",
+            "recording",
+            json!({"type": "get_recording", "recordingId": "rec-large", "limit": 1}),
+        ),
+        (
+            "update",
+            "recording_updated",
+            json!({"type": "update_recording", "recordingId": "rec-large", "name": "renamed"}),
+        ),
+        (
+            "delete run",
+            "run_deleted",
+            json!({"type": "delete_run", "runId": "many-shots"}),
+        ),
+    ];
     let mut ops = Vec::new();
-    let started = Instant::now();
-    let export = worker
-        .request(json!({"type": "export_recording", "recordingId": "rec-large", "format": "html"}))
-        .await;
-    ops.push(("export", started, Instant::now()));
-    let html = export["content"].as_str().unwrap_or_default();
-    assert!(html.contains("<html"), "export: {}", export["type"]);
-    let t = Instant::now();
-    let got = worker
-        .request(json!({"type": "get_recording", "recordingId": "rec-large", "limit": 1}))
-        .await;
-    ops.push(("get", t, Instant::now()));
-    assert_eq!(got["type"], "recording", "{}", got["type"]);
-    let t = Instant::now();
-    let updated = worker
-        .request(json!({"type": "update_recording", "recordingId": "rec-large", "name": "renamed"}))
-        .await;
-    ops.push(("update", t, Instant::now()));
-    assert_eq!(updated["type"], "recording_updated", "{updated}");
-    let t = Instant::now();
-    let deleted = worker
-        .request(json!({"type": "delete_run", "runId": "many-shots"}))
-        .await;
-    ops.push(("delete run", t, Instant::now()));
-    assert_eq!(deleted["type"], "run_deleted", "{deleted}");
+    for (name, answer, msg) in requests {
+        let t = Instant::now();
+        let reply = worker.request(msg).await;
+        ops.push((name, t, Instant::now()));
+        assert!(has_type(&reply, answer), "{name}: {reply:.300}");
+    }
     assert!(!hub.dir.path().join("runs/many-shots").exists());
 
     let rtts = pinger.stop();
@@ -77,13 +92,15 @@ async fn one_clients_file_work_never_stalls_another_clients_ping() {
             format!("{name} {:?} ({n} pings, worst {worst:?})", *to - *from)
         })
         .collect();
-    let worst = rtts.iter().map(|r| r.1).max().unwrap_or_default();
     eprintln!("{}", report.join("; "));
     // The pings overlapped the work.
     assert!(rtts.len() >= 5, "only {} pings", rtts.len());
-    assert!(
-        worst < WORST_PING,
-        "a ping waited {worst:?} while another client worked on files: {}",
-        report.join("; ")
-    );
+    for (name, from, to) in &ops {
+        let (worst, _) = fixture::worst_between(&rtts, *from, *to);
+        assert!(
+            worst < WORST_PING,
+            "a ping waited {worst:?} while another client's {name} ran: {}",
+            report.join("; ")
+        );
+    }
 }
