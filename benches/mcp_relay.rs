@@ -4,6 +4,13 @@
 //! client → `/mcp` → the call path → the same kind of stdio child); the
 //! added p50 is the difference (target: at most 150 µs). Under `cargo test`
 //! it makes 50 calls each as a smoke check and asserts nothing about time.
+//!
+//! ```sh
+//! cargo bench --bench mcp_relay                 # the p50 each path adds
+//! cargo bench --bench mcp_relay -- --agent      # the agent pattern (agent.rs)
+//! TOOLHUB_BIN=/a/toolhub TOOLHUB_BIN_B=/b/toolhub cargo bench --bench mcp_relay -- --agent
+//! TOOLHUB_BENCH_SPIN=0 …                        # server.spinMicros of the hubs
+//! ```
 
 use std::io::BufRead;
 use std::process::{Command, Stdio};
@@ -13,6 +20,9 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::json;
+
+#[path = "mcp_relay/agent.rs"]
+mod agent;
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
@@ -41,15 +51,28 @@ async fn time_calls(peer: &Peer<RoleClient>, tool: &str, n: usize) -> Vec<Durati
     out
 }
 
-fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let n = if full { 2000 } else { 50 };
-    let dir = std::env::temp_dir().join(format!("toolhub-mcp-bench-{}", std::process::id()));
+/// Start a hub (`bin`) with one test server `t` in a fresh folder; its
+/// process, `/mcp` URL and folder, once `t` has published its tools.
+fn start_hub(bin: &str) -> (std::process::Child, String, std::path::PathBuf) {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "toolhub-mcp-bench-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::create_dir_all(&dir);
     let testserver = env!("CARGO_BIN_EXE_toolhub-testserver");
+    let mut server = json!({"listen": "127.0.0.1:0", "token": false});
+    if let Some(spin) = std::env::var("TOOLHUB_BENCH_SPIN")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        server["spinMicros"] = json!(spin);
+    }
     let config = json!({
-        "server": {"listen": "127.0.0.1:0", "token": false},
+        "server": server,
         "taskEngine": {"stateDir": "./state"},
         "builtin": {"workspace": "./workspace"},
         "recording": {"storagePath": "./recordings"},
@@ -57,11 +80,8 @@ fn main() {
         "mcpServers": {"t": {"command": testserver, "args": ["--name", "t"]}},
     });
     let cfg = dir.join("config.json");
-    if std::fs::write(&cfg, config.to_string()).is_err() {
-        eprintln!("cannot write {}", cfg.display());
-        return;
-    }
-    let mut hub = Command::new(env!("CARGO_BIN_EXE_toolhub"))
+    std::fs::write(&cfg, config.to_string()).expect("write the config");
+    let mut hub = Command::new(bin)
         .arg("--config")
         .arg(&cfg)
         .env("RUST_LOG", "info")
@@ -82,7 +102,19 @@ fn main() {
         }
     }
     std::thread::spawn(move || for _ in lines {});
-    let url = url.expect("the hub logged its MCP endpoint");
+    (hub, url.expect("the hub logged its MCP endpoint"), dir)
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    if std::env::args().any(|a| a == "--agent") {
+        agent::run(full);
+        return;
+    }
+    let n = if full { 2000 } else { 50 };
+    let testserver = env!("CARGO_BIN_EXE_toolhub-testserver");
+    let bin = std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
+    let (mut hub, url, dir) = start_hub(&bin);
 
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
@@ -122,33 +154,51 @@ fn main() {
         us(percentile(&ws, 0.9)),
         us(w50) - us(d50)
     );
+    if !full {
+        agent::run(false); // a smoke check of the agent pattern too
+    }
 }
 
-/// Sequential `tool_call`s over the hub's own WebSocket protocol.
-async fn time_ws(url: &str, n: usize) -> Vec<Duration> {
-    use futures::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::Message;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A `/ws` connection (Nagle off), past its `hello`.
+async fn connect_ws(url: &str) -> Ws {
+    use futures::StreamExt;
     let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true)
         .await
         .expect("connect /ws");
     let _hello = ws.next().await;
+    ws
+}
+
+/// One `t__echo` `tool_call` over `/ws`, timed to its reply.
+async fn ws_echo(ws: &mut Ws, id: usize) -> Duration {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let msg = json!({"type": "tool_call", "id": id, "tool": "t__echo", "params": {"message": "m"}});
+    let t = Instant::now();
+    ws.send(Message::Text(msg.to_string().into()))
+        .await
+        .expect("send");
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(txt))) if txt.contains("\"replyTo\"") => break,
+            Some(Ok(_)) => {}
+            other => panic!("/ws ended: {other:?}"),
+        }
+    }
+    t.elapsed()
+}
+
+/// Sequential `tool_call`s over the hub's own WebSocket protocol.
+async fn time_ws(url: &str, n: usize) -> Vec<Duration> {
+    let mut ws = connect_ws(url).await;
     let mut out = Vec::with_capacity(n);
     for i in 0..(n + n / 5) {
-        let msg =
-            json!({"type": "tool_call", "id": i, "tool": "t__echo", "params": {"message": "m"}});
-        let t = Instant::now();
-        ws.send(Message::Text(msg.to_string().into()))
-            .await
-            .expect("send");
-        loop {
-            match ws.next().await {
-                Some(Ok(Message::Text(txt))) if txt.contains("\"replyTo\"") => break,
-                Some(Ok(_)) => {}
-                other => panic!("/ws ended: {other:?}"),
-            }
-        }
+        let took = ws_echo(&mut ws, i).await;
         if i >= n / 5 {
-            out.push(t.elapsed());
+            out.push(took); // the first fifth warms up
         }
     }
     out.sort();
