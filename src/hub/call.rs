@@ -32,7 +32,7 @@ enum Route {
         tools: Mounted,
         mounted: bool,
     },
-    Peer(crate::mcp::supervisor::Live, Inflight),
+    Peer(rmcp::Peer<rmcp::RoleClient>, Inflight),
     /// Starting, restarting, stopped or unknown.
     Down,
 }
@@ -219,7 +219,7 @@ impl Hub {
                 mounted: false,
             };
         }
-        match h.live() {
+        match h.peer() {
             Some(live) => Route::Peer(live, h.inflight.clone()),
             None => Route::Down,
         }
@@ -308,40 +308,18 @@ impl Hub {
                 raw: None,
             };
         };
-        let send = match (&peer.lane, link) {
-            // Nobody to relay progress or requests to: the fast lane.
-            (Some(lane), None) => {
-                let arguments = match params {
-                    Value::Object(m) => Some(m),
-                    Value::Null => None,
-                    other => {
-                        let m = mcp_call::params_kind_error(other);
-                        return Attempt {
-                            result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
-                            raw: None,
-                        };
-                    }
-                };
-                futures::future::Either::Left(mcp_call::send_lane_call(lane, &info.name, arguments))
-            }
-            _ => {
-                let call = match mcp_call::call_params(&info.name, params) {
-                    Ok(c) => c,
-                    Err(m) => {
-                        return Attempt {
-                            result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
-                            raw: None,
-                        }
-                    }
-                };
-                let linked = link.map(|l| (&inflight, l));
-                // rmcp's request future is several KB: boxed, so the
-                // lane's path does not carry (and move) its size.
-                futures::future::Either::Right(Box::pin(mcp_call::send_call(
-                    &peer.peer, call, linked,
-                )))
+        let call = match mcp_call::call_params(&info.name, params) {
+            Ok(c) => c,
+            Err(m) => {
+                return Attempt {
+                    result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
+                    raw: None,
+                }
             }
         };
+        let linked = link.map(|l| (&inflight, l));
+        // rmcp's request future is several KB: boxed, not moved around.
+        let send = Box::pin(mcp_call::send_call(&peer, call, linked));
         let response = tokio::select! {
             r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,
@@ -428,6 +406,14 @@ fn service_error(server: &str, e: ServiceError) -> HubError {
         ),
         ServiceError::McpError(data) => {
             let msg = format!("MCP error {}: {}", data.code.0, data.message);
+            // An answer too large to read (`mcp::pipes`), said by the hub.
+            let oversized = data
+                .data
+                .as_ref()
+                .is_some_and(|d| d.get(crate::mcp::pipes::OVERSIZED).is_some());
+            if oversized {
+                return HubError::new(ErrorType::LimitExceeded, data.message);
+            }
             match data.code.0 {
                 -32602 => HubError::new(ErrorType::InvalidParams, msg),
                 _ => HubError::classified(msg),

@@ -1,6 +1,5 @@
-//! Sending one `tools/call` upstream: through rmcp's peer for a call with
-//! a client to relay to (`send_call`), or on a stdio server's fast lane
-//! (`send_lane_call`), with the same answers and errors either way.
+//! Sending one `tools/call` upstream through rmcp's peer (`send_call`),
+//! linked to the client call it relays for when there is one.
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId,
@@ -15,8 +14,7 @@ use crate::mcp::relay::{CallLink, Inflight};
 /// A `tools/call` answer, as the call path needs it.
 #[derive(Debug)]
 pub enum CallAnswer {
-    /// A complete result, as JSON: what the server sent on the fast lane,
-    /// rmcp's typed result written out once on the other path.
+    /// A complete result, as JSON (rmcp's typed result written out once).
     Complete(Value),
     /// An input request or a task, which the hub does not relay.
     Deferred,
@@ -87,71 +85,6 @@ pub async fn send_call(
     }
 }
 
-/// [`send_call`] for a call with no client to relay to, on a stdio
-/// server's fast lane (`mcp::lane`): the same answers and errors, without
-/// rmcp's service loop. A complete result is handed on as the server sent
-/// it, checked for the shape rmcp would have required but never decoded
-/// into rmcp's types and written out again.
-pub async fn send_lane_call(
-    lane: &crate::mcp::lane::Lane,
-    tool: &str,
-    arguments: Option<&serde_json::Map<String, Value>>,
-) -> Result<CallAnswer, ServiceError> {
-    use crate::mcp::lane::LaneError;
-    use serde::Deserialize;
-    let result = match lane.call_tool(tool, arguments).await {
-        Ok(v) => v,
-        Err(LaneError::Closed) => return Err(ServiceError::TransportClosed),
-        Err(LaneError::Rpc(e)) => return Err(ServiceError::McpError(e)),
-    };
-    if is_complete_result(&result) {
-        return Ok(CallAnswer::Complete(result));
-    }
-    // Not a plain result: decode it the way rmcp would have.
-    match ServerResult::deserialize(&result) {
-        Ok(ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_)) => {
-            Ok(CallAnswer::Deferred)
-        }
-        _ => Err(ServiceError::UnexpectedResponse),
-    }
-}
-
-/// What rmcp's `CallToolResult` accepts: an object with `content`,
-/// `structuredContent` or `isError`, no `resultType` but "complete", and
-/// content blocks that each name their type (a text block with its text).
-fn is_complete_result(v: &Value) -> bool {
-    let Some(m) = v.as_object() else {
-        return false;
-    };
-    if !(m.contains_key("content")
-        || m.contains_key("structuredContent")
-        || m.contains_key("isError"))
-    {
-        return false;
-    }
-    if m.get("resultType")
-        .is_some_and(|t| t.as_str() != Some("complete"))
-    {
-        return false;
-    }
-    if m.get("isError").is_some_and(|e| !e.is_boolean()) {
-        return false;
-    }
-    match m.get("content") {
-        None => true,
-        Some(Value::Array(blocks)) => {
-            blocks
-                .iter()
-                .all(|b| match b.get("type").and_then(Value::as_str) {
-                    Some("text") => b.get("text").is_some_and(Value::is_string),
-                    Some(_) => true,
-                    None => false,
-                })
-        }
-        Some(_) => false,
-    }
-}
-
 /// The text of a complete result's text blocks, one per line.
 pub fn result_text(result: &Value) -> String {
     let blocks = result.get("content").and_then(Value::as_array);
@@ -199,37 +132,7 @@ impl Drop for Abandon {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
     use serde_json::json;
-
-    #[test]
-    fn a_complete_result_is_what_rmcp_would_accept() {
-        let accepted = [
-            json!({"content": [{"type": "text", "text": "hi"}]}),
-            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}], "isError": false}),
-            json!({"structuredContent": null}),
-            json!({"isError": true}),
-            json!({"content": [], "resultType": "complete", "_meta": {"x": 1}}),
-        ];
-        for v in accepted {
-            assert!(is_complete_result(&v), "{v}");
-            assert!(rmcp::model::CallToolResult::deserialize(&v).is_ok(), "{v}");
-        }
-        let refused = [
-            json!({}),
-            json!({"_meta": {}}),
-            json!("text"),
-            json!({"content": "hi"}),
-            json!({"content": [{"text": "no type"}]}),
-            json!({"content": [{"type": "text"}]}),
-            json!({"content": [], "resultType": "input_required"}),
-            json!({"isError": "yes"}),
-        ];
-        for v in refused {
-            assert!(!is_complete_result(&v), "{v}");
-            assert!(rmcp::model::CallToolResult::deserialize(&v).is_err(), "{v}");
-        }
-    }
 
     #[test]
     fn the_text_joins_text_blocks_only_one_per_line() {

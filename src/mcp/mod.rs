@@ -1,13 +1,14 @@
 //! Talking to MCP servers: `upstream` (one rmcp connection), `supervisor`
 //! (one task per server: start, watch, restart), `registry` (the aggregate),
-//! `relay` (what servers send for the clients above the hub), `lane` (plain
-//! `tools/call`s on a stdio server, beside rmcp's service loop).
+//! `relay` (what servers send for the clients above the hub), `pipes` (a
+//! stdio child as rmcp's transport, bounded lines), `ordered` (a call's
+//! notifications ahead of its answer).
 
 pub mod call;
 pub mod children;
-pub mod lane;
 pub mod offline;
 pub mod ordered;
+pub mod pipes;
 pub mod registry;
 pub mod relay;
 pub mod supervisor;

@@ -66,12 +66,10 @@ enum Control {
     Relist(Option<oneshot::Sender<()>>),
 }
 
-/// A running server's connection: rmcp's peer and, for a stdio child, its
-/// fast lane for plain calls.
+/// A running server's connection: rmcp's peer.
 #[derive(Clone)]
 pub struct Live {
     pub peer: Peer<RoleClient>,
-    pub lane: Option<Arc<crate::mcp::lane::Lane>>,
     /// The connection's number (`ServerStatus::life`).
     pub life: u64,
     /// Asks whether the stdio child's leader has exited.
@@ -172,7 +170,8 @@ impl ServerHandle {
             .and_then(|p| p.as_ref().map(|l| l.peer.clone()))
     }
 
-    /// The live connection (peer and lane), or `None` while the server is down.
+    /// The live connection (peer, its number, its exit probe), or `None`
+    /// while the server is down.
     pub fn live(&self) -> Option<Live> {
         self.peer.read().ok().and_then(|p| p.clone())
     }
@@ -303,7 +302,6 @@ impl Supervisor {
         mut ev_rx: mpsc::UnboundedReceiver<UpstreamEvent>,
     ) -> Exit {
         let peer = up.peer();
-        let lane = up.lane.clone();
         let pgid = up.pgid;
         let running = up.running;
         // A wrapper (`npm exec`, `sh -c`) that dies while its real server
@@ -325,7 +323,6 @@ impl Supervisor {
         if let Ok(mut p) = self.h.peer.write() {
             *p = Some(Live {
                 peer: peer.clone(),
-                lane,
                 life,
                 exit,
             });

@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
 use crate::mcp::ordered::{OrderedTransport, Seq};
+use crate::mcp::pipes::ChildTransport;
 use crate::mcp::registry::{RawTool, ToolExtra};
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
 
@@ -245,8 +246,6 @@ pub struct Upstream {
     /// members of its group (an `npm exec` wrapper's `node`) keep the pipes
     /// open.
     pub leader_exit: Option<crate::process::ExitWatch>,
-    /// A stdio child's fast lane for plain calls (`mcp::lane`).
-    pub lane: Option<Arc<crate::mcp::lane::Lane>>,
 }
 
 impl Upstream {
@@ -302,19 +301,17 @@ pub async fn connect(
                 let mut wrapped = CommandWrap::from(cmd);
                 wrapped.wrap(ProcessGroup::leader());
                 let mut child = wrapped.spawn()?;
-                let (stdin, stdout) = crate::mcp::lane::pipes(&mut child)?;
                 let child_stderr = child.inner_mut().stderr().take();
                 let watch = child
                     .id()
                     .and_then(|p| crate::process::ExitWatch::open(p as i32));
-                Ok::<_, std::io::Error>((child, stdin, stdout, child_stderr, watch))
+                let proc = ChildTransport::new(child)?;
+                Ok::<_, std::io::Error>((proc, child_stderr, watch))
             })
             .await
             .and_then(|r| r)
             .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let (child, stdin, stdout, child_stderr, leader_exit) = spawned;
-            // Plain calls take the lane; everything else is rmcp's.
-            let (lane, proc) = crate::mcp::lane::open(child, stdin, stdout);
+            let (proc, child_stderr, leader_exit) = spawned;
             let pid = proc.id().map(|p| p as i32);
             if let Some(pid) = pid {
                 let argv = std::iter::once(command.clone()).chain(args.iter().cloned());
@@ -331,7 +328,6 @@ pub async fn connect(
                         running,
                         pgid: pid,
                         leader_exit,
-                        lane: Some(lane),
                     })
                 }
                 Ok(Err(e)) => {
@@ -369,7 +365,6 @@ pub async fn connect(
                         running,
                         pgid: None,
                         leader_exit: None,
-                        lane: None,
                     })
                 }
                 Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),

@@ -57,9 +57,7 @@ impl ServerHandle {
         };
         let why = if live.exit.as_ref().is_some_and(|p| p.has_exited()) {
             "the server's process exited"
-        } else if live.peer.is_transport_closed()
-            || live.lane.as_ref().is_some_and(|l| l.is_closed())
-        {
+        } else if live.peer.is_transport_closed() {
             "the server closed its connection (its process exited or closed stdout)"
         } else {
             return;

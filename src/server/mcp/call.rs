@@ -84,39 +84,6 @@ pub async fn call_tool(
     finish(ep, &tool, &outcome)
 }
 
-/// `tools/call` answered by the direct path (`fast`): a client that can be
-/// asked nothing back and wants no progress. The call carries no link, so
-/// on a stdio server it takes the fast lane (`mcp::lane`); a server's log
-/// message during the call goes to the session's standalone stream (where
-/// `Sessions::log` sends it when the session has no call to attach it to).
-pub async fn call_direct(
-    ep: &Endpoint,
-    session: &str,
-    peer: &Peer<RoleServer>,
-    req: CallToolRequestParams,
-    cancel: tokio_util::sync::CancellationToken,
-) -> CallToolResult {
-    let app = &ep.app;
-    let tool = ep.tool_names().to_call(&req.name);
-    let call = CallRequest {
-        tool: tool.clone(),
-        params: Value::Object(req.arguments.unwrap_or_default()),
-        timeout: None,
-        session: session.to_string(),
-        retry: RetryOverride::Default,
-        cancel,
-        on_retry: None,
-        link: None,
-        call_key: None,
-    };
-    let outcome = run(app, peer, call, false).await;
-    let mut r = finish(ep, &tool, &outcome);
-    // Only sessions (2025-11-25 and before) come here, and `resultType` is
-    // a 2026-07-28 field: leave it out, as rmcp does for these peers.
-    r.result_type = None;
-    r
-}
-
 /// Pass one forward to the client; an ask becomes a future to drive.
 async fn forward<'a>(
     cx: &'a RequestContext<RoleServer>,

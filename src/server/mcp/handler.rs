@@ -43,9 +43,6 @@ impl Drop for SessionEnd {
             slot.take();
         }
         self.ep.sessions.remove(&self.state.key);
-        if let Some(id) = self.state.http_id() {
-            self.ep.fast.remove(id);
-        }
         self.ep.app.connection_closed(&self.state.key);
     }
 }
@@ -162,14 +159,16 @@ impl ServerHandler for HubServer {
     }
 
     async fn on_initialized(&self, cx: NotificationContext<RoleServer>) {
-        self.ep.sessions.add(self.state().clone(), cx.peer.clone());
-        let headers = cx
+        // Its `Mcp-Session-Id` (a legacy HTTP session), for `limit`.
+        let http_id = cx
             .extensions
             .get::<axum::http::request::Parts>()
-            .map(|p| &p.headers);
-        self.ep
-            .fast
-            .add(headers, self.state().clone(), cx.peer.clone());
+            .and_then(|p| p.headers.get(super::SESSION_HEADER))
+            .and_then(|v| v.to_str().ok());
+        if let Some(id) = http_id {
+            self.state().set_http_id(id.into());
+        }
+        self.ep.sessions.add(self.state().clone(), cx.peer.clone());
     }
 
     async fn list_tools(

@@ -10,7 +10,6 @@
 //!   (the gate's is the hub's rule); its Origin check stays off likewise.
 
 mod call;
-mod fast;
 mod handler;
 mod limit;
 pub mod names;
@@ -46,8 +45,6 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub struct Endpoint {
     pub app: App,
     sessions: Arc<Sessions>,
-    /// The direct path for plain `tools/call`s (`fast`).
-    fast: Arc<fast::FastPath>,
     names: NameCache,
     /// Exposed prompt name -> (server, the server's own name), as last listed.
     prompt_names: Mutex<BTreeMap<String, (String, String)>>,
@@ -117,19 +114,13 @@ pub fn router(app: App, gate: Gate) -> Router {
     let sessions = Sessions::new(hub.clone());
     hub.set_relay(sessions.clone());
     sessions::spawn_tool_watch(hub.clone(), sessions.clone());
-    let fast = Arc::new(fast::FastPath::new());
-    // rmcp's idle clock sees only what it serves; the direct path's clock
-    // sees every request, so it ends idle sessions instead
-    // (`server.mcpSessionIdle`, read at start).
+    // rmcp ends a session idle for `server.mcpSessionIdle` (read at start).
     let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = None;
+    manager.session_config.keep_alive = Some(hub.config().server.mcp_session_idle);
     let manager = Arc::new(manager);
-    let idle = hub.config().server.mcp_session_idle;
-    fast.spawn_reaper(manager.clone(), idle, hub.shutdown.clone());
     let ep = Arc::new(Endpoint {
         app,
         sessions,
-        fast,
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
     });
@@ -152,7 +143,6 @@ pub fn router(app: App, gate: Gate) -> Router {
             ep.clone(),
             limit::limit,
         ))
-        .route_layer(axum::middleware::from_fn_with_state(ep, fast::direct))
         .route_layer(axum::middleware::from_fn_with_state(gate, gated))
 }
 

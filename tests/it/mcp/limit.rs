@@ -99,8 +99,7 @@ async fn a_reaped_idle_mcp_session_frees_its_slot() {
     let r = post(&hub, None, true, initialize(21)).await;
     assert_refused(&r, 21);
 
-    // No request for mcpSessionIdle: the hub ends the session.
-    hub.wait_log("MCP session ended: idle").await;
+    // No request for mcpSessionIdle: rmcp ends the session.
     hub.wait_log("MCP session closed").await;
     let r = post(&hub, None, true, initialize(22)).await;
     assert_eq!(r.status, 200, "{}", r.body);
