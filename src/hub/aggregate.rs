@@ -4,11 +4,17 @@
 //!
 //! A URI finds its server by (1) a resource with exactly that URI in a
 //! server's `resources/list`, then (2) the first server (by name) with a
-//! resource template that matches it. The answer is remembered per URI and
-//! refreshed by every listing.
+//! resource template that matches it. [`ResourceOwners`] keeps what the last
+//! listings said (replaced by each listing, so it follows the lists, and
+//! bounded); a URI it cannot place makes the hub list every server again at
+//! most once per [`RELIST_EVERY`], or at once after a server said its
+//! resources changed, so unknown URIs cannot make it re-list on every
+//! request.
 
 #![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -28,6 +34,76 @@ use crate::mcp::supervisor::ServerState;
 const FAN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A server that sends more pages than this is cut off.
 const MAX_PAGES: usize = 100;
+
+/// The shortest time between two listings for a URI nobody listed.
+pub const RELIST_EVERY: Duration = Duration::from_secs(2);
+/// The most resource URIs remembered; one beyond is found by a listing.
+pub const MAX_OWNERS: usize = 10_000;
+
+/// Which server each resource URI belongs to, as the last listings said.
+#[derive(Default)]
+pub struct ResourceOwners {
+    known: Mutex<Known>,
+    /// One re-list at a time: who waits for it finds it fresh.
+    relisting: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Known {
+    /// Exact URIs (at most [`MAX_OWNERS`]).
+    owners: HashMap<String, String>,
+    /// (server, URI template), in server order.
+    templates: Vec<(String, String)>,
+    /// When both lists were last fetched for a lookup.
+    listed: Option<tokio::time::Instant>,
+}
+
+impl ResourceOwners {
+    fn known(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The server of `uri`: an exact listed resource, then a template.
+    pub fn owner(&self, uri: &str) -> Option<String> {
+        let k = self.known();
+        if let Some(s) = k.owners.get(uri) {
+            return Some(s.clone());
+        }
+        k.templates
+            .iter()
+            .find(|(_, t)| uri_template_matches(t, uri))
+            .map(|(s, _)| s.clone())
+    }
+
+    /// Replace the exact URIs with a new listing of every server.
+    fn set_resources<'a>(&self, all: impl Iterator<Item = (&'a String, &'a str)>) {
+        let owners = all
+            .take(MAX_OWNERS)
+            .map(|(s, uri)| (uri.to_string(), s.clone()))
+            .collect();
+        self.known().owners = owners;
+    }
+
+    fn set_templates<'a>(&self, all: impl Iterator<Item = (&'a String, &'a str)>) {
+        self.known().templates = all.map(|(s, t)| (s.clone(), t.to_string())).collect();
+    }
+
+    /// Listed within [`RELIST_EVERY`], and no change said since.
+    fn fresh(&self) -> bool {
+        self.known()
+            .listed
+            .is_some_and(|t| t.elapsed() < RELIST_EVERY)
+    }
+
+    fn listed_now(&self) {
+        self.known().listed = Some(tokio::time::Instant::now());
+    }
+
+    /// A server said its resources changed: the next unknown URI re-lists.
+    pub fn changed(&self) {
+        self.known().listed = None;
+    }
+}
 
 /// What a server must offer to be asked.
 #[derive(Debug, Clone, Copy)]
@@ -85,15 +161,14 @@ impl Hub {
             },
         )
         .await;
-        for (server, res) in &all {
-            self.resource_owner.insert(res.uri.clone(), server.clone());
-        }
+        self.resource_owner
+            .set_resources(all.iter().map(|(s, r)| (s, r.uri.as_str())));
         all
     }
 
     /// Every server's resource templates, with the server's name.
     pub async fn list_resource_templates(&self) -> Vec<(String, ResourceTemplate)> {
-        fan_out(
+        let all = fan_out(
             self.peers_offering(Offer::Resources),
             "resources/templates/list",
             |peer, c| async move {
@@ -101,29 +176,36 @@ impl Hub {
                 Ok((r.resource_templates, r.next_cursor))
             },
         )
-        .await
+        .await;
+        self.resource_owner
+            .set_templates(all.iter().map(|(s, t)| (s, t.uri_template.as_str())));
+        all
+    }
+
+    /// A server's resources changed (`notifications/resources/list_changed`).
+    pub fn resources_changed(&self) {
+        self.resource_owner.changed();
     }
 
     /// The server a resource URI belongs to (see the module docs).
     pub async fn resource_server(&self, uri: &str) -> Result<String, ErrorData> {
-        if let Some(s) = self.resource_owner.get(uri) {
-            return Ok(s.clone());
+        let owners = &self.resource_owner;
+        if let Some(s) = owners.owner(uri) {
+            return Ok(s);
         }
-        let listed = self.list_resources().await;
-        if let Some((s, _)) = listed.iter().find(|(_, r)| r.uri == uri) {
-            return Ok(s.clone());
-        }
-        let templates = self.list_resource_templates().await;
-        match templates
-            .iter()
-            .find(|(_, t)| uri_template_matches(&t.uri_template, uri))
         {
-            Some((s, _)) => Ok(s.clone()),
-            None => Err(ErrorData::resource_not_found(
+            let _one = owners.relisting.lock().await;
+            if !owners.fresh() {
+                futures::join!(self.list_resources(), self.list_resource_templates());
+                owners.listed_now();
+            }
+        }
+        owners.owner(uri).ok_or_else(|| {
+            ErrorData::resource_not_found(
                 format!("no server offers the resource {uri:?}; call resources/list and resources/templates/list to see what exists"),
                 None,
-            )),
-        }
+            )
+        })
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -301,6 +383,44 @@ pub fn uri_template_matches(template: &str, uri: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::uri_template_matches as m;
+    use super::{ResourceOwners, MAX_OWNERS, RELIST_EVERY};
+
+    fn listed(o: &ResourceOwners, server: &str, uris: &[String]) {
+        let s = server.to_string();
+        o.set_resources(uris.iter().map(|u| (&s, u.as_str())));
+    }
+
+    #[test]
+    fn owners_follow_the_listings_and_stay_bounded() {
+        let o = ResourceOwners::default();
+        listed(&o, "a", &["x://1".into(), "x://2".into()]);
+        assert_eq!(o.owner("x://1").as_deref(), Some("a"));
+        // The next listing no longer has x://1: it is forgotten.
+        listed(&o, "b", &["x://2".into()]);
+        assert_eq!(o.owner("x://1"), None);
+        assert_eq!(o.owner("x://2").as_deref(), Some("b"));
+        let s = "t".to_string();
+        o.set_templates(std::iter::once((&s, "x://t/{id}")));
+        assert_eq!(o.owner("x://t/9").as_deref(), Some("t"));
+        let many: Vec<String> = (0..MAX_OWNERS + 500).map(|i| format!("y://{i}")).collect();
+        listed(&o, "a", &many);
+        assert_eq!(o.known().owners.len(), MAX_OWNERS);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unknown_uri_relists_at_most_once_per_interval_or_after_a_change() {
+        let o = ResourceOwners::default();
+        assert!(!o.fresh(), "never listed");
+        o.listed_now();
+        assert!(o.fresh());
+        tokio::time::advance(RELIST_EVERY / 2).await;
+        assert!(o.fresh(), "no second listing this soon");
+        o.changed();
+        assert!(!o.fresh(), "a server said its resources changed");
+        o.listed_now();
+        tokio::time::advance(RELIST_EVERY).await;
+        assert!(!o.fresh());
+    }
 
     #[test]
     fn uri_templates_match_simple_and_reserved_expressions() {

@@ -83,7 +83,7 @@ pub struct Inner {
     /// The current snapshot, for those who wait for it to change.
     tools_tx: watch::Sender<Arc<ToolSnapshot>>,
     /// Resource URI -> the server that listed it (see `aggregate`).
-    resource_owner: DashMap<String, String>,
+    resource_owner: aggregate::ResourceOwners,
 }
 
 impl std::ops::Deref for Hub {
@@ -130,7 +130,7 @@ impl Hub {
             pins: pins::Pins::load(&pins_file),
             relay: RelaySlot::default(),
             tools_tx,
-            resource_owner: DashMap::new(),
+            resource_owner: aggregate::ResourceOwners::default(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         Ok(hub)
