@@ -42,10 +42,10 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -333,6 +333,13 @@ impl TestServer {
                 ContentBlock::image(PNG_1X1_BASE64, "image/png"),
                 ContentBlock::text("a 1x1 png"),
             ])),
+            "log_burst" => {
+                for i in 0..args.uint("count")?.min(1000) {
+                    let m = LoggingMessageNotificationParam::new(LoggingLevel::Info, json!(i));
+                    let _ = cx.peer.notify_logging_message(m).await;
+                }
+                Ok(text("sent"))
+            }
             "stderr" => {
                 eprintln!("{}", args.string("text")?);
                 Ok(text("ok"))

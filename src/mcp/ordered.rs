@@ -1,7 +1,7 @@
 //! Keeping a call's progress and log notifications ahead of its answer.
 //!
-//! A server sends a call's `notifications/progress` and
-//! `notifications/message` before its response, on one ordered stream. rmcp
+//! A server sends a call's `notifications/progress` before its response, on
+//! one ordered stream. rmcp
 //! hands each notification to its own spawned task but delivers the
 //! response at once, so on a busy machine the answer can overtake the
 //! notifications sent before it, and a relayed call would lose them.
@@ -10,6 +10,12 @@
 //! handler marks each one handled; [`Order::settled`] waits (event-driven,
 //! bounded) until every notification that arrived before the answer has
 //! been handled.
+//!
+//! Log messages (`notifications/message`) do not go through rmcp's handler
+//! at all: [`OrderedTransport`] hands each to the hub's [`Relay`] as it
+//! arrives, before it reads the next message, so they reach the clients in
+//! the order the server sent them (rmcp's task per notification can swap
+//! two), and a log sent before an answer is passed on before it.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -24,6 +30,8 @@ use rmcp::service::RxJsonRpcMessage;
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use tokio::sync::Notify;
+
+use super::relay::{Notice, RelaySlot};
 
 /// The arrival number of a tracked notification (in its extensions).
 #[derive(Debug, Clone, Copy)]
@@ -127,16 +135,25 @@ impl Order {
     }
 }
 
-/// A client transport that numbers progress and log notifications and
-/// fences watched answers (see the module docs).
+/// Where a server's log messages go, in their order: the hub's relay,
+/// under the server's name.
+#[derive(Clone)]
+pub struct Logs {
+    pub server: Arc<str>,
+    pub relay: RelaySlot,
+}
+
+/// A client transport that numbers progress notifications, fences watched
+/// answers and relays log messages in order (see the module docs).
 pub struct OrderedTransport<T> {
     inner: T,
     order: Order,
+    logs: Logs,
 }
 
 impl<T> OrderedTransport<T> {
-    pub fn new(inner: T, order: Order) -> Self {
-        OrderedTransport { inner, order }
+    pub fn new(inner: T, order: Order, logs: Logs) -> Self {
+        OrderedTransport { inner, order, logs }
     }
 }
 
@@ -150,32 +167,34 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let order = self.order.clone();
-        let next = self.inner.receive();
-        async move {
-            let mut m: ServerJsonRpcMessage = next.await?;
-            match &mut m {
-                JsonRpcMessage::Notification(n) => {
-                    let tracked = matches!(
-                        n.notification,
-                        ServerNotification::ProgressNotification(_)
-                            | ServerNotification::LoggingMessageNotification(_)
-                    );
-                    if tracked {
-                        let seq = order.arrived();
-                        n.notification.extensions_mut().insert(Seq(seq));
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        {
+            loop {
+                let mut m: ServerJsonRpcMessage = self.inner.receive().await?;
+                match &mut m {
+                    JsonRpcMessage::Notification(n) => match &n.notification {
+                        ServerNotification::LoggingMessageNotification(log) => {
+                            if let Some(r) = self.logs.relay.get() {
+                                r.notice(&self.logs.server, Notice::Log(log.params.clone()));
+                            }
+                            continue;
+                        }
+                        ServerNotification::ProgressNotification(_) => {
+                            let seq = self.order.arrived();
+                            n.notification.extensions_mut().insert(Seq(seq));
+                        }
+                        _ => {}
+                    },
+                    JsonRpcMessage::Response(r) => self.order.answered(&r.id),
+                    JsonRpcMessage::Error(e) => {
+                        if let Some(id) = &e.id {
+                            self.order.answered(id);
+                        }
                     }
+                    _ => {}
                 }
-                JsonRpcMessage::Response(r) => order.answered(&r.id),
-                JsonRpcMessage::Error(e) => {
-                    if let Some(id) = &e.id {
-                        order.answered(id);
-                    }
-                }
-                _ => {}
+                return Some(m);
             }
-            Some(m)
         }
     }
 

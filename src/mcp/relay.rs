@@ -59,6 +59,13 @@ pub enum Forward {
     },
 }
 
+/// How many forwards may wait for one client call. A sender waits for
+/// room (progress, an ask) or, where it cannot wait, drops the forward
+/// (a log line, progress that came before its call was bound): a client
+/// that reads slowly slows its server's notifications down instead of
+/// growing the hub.
+pub const LINK_QUEUE: usize = 128;
+
 /// The way back to one client call: cheap to clone, dead once that call
 /// has returned (sends then fail and are ignored).
 #[derive(Debug, Clone)]
@@ -68,7 +75,7 @@ pub struct CallLink {
     /// Whether that client can answer sampling and elicitation requests.
     pub can_sample: bool,
     pub can_elicit: bool,
-    tx: mpsc::UnboundedSender<Forward>,
+    tx: mpsc::Sender<Forward>,
 }
 
 impl CallLink {
@@ -76,8 +83,8 @@ impl CallLink {
         session: Arc<str>,
         can_sample: bool,
         can_elicit: bool,
-    ) -> (CallLink, mpsc::UnboundedReceiver<Forward>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    ) -> (CallLink, mpsc::Receiver<Forward>) {
+        let (tx, rx) = mpsc::channel(LINK_QUEUE);
         (
             CallLink {
                 session,
@@ -89,9 +96,23 @@ impl CallLink {
         )
     }
 
-    /// Send to the call; false when it has already returned.
-    pub fn send(&self, f: Forward) -> bool {
-        self.tx.send(f).is_ok()
+    /// Send to the call, waiting for room; false when it has already
+    /// returned.
+    pub async fn send(&self, f: Forward) -> bool {
+        self.tx.send(f).await.is_ok()
+    }
+
+    /// Send without waiting; false when the call has returned or its
+    /// queue is full (the forward is dropped).
+    pub fn try_send(&self, f: Forward) -> bool {
+        match self.tx.try_send(f) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::debug!(session = %self.session, "a client call's queue is full; a forward was dropped");
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
     }
 
     pub fn is_closed(&self) -> bool {
@@ -168,7 +189,8 @@ impl InflightGuard {
                     let kept = std::mem::take(early);
                     for p in kept {
                         if p.progress_token == token {
-                            x.link.send(Forward::Progress(p));
+                            // At most EARLY_MAX < LINK_QUEUE, into a fresh link.
+                            x.link.try_send(Forward::Progress(p));
                         } else {
                             early.push_back(p);
                         }
@@ -214,21 +236,27 @@ impl Inflight {
     /// and the server may already be reporting), progress for a token
     /// nobody holds is kept for [`InflightGuard::bind`], at most
     /// [`EARLY_MAX`]; otherwise it is dropped, as the spec asks (a `/ws`
-    /// call's, or one that already returned).
-    pub fn progress(&self, p: ProgressNotificationParam) {
-        let Ok(mut c) = self.calls.lock() else {
-            return;
-        };
-        if let Some(x) = c.holding(&p.progress_token) {
-            x.link.send(Forward::Progress(p));
-            return;
-        }
-        if c.entries.iter().any(|x| x.token.is_none()) {
-            if c.early.len() >= EARLY_MAX {
-                c.early.pop_front();
+    /// call's, or one that already returned). Waits while the call's queue
+    /// is full.
+    pub async fn progress(&self, p: ProgressNotificationParam) {
+        let link = {
+            let Ok(mut c) = self.calls.lock() else {
+                return;
+            };
+            match c.holding(&p.progress_token) {
+                Some(x) => x.link.clone(),
+                None => {
+                    if c.entries.iter().any(|x| x.token.is_none()) {
+                        if c.early.len() >= EARLY_MAX {
+                            c.early.pop_front();
+                        }
+                        c.early.push_back(p);
+                    }
+                    return;
+                }
             }
-            c.early.push_back(p);
-        }
+        };
+        link.send(Forward::Progress(p)).await;
     }
 
     /// The call sent upstream as `request`.
@@ -381,7 +409,7 @@ mod tests {
         ProgressNotificationParam::new(token(t), n)
     }
 
-    fn progress_seen(rx: &mut mpsc::UnboundedReceiver<Forward>) -> Vec<(ProgressToken, f64)> {
+    fn progress_seen(rx: &mut mpsc::Receiver<Forward>) -> Vec<(ProgressToken, f64)> {
         let mut seen = Vec::new();
         while let Ok(f) = rx.try_recv() {
             if let Forward::Progress(p) = f {
@@ -391,20 +419,20 @@ mod tests {
         seen
     }
 
-    #[test]
-    fn progress_that_beats_the_bind_reaches_its_call_in_order() {
+    #[tokio::test]
+    async fn progress_that_beats_the_bind_reaches_its_call_in_order() {
         let inflight = Inflight::default();
         // Nobody unbound: progress for a token nobody holds is dropped.
-        inflight.progress(progress(5, 0.1));
+        inflight.progress(progress(5, 0.1)).await;
         // Two calls on their way at once; the server reports on both
         // before either sender has learnt its token.
         let (a, mut ra) = CallLink::new("s".into(), true, true);
         let (b, mut rb) = CallLink::new("s2".into(), true, true);
         let ga = inflight.reserve(a);
         let gb = inflight.reserve(b);
-        inflight.progress(progress(5, 1.0));
-        inflight.progress(progress(6, 9.0));
-        inflight.progress(progress(5, 2.0));
+        inflight.progress(progress(5, 1.0)).await;
+        inflight.progress(progress(6, 9.0)).await;
+        inflight.progress(progress(5, 2.0)).await;
         assert!(progress_seen(&mut ra).is_empty(), "held until bound");
         ga.bind(NumberOrString::Number(1), token(5));
         assert_eq!(
@@ -413,31 +441,55 @@ mod tests {
             "its own, in order; not the one from before it was counted in, nor the other call's"
         );
         // Bound: later progress goes straight through.
-        inflight.progress(progress(5, 3.0));
+        inflight.progress(progress(5, 3.0)).await;
         assert_eq!(progress_seen(&mut ra), [(token(5), 3.0)]);
         gb.bind(NumberOrString::Number(2), token(6));
         assert_eq!(progress_seen(&mut rb), [(token(6), 9.0)]);
         drop((ga, gb));
         // With every call bound or gone, nothing is kept.
-        inflight.progress(progress(7, 1.0));
+        inflight.progress(progress(7, 1.0)).await;
         let (c, mut rc) = CallLink::new("s3".into(), true, true);
         let gc = inflight.reserve(c);
         gc.bind(NumberOrString::Number(3), token(7));
         assert!(progress_seen(&mut rc).is_empty());
     }
 
-    #[test]
-    fn early_progress_is_bounded() {
+    #[tokio::test]
+    async fn early_progress_is_bounded() {
         let inflight = Inflight::default();
         let (a, mut ra) = CallLink::new("s".into(), true, true);
         let g = inflight.reserve(a);
         for n in 0..(EARLY_MAX + 10) {
-            inflight.progress(progress(1, n as f64));
+            inflight.progress(progress(1, n as f64)).await;
         }
         g.bind(NumberOrString::Number(1), token(1));
         let seen = progress_seen(&mut ra);
         assert_eq!(seen.len(), EARLY_MAX, "the oldest are let go");
         assert_eq!(seen[0].1, 10.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_call_queue_holds_its_sender_until_the_call_reads() {
+        let inflight = Inflight::default();
+        let (a, mut ra) = CallLink::new("s".into(), true, true);
+        let _g = sent(&inflight, 1, token(1), a);
+        for n in 0..LINK_QUEUE {
+            inflight.progress(progress(1, n as f64)).await;
+        }
+        // The queue is full: the next progress waits, it is not dropped.
+        let next = inflight.progress(progress(1, -1.0));
+        tokio::pin!(next);
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(1), &mut next).await;
+        assert!(waited.is_err(), "a full queue makes the sender wait");
+        assert!(ra.recv().await.is_some());
+        next.await;
+        let seen = progress_seen(&mut ra);
+        assert_eq!(seen.len(), LINK_QUEUE);
+        assert_eq!(
+            seen.last().map(|s| s.1),
+            Some(-1.0),
+            "nothing lost, in order"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
-use crate::mcp::ordered::{OrderedTransport, Seq};
+use crate::mcp::ordered::{Logs, OrderedTransport, Seq};
 use crate::mcp::pipes::ChildTransport;
 use crate::mcp::registry::{RawTool, ToolExtra};
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
@@ -99,7 +99,7 @@ impl ClientHandler for Handler {
         // To the linked call holding the token (kept briefly for one whose
         // request is still on its way); anything else is dropped, as the
         // spec asks.
-        self.inflight.progress(p);
+        self.inflight.progress(p).await;
         self.inflight
             .order
             .handled(cx.extensions.get::<Seq>().copied());
@@ -108,12 +108,11 @@ impl ClientHandler for Handler {
     async fn on_logging_message(
         &self,
         m: LoggingMessageNotificationParam,
-        cx: NotificationContext<RoleClient>,
+        _cx: NotificationContext<RoleClient>,
     ) {
+        // `OrderedTransport` relays log messages itself, in order; this
+        // sees none.
         self.notice(Notice::Log(m));
-        self.inflight
-            .order
-            .handled(cx.extensions.get::<Seq>().copied());
     }
 
     async fn on_resource_updated(
@@ -167,7 +166,7 @@ impl Handler {
     async fn ask(&self, ask: Ask, cx: &RequestContext<RoleClient>) -> Result<Answer, ErrorData> {
         let link = self.route(&ask, cx)?;
         let (reply, answer) = oneshot::channel();
-        if !link.send(Forward::Ask { ask, reply }) {
+        if !link.send(Forward::Ask { ask, reply }).await {
             return Err(ErrorData::internal_error(
                 "the client call this request belongs to has already returned",
                 None,
@@ -265,6 +264,10 @@ pub async fn connect(
     let (inflight, relay) = links;
     inflight.order.reset();
     let order = inflight.order.clone();
+    let logs = Logs {
+        server: spec.name.as_str().into(),
+        relay: relay.clone(),
+    };
     let handler = Handler {
         events,
         server: spec.name.as_str().into(),
@@ -320,7 +323,7 @@ pub async fn connect(
             if let Some(err) = child_stderr {
                 drain_stderr(spec.name.clone(), err, stderr);
             }
-            let proc = OrderedTransport::new(proc, order);
+            let proc = OrderedTransport::new(proc, order, logs);
             match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
@@ -357,7 +360,7 @@ pub async fn connect(
                 .custom_headers(map)
                 .max_concurrent_requests(64);
             let transport =
-                OrderedTransport::new(StreamableHttpClientTransport::from_config(cfg), order);
+                OrderedTransport::new(StreamableHttpClientTransport::from_config(cfg), order, logs);
             match tokio::time::timeout(init_timeout, handler.serve(transport)).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;

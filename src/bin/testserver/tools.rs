@@ -154,6 +154,11 @@ pub fn builtin_tools() -> Vec<Tool> {
             schema(json!({"bytes": integer("length of the reply")}), &["bytes"]),
         ),
         tool(
+            "log_burst",
+            "Sends `count` info log messages (data 0, 1, …) back to back, then answers.",
+            schema(json!({"count": integer("how many")}), &["count"]),
+        ),
+        tool(
             "image",
             "Returns a 1x1 PNG image content item plus a text item.",
             schema(json!({}), &[]),

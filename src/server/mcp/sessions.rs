@@ -2,15 +2,22 @@
 //! changes (tools, resources, prompts), resource updates for the URIs a
 //! session subscribed to, and servers' log messages at the level it set.
 //! Implements the hub's [`Relay`] seam.
+//!
+//! Each session has one sender task that sends its notifications one after
+//! the other, in the order the hub queued them, from a queue of at most
+//! [`NOTE_QUEUE`]; a client that does not keep up loses the newest ones
+//! (logged), it does not grow the hub.
 
 #![allow(deprecated)] // logging: deprecated by SEP-2577, still spoken
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ResourceUpdatedNotificationParam,
+};
 use rmcp::{Peer, RoleServer};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::hub::Hub;
 use crate::mcp::relay::{level_rank, Forward, Notice, Relay};
@@ -78,9 +85,53 @@ impl SessionState {
     }
 }
 
+/// How many notifications may wait for one session.
+pub const NOTE_QUEUE: usize = 256;
+
+/// A notification for one session, sent by its sender task.
+#[derive(Debug)]
+enum Note {
+    ListChanged(ListKind),
+    ResourceUpdated(ResourceUpdatedNotificationParam),
+    Log(LoggingMessageNotificationParam),
+}
+
+#[derive(Clone)]
 struct Open {
     state: Arc<SessionState>,
     peer: Peer<RoleServer>,
+    notes: mpsc::Sender<Note>,
+}
+
+impl Open {
+    /// Queue `note` for the session's sender task (dropped when full).
+    fn send(&self, note: Note) {
+        if let Err(mpsc::error::TrySendError::Full(n)) = self.notes.try_send(note) {
+            tracing::warn!(session = %self.state.key, note = ?n, "an MCP client is not reading its notifications; one was dropped");
+        }
+    }
+}
+
+/// The session's sender task: its notifications, one at a time, in order;
+/// ends when the session is forgotten (every `Open` dropped) or closed.
+fn spawn_sender(key: Arc<str>, peer: Peer<RoleServer>, mut rx: mpsc::Receiver<Note>) {
+    tokio::spawn(async move {
+        while let Some(note) = rx.recv().await {
+            let sent = match note {
+                Note::ListChanged(ListKind::Tools) => peer.notify_tool_list_changed().await,
+                Note::ListChanged(ListKind::Resources) => peer.notify_resource_list_changed().await,
+                Note::ListChanged(ListKind::Prompts) => peer.notify_prompt_list_changed().await,
+                Note::ResourceUpdated(p) => peer.notify_resource_updated(p).await,
+                Note::Log(m) => peer.notify_logging_message(m).await,
+            };
+            if let Err(e) = sent {
+                tracing::debug!(session = %key, error = %e, "a notification was not delivered");
+                if peer.is_transport_closed() {
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// Every open session, and the broadcast of list changes for
@@ -107,7 +158,9 @@ impl Sessions {
         if let Ok(mut o) = self.open.lock() {
             o.retain(|s| !s.peer.is_transport_closed() && !Arc::ptr_eq(&s.state, &state));
             tracing::info!(session = %state.key, open = o.len() + 1, "MCP session opened");
-            o.push(Open { state, peer });
+            let (notes, rx) = mpsc::channel(NOTE_QUEUE);
+            spawn_sender(state.key.clone(), peer.clone(), rx);
+            o.push(Open { state, peer, notes });
         }
     }
 
@@ -116,8 +169,8 @@ impl Sessions {
     pub fn negotiated(&self, http_id: &str) -> Option<rmcp::model::ProtocolVersion> {
         self.live()
             .into_iter()
-            .find(|(s, _)| s.http_id().is_some_and(|id| &**id == http_id))
-            .and_then(|(_, peer)| peer.peer_info().map(|i| i.protocol_version.clone()))
+            .find(|o| o.state.http_id().is_some_and(|id| &**id == http_id))
+            .and_then(|o| o.peer.peer_info().map(|i| i.protocol_version.clone()))
     }
 
     /// A session ended (its handler was dropped).
@@ -132,30 +185,19 @@ impl Sessions {
     }
 
     /// Live sessions (closed ones are dropped on the way).
-    fn live(&self) -> Vec<(Arc<SessionState>, Peer<RoleServer>)> {
+    fn live(&self) -> Vec<Open> {
         let Ok(mut o) = self.open.lock() else {
             return Vec::new();
         };
         o.retain(|s| !s.peer.is_transport_closed());
-        o.iter()
-            .map(|s| (s.state.clone(), s.peer.clone()))
-            .collect()
+        o.clone()
     }
 
     /// Tell every session (and every listen stream) that a list changed.
     pub fn list_changed(&self, kind: ListKind) {
         let _ = self.changes.send(kind);
-        for (state, peer) in self.live() {
-            tokio::spawn(async move {
-                let sent = match kind {
-                    ListKind::Tools => peer.notify_tool_list_changed().await,
-                    ListKind::Resources => peer.notify_resource_list_changed().await,
-                    ListKind::Prompts => peer.notify_prompt_list_changed().await,
-                };
-                if let Err(e) = sent {
-                    tracing::debug!(session = %state.key, error = %e, "list_changed not delivered");
-                }
-            });
+        for open in self.live() {
+            open.send(Note::ListChanged(kind));
         }
     }
 
@@ -163,7 +205,7 @@ impl Sessions {
     fn min_level(&self) -> Option<LoggingLevel> {
         self.live()
             .iter()
-            .filter_map(|(s, _)| s.level())
+            .filter_map(|o| o.state.level())
             .min_by_key(|l| level_rank(*l))
     }
 
@@ -180,8 +222,8 @@ impl Sessions {
         }
         let rank = level_rank(m.level);
         let inflight = self.hub.server(server).map(|h| h.inflight.sessions());
-        for (state, peer) in self.live() {
-            let wanted = state.level().is_some_and(|l| level_rank(l) <= rank);
+        for open in self.live() {
+            let wanted = open.state.level().is_some_and(|l| level_rank(l) <= rank);
             if !wanted {
                 continue;
             }
@@ -190,17 +232,14 @@ impl Sessions {
             let link = inflight
                 .iter()
                 .flatten()
-                .find(|l| l.session == state.key)
+                .find(|l| l.session == open.state.key)
                 .cloned();
             if let Some(link) = link {
-                if link.send(Forward::Log(m.clone())) {
+                if link.try_send(Forward::Log(m.clone())) {
                     continue;
                 }
             }
-            let m = m.clone();
-            tokio::spawn(async move {
-                let _ = peer.notify_logging_message(m).await;
-            });
+            open.send(Note::Log(m.clone()));
         }
     }
 }
@@ -208,15 +247,15 @@ impl Sessions {
 impl Relay for Sessions {
     fn notice(&self, server: &str, notice: Notice) {
         match notice {
-            Notice::ResourcesChanged => self.list_changed(ListKind::Resources),
+            Notice::ResourcesChanged => {
+                self.hub.resources_changed();
+                self.list_changed(ListKind::Resources);
+            }
             Notice::PromptsChanged => self.list_changed(ListKind::Prompts),
             Notice::ResourceUpdated(p) => {
-                for (state, peer) in self.live() {
-                    if state.is_subscribed(&p.uri) {
-                        let p = p.clone();
-                        tokio::spawn(async move {
-                            let _ = peer.notify_resource_updated(p).await;
-                        });
+                for open in self.live() {
+                    if open.state.is_subscribed(&p.uri) {
+                        open.send(Note::ResourceUpdated(p.clone()));
                     }
                 }
             }

@@ -68,6 +68,35 @@ async fn mcp_progress_sampling_and_logs_reach_the_calling_client() {
     }
 }
 
+/// Issue 32: a server's log messages reach every session in the order the
+/// server sent them: the calling session on its call's stream, another
+/// session through its one ordered sender (its standalone stream).
+#[tokio::test]
+async fn mcp_log_messages_arrive_in_the_order_the_server_sent_them() {
+    let hub = hub_with(conf, json!({})).await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["t"]).await;
+    let (mut caller, _) = Driver::connect(&hub, json!({})).await;
+    let (mut other, _) = Driver::connect(&hub, json!({})).await;
+    caller.ok(json!({"op": "setLevel", "level": "debug"})).await;
+    other.ok(json!({"op": "setLevel", "level": "debug"})).await;
+    const N: u64 = 100;
+    let r = caller.call("t__log_burst", json!({"count": N})).await;
+    assert_eq!(text_of(&r), "sent");
+    for d in [&mut caller, &mut other] {
+        let mut seen = Vec::new();
+        while seen.len() < N as usize {
+            let m = d
+                .recv_where("a log message of t", |v| {
+                    v["method"] == "notifications/message" && v["params"]["logger"] == "t"
+                })
+                .await;
+            seen.push(m["params"]["data"].as_u64().unwrap_or(u64::MAX));
+        }
+        assert_eq!(seen, (0..N).collect::<Vec<_>>());
+    }
+}
+
 #[tokio::test]
 async fn mcp_cancel_reaches_the_upstream_server() {
     let hub = hub_with(conf, json!({})).await;
