@@ -55,6 +55,11 @@ pub const STATE_DIR: &str = "./state";
 pub const MAX_BATCH_STEPS: usize = 1000;
 pub const RETENTION_MAX_AGE_HOURS: u64 = 168;
 pub const RETENTION_MAX_TASKS: usize = 1000;
+/// `taskEngine.retention.resumableMaxAgeHours`: a failed, cancelled or
+/// recoverable task may be resumed for 30 days after its last change.
+pub const RETENTION_RESUMABLE_MAX_AGE_HOURS: u64 = 720;
+/// `taskEngine.retention.resumableMaxTasks`: the newest 200 of them are kept.
+pub const RETENTION_RESUMABLE_MAX_TASKS: usize = 200;
 
 pub const HEALTH_INTERVAL_MS: u64 = 30_000;
 

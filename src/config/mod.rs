@@ -234,6 +234,9 @@ pub enum Durability {
 pub struct Retention {
     pub max_age: Duration,
     pub max_tasks: usize,
+    /// Failed, cancelled and recoverable tasks (`engine::durable::retention`).
+    pub resumable_max_age: Duration,
+    pub resumable_max_tasks: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -160,6 +160,8 @@ pub struct RawTaskEngine {
 pub struct RawRetention {
     pub max_age_hours: Option<u64>,
     pub max_tasks: Option<usize>,
+    pub resumable_max_age_hours: Option<u64>,
+    pub resumable_max_tasks: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -408,7 +410,15 @@ mod tests {
         assert!(fields_of::<RawRule>().contains(&"match"));
         assert!(fields_of::<RawServer>().contains(&"type"));
         assert!(fields_of::<RawServerSection>().contains(&"maxJsonDepth"));
-        assert_eq!(fields_of::<RawRetention>(), &["maxAgeHours", "maxTasks"]);
+        assert_eq!(
+            fields_of::<RawRetention>(),
+            &[
+                "maxAgeHours",
+                "maxTasks",
+                "resumableMaxAgeHours",
+                "resumableMaxTasks"
+            ]
+        );
     }
 
     #[test]

@@ -74,6 +74,11 @@ pub(super) fn task_engine(ctx: &Ctx, r: RawTaskEngine) -> Result<TaskEngineConfi
         d::RETENTION_MAX_AGE_HOURS,
         "/taskEngine/retention/maxAgeHours",
     )?;
+    let resumable_hours = ctx.positive(
+        ret.resumable_max_age_hours,
+        d::RETENTION_RESUMABLE_MAX_AGE_HOURS,
+        "/taskEngine/retention/resumableMaxAgeHours",
+    )?;
     Ok(TaskEngineConfig {
         default_timeout: ctx.ms(
             r.default_timeout,
@@ -96,6 +101,12 @@ pub(super) fn task_engine(ctx: &Ctx, r: RawTaskEngine) -> Result<TaskEngineConfi
                 ret.max_tasks,
                 d::RETENTION_MAX_TASKS,
                 "/taskEngine/retention/maxTasks",
+            )?,
+            resumable_max_age: Duration::from_secs(resumable_hours.saturating_mul(3600)),
+            resumable_max_tasks: ctx.positive(
+                ret.resumable_max_tasks,
+                d::RETENTION_RESUMABLE_MAX_TASKS,
+                "/taskEngine/retention/resumableMaxTasks",
             )?,
         },
     })

@@ -174,6 +174,11 @@ mod tests {
         assert_eq!(t.resume_uncertain, UncertainPolicy::Confirm);
         assert_eq!(t.retention.max_age, Duration::from_secs(168 * 3600));
         assert_eq!(t.retention.max_tasks, 1000);
+        assert_eq!(
+            t.retention.resumable_max_age,
+            Duration::from_secs(720 * 3600)
+        );
+        assert_eq!(t.retention.resumable_max_tasks, 200);
         assert!(c.health_check.enabled && c.health_check.auto_fix);
         assert_eq!(c.health_check.interval, Duration::from_secs(30));
         assert!(c.recording.enabled && !c.recording.screenshot_on_step);

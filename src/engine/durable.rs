@@ -1,6 +1,6 @@
 //! Durability glue between the runner and `store::journal`: one
 //! append-only journal per task under `<stateDir>/tasks/`, recovery of every
-//! task at start-up, and retention.
+//! task at start-up, and retention (`retention`).
 //!
 //! Writes are synchronous on purpose: a step's start must be on disk before
 //! its call goes out, and a step's result before its `batch_step_result` is
@@ -14,7 +14,6 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -23,10 +22,13 @@ use super::journal_mask::mask_record;
 use super::service::Engine;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::task::Task;
-use crate::config::Config;
 use crate::protocol::BatchReq;
 use crate::store::index_file::{Repairs, Stamp};
 use crate::store::journal::{self, JournalWriter, Record};
+
+mod retention;
+pub use retention::spawn_retention;
+use retention::Prune;
 
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
@@ -252,6 +254,9 @@ impl Engine {
             if self.known() > cfg.task_engine.retention.max_tasks {
                 self.prune_by(&cfg, Prune::Count);
             }
+        } else if retention::resumable(state) {
+            let cfg = self.hub().config();
+            self.prune_resumable(&cfg, Prune::Count);
         }
     }
 
@@ -467,85 +472,6 @@ impl Engine {
         }
         Ok(Arc::new(task))
     }
-
-    /// Retention: prune successful tasks older than `maxAgeHours`, and the
-    /// oldest successful ones beyond `maxTasks`. Running or resumable tasks
-    /// (failed, recoverable, cancelled) are never pruned.
-    pub fn prune(&self, cfg: &Config) -> usize {
-        self.prune_by(cfg, Prune::AgeAndCount)
-    }
-
-    fn prune_by(&self, cfg: &Config, by: Prune) -> usize {
-        let now = crate::util::now_ms();
-        let max_age = cfg.task_engine.retention.max_age.as_millis() as u64;
-        let mut done: Vec<(u64, String)> = self
-            .tasks
-            .iter()
-            .filter(|t| t.state() == TaskState::Success)
-            .map(|t| (t.with(|d| d.updated_ms), t.id.clone()))
-            .collect();
-        // And those known only from the finished-task index.
-        done.extend(
-            self.store
-                .finished
-                .lock()
-                .entries()
-                .filter(|e| !self.tasks.contains_key(&e.id))
-                .map(|e| (e.updated_ms, e.id.clone())),
-        );
-        done.sort();
-        let total = self.known();
-        let over = total.saturating_sub(cfg.task_engine.retention.max_tasks);
-        let mut pruned = 0usize;
-        for (i, (updated, id)) in done.iter().enumerate() {
-            let too_old = by == Prune::AgeAndCount && now.saturating_sub(*updated) > max_age;
-            if too_old || i < over {
-                let path = self.store.dir.join(format!("{id}.jsonl"));
-                if let Err(e) = journal::remove(&path) {
-                    if e.kind() != std::io::ErrorKind::NotFound {
-                        tracing::warn!(path = %path.display(), error = %e, "cannot remove a pruned task journal");
-                        continue;
-                    }
-                }
-                self.tasks.remove(id);
-                self.store.finished.lock().remove(id);
-                pruned += 1;
-            }
-        }
-        if pruned > 0 {
-            // Each success past maxTasks prunes one: not worth an info line.
-            if by == Prune::AgeAndCount {
-                tracing::info!(pruned, "finished tasks pruned (taskEngine.retention)");
-            } else {
-                tracing::debug!(pruned, "finished tasks pruned (taskEngine.retention)");
-            }
-            crate::trim::soon();
-        }
-        pruned
-    }
-}
-
-/// What a prune looks at: the hourly tick (and start-up) checks age and
-/// count; a finishing task only the count.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Prune {
-    AgeAndCount,
-    Count,
-}
-
-/// Prune at start-up, then every hour until shutdown (age and count); the
-/// count is also enforced each time a task succeeds.
-pub fn spawn_retention(engine: Engine) {
-    tokio::spawn(async move {
-        let hub = engine.hub().clone();
-        loop {
-            engine.prune(&hub.config());
-            tokio::select! {
-                _ = hub.shutdown.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_secs(3600)) => {}
-            }
-        }
-    });
 }
 
 fn state_name(s: TaskState) -> String {

@@ -364,49 +364,63 @@ async fn a_resume_after_restart_runs_what_the_stop_left_and_not_the_cleanup() {
     assert_eq!(calls(&p, "echo").len(), 2);
 }
 
-/// Issue 16.15: `retention.maxTasks` holds while tasks finish (not only at
-/// start and hourly), and a finished task keeps no journal file open.
-#[tokio::test]
-async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals() {
+/// A hub with server `t` and `retention` as `taskEngine.retention`.
+async fn hub_retaining(retention: Value) -> (TestHub, std::path::PathBuf, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     let hub = TestHub::start_in(
         dir,
         json!({"mcpServers": {"t": testserver_entry(&p, "t", &[])},
-               "taskEngine": {"retention": {"maxTasks": 3}}}),
+               "taskEngine": {"retention": retention}}),
     )
     .await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
-    let mut last = Value::Null;
-    for i in 0..8 {
-        let id = format!("b{i}");
-        c.send(json!({"type": "tool_batch", "id": id, "steps": [
-            {"tool": "t__echo", "params": {"message": "x"}}
-        ]}))
+    (hub, p, c)
+}
+
+/// Run a one-step batch `id` to its `batch_complete`.
+async fn one_step(c: &mut Client, id: &str, step: Value) -> Value {
+    c.send(json!({"type": "tool_batch", "id": id, "steps": [step]}))
         .await;
-        let done = c
-            .recv_where("batch_complete", |v| {
-                v["type"] == "batch_complete" && v["batchId"] == id.as_str()
-            })
-            .await;
-        assert_eq!(done["success"], true, "{done}");
-        last = done["taskId"].clone();
-    }
+    c.recv_where("batch_complete", |v| {
+        v["type"] == "batch_complete" && v["batchId"] == id
+    })
+    .await
+}
+
+/// The ids `list_tasks` shows, and how many journals the folder holds.
+async fn kept(c: &mut Client, p: &std::path::Path) -> (Vec<Value>, usize) {
     let tasks = c.request(json!({"type": "list_tasks"})).await;
-    let ids: Vec<&Value> = tasks["tasks"]
+    let ids = tasks["tasks"]
         .as_array()
         .into_iter()
         .flatten()
-        .map(|t| &t["taskId"])
+        .map(|t| t["taskId"].clone())
         .collect();
-    assert_eq!(ids.len(), 3, "{tasks}");
-    assert!(ids.contains(&&last), "the newest task is kept: {tasks}");
     let journals = std::fs::read_dir(p.join("state/tasks"))
         .expect("tasks dir")
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
         .count();
+    (ids, journals)
+}
+
+/// Issue 16.15: `retention.maxTasks` holds while tasks finish (not only at
+/// start and hourly), and a finished task keeps no journal file open.
+#[tokio::test]
+async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals() {
+    let (hub, p, mut c) = hub_retaining(json!({"maxTasks": 3})).await;
+    let mut last = Value::Null;
+    for i in 0..8 {
+        let step = json!({"tool": "t__echo", "params": {"message": "x"}});
+        let done = one_step(&mut c, &format!("b{i}"), step).await;
+        assert_eq!(done["success"], true, "{done}");
+        last = done["taskId"].clone();
+    }
+    let (ids, journals) = kept(&mut c, &p).await;
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.contains(&last), "the newest task is kept: {ids:?}");
     assert_eq!(journals, 3, "one journal per kept task");
     let open: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", hub.pid()))
         .expect("/proc fd")
@@ -424,6 +438,39 @@ async fn max_tasks_holds_as_tasks_finish_and_finished_tasks_close_their_journals
         .await;
     assert_eq!(status["task"]["state"], "success", "{status}");
     assert_eq!(status["task"]["steps"][0]["success"], true, "{status}");
+}
+
+/// Issue 32: failed, cancelled and recoverable tasks are kept under their
+/// own bound (`retention.resumableMaxTasks`), newest first, journals too.
+#[tokio::test]
+async fn resumable_tasks_are_pruned_beyond_their_own_bound() {
+    let (_hub, p, mut c) = hub_retaining(json!({"resumableMaxTasks": 2})).await;
+    let mut failed = Vec::new();
+    for i in 0..5 {
+        let step = json!({"tool": "t__fail", "params": {"message": "no"}, "retry": false});
+        let done = one_step(&mut c, &format!("f{i}"), step).await;
+        assert_eq!(done["state"], "failed", "{done}");
+        failed.push(done["taskId"].clone());
+    }
+    // A successful task is not counted against the resumable bound.
+    let ok = one_step(
+        &mut c,
+        "ok",
+        json!({"tool": "t__echo", "params": {"message": "x"}}),
+    )
+    .await;
+    let (ids, journals) = kept(&mut c, &p).await;
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(
+        ids.contains(&failed[3]) && ids.contains(&failed[4]),
+        "{ids:?}"
+    );
+    assert!(ids.contains(&ok["taskId"]), "{ids:?}");
+    assert_eq!(journals, 3, "one journal per kept task");
+    let gone = c
+        .request(json!({"type": "task_status", "taskId": failed[0]}))
+        .await;
+    assert_eq!(gone["type"], "error", "{gone}");
 }
 
 async fn journal_syncs(c: &mut Client) -> u64 {
