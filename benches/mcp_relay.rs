@@ -10,6 +10,7 @@
 //! cargo bench --bench mcp_relay -- --agent      # the agent pattern (agent.rs)
 //! TOOLHUB_BIN=/a/toolhub TOOLHUB_BIN_B=/b/toolhub cargo bench --bench mcp_relay -- --agent
 //! TOOLHUB_BENCH_SPIN=0 …                        # server.spinMicros of the hubs
+//! TOOLHUB_TESTSERVER=/path/to/toolhub-testserver …  # the hubs' test server
 //! ```
 
 use std::io::BufRead;
@@ -51,6 +52,12 @@ async fn time_calls(peer: &Peer<RoleClient>, tool: &str, n: usize) -> Vec<Durati
     out
 }
 
+/// The test server the hubs run (`TOOLHUB_TESTSERVER`: another build).
+fn testserver() -> String {
+    std::env::var("TOOLHUB_TESTSERVER")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub-testserver").into())
+}
+
 /// Start a hub (`bin`) with one test server `t` in a fresh folder; its
 /// process, `/mcp` URL and folder, once `t` has published its tools.
 fn start_hub(bin: &str) -> (std::process::Child, String, std::path::PathBuf) {
@@ -63,7 +70,7 @@ fn start_hub(bin: &str) -> (std::process::Child, String, std::path::PathBuf) {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::create_dir_all(&dir);
-    let testserver = env!("CARGO_BIN_EXE_toolhub-testserver");
+    let testserver = testserver();
     let mut server = json!({"listen": "127.0.0.1:0", "token": false});
     if let Some(spin) = std::env::var("TOOLHUB_BENCH_SPIN")
         .ok()
@@ -112,14 +119,14 @@ fn main() {
         return;
     }
     let n = if full { 2000 } else { 50 };
-    let testserver = env!("CARGO_BIN_EXE_toolhub-testserver");
+    let testserver = testserver();
     let bin = std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
     let (mut hub, url, dir) = start_hub(&bin);
 
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let ws_url = url.replace("http://", "ws://").replace("/mcp", "/ws");
     let (direct, relayed, ws) = rt.block_on(async {
-        let mut cmd = tokio::process::Command::new(testserver);
+        let mut cmd = tokio::process::Command::new(&testserver);
         cmd.args(["--name", "direct"]);
         let (proc, _) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())
