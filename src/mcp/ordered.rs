@@ -12,10 +12,12 @@
 //! been handled.
 //!
 //! Log messages (`notifications/message`) do not go through rmcp's handler
-//! at all: [`OrderedTransport`] hands each to the hub's [`Relay`] as it
-//! arrives, before it reads the next message, so they reach the clients in
+//! at all: [`OrderedTransport`] hands each to its [`Logs`] (the hub's
+//! relay) as it arrives, before it reads the next message, so they reach the clients in
 //! the order the server sent them (rmcp's task per notification can swap
 //! two), and a log sent before an answer is passed on before it.
+
+#![allow(deprecated)] // logging: deprecated by SEP-2577, still spoken
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -24,14 +26,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    GetExtensions, JsonRpcMessage, RequestId, ServerJsonRpcMessage, ServerNotification,
+    GetExtensions, JsonRpcMessage, LoggingMessageNotificationParam, RequestId,
+    ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use tokio::sync::Notify;
-
-use super::relay::{Notice, RelaySlot};
 
 /// The arrival number of a tracked notification (in its extensions).
 #[derive(Debug, Clone, Copy)]
@@ -135,13 +136,8 @@ impl Order {
     }
 }
 
-/// Where a server's log messages go, in their order: the hub's relay,
-/// under the server's name.
-#[derive(Clone)]
-pub struct Logs {
-    pub server: Arc<str>,
-    pub relay: RelaySlot,
-}
+/// Where a server's log messages go, one at a time, in their order.
+pub type Logs = Box<dyn Fn(LoggingMessageNotificationParam) + Send + Sync>;
 
 /// A client transport that numbers progress notifications, fences watched
 /// answers and relays log messages in order (see the module docs).
@@ -174,9 +170,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
                 match &mut m {
                     JsonRpcMessage::Notification(n) => match &n.notification {
                         ServerNotification::LoggingMessageNotification(log) => {
-                            if let Some(r) = self.logs.relay.get() {
-                                r.notice(&self.logs.server, Notice::Log(log.params.clone()));
-                            }
+                            (self.logs)(log.params.clone());
                             continue;
                         }
                         ServerNotification::ProgressNotification(_) => {

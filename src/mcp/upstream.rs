@@ -264,10 +264,14 @@ pub async fn connect(
     let (inflight, relay) = links;
     inflight.order.reset();
     let order = inflight.order.clone();
-    let logs = Logs {
-        server: spec.name.as_str().into(),
-        relay: relay.clone(),
+    let logs = |server: Arc<str>, relay: RelaySlot| -> Logs {
+        Box::new(move |m| {
+            if let Some(r) = relay.get() {
+                r.notice(&server, Notice::Log(m));
+            }
+        })
     };
+    let logs = logs(spec.name.as_str().into(), relay.clone());
     let handler = Handler {
         events,
         server: spec.name.as_str().into(),
