@@ -60,6 +60,8 @@ struct State {
     /// Entries whose line could not be written (their key's offset is
     /// `NOT_WRITTEN`), at most [`PENDING_MAX`].
     pending: HashMap<Id, Entry>,
+    /// The round of the check against the files (see [`Index::verify`]).
+    round: bool,
 }
 
 /// The index of one recordings folder (the configured `storagePath`; a
@@ -101,6 +103,9 @@ pub fn ids(storage: &Path) -> Vec<String> {
     v
 }
 
+/// How many folders the check compares under one hold of the lock.
+const CHUNK: usize = 1024;
+
 /// What the check saw of one folder.
 #[derive(Clone, Copy, PartialEq)]
 enum Seen {
@@ -138,6 +143,12 @@ impl Index {
         };
         let r = self.verify(storage, &HashSet::new());
         tracing::info!(storage = %storage.display(), recordings = n + r.added - r.removed, "recordings index ready");
+        // Reading the file took memory the size of the store for a moment
+        // (one key per line before the last of each id was kept): give it
+        // back.
+        if n > 4096 && tokio::runtime::Handle::try_current().is_ok() {
+            crate::trim::soon();
+        }
         r
     }
 
@@ -162,10 +173,41 @@ impl Index {
     /// the hub updated meanwhile is left as the hub put it.
     pub fn verify(&self, storage: &Path, skip: &HashSet<String>) -> Repairs {
         let skip: HashSet<Id> = skip.iter().map(|s| keys::id_of(s).0).collect();
-        // The folders as they are (no lock): 24 bytes each, the names of
-        // ids not in the hub's own form kept aside.
-        let mut disk: Vec<(Id, Seen)> = Vec::new();
+        // Each key whose folder is seen is marked with this round's bit,
+        // so nothing the size of the store is allocated: the folders are
+        // `stat`ed without the lock and compared a chunk at a time.
+        let round = {
+            let mut g = self.lock();
+            let st = Index::state(&mut g, storage);
+            st.round = !st.round;
+            st.round
+        };
+        // What differs: (id, the stamp the key had, if any), and the names
+        // of those not in the hub's own form.
+        let mut differ: Vec<(Id, Option<u64>)> = Vec::new();
         let mut names: HashMap<Id, String> = HashMap::new();
+        let mut chunk: Vec<(Id, Seen, Option<String>)> = Vec::with_capacity(CHUNK);
+        let mut compare = |chunk: &mut Vec<(Id, Seen, Option<String>)>| {
+            let mut g = self.lock();
+            let st = Index::state(&mut g, storage);
+            for (id, seen, name) in chunk.drain(..) {
+                let was = match st.keys.get_mut(id) {
+                    Some(k) => {
+                        k.set_seen(round);
+                        if seen == Seen::Skip || seen == Seen::Stamp(k.stamp) {
+                            continue;
+                        }
+                        Some(k.stamp)
+                    }
+                    None if seen == Seen::Skip => continue,
+                    None => None,
+                };
+                differ.push((id, was));
+                if let Some(n) = name {
+                    names.insert(id, n);
+                }
+            }
+        };
         each_id(storage, |id| {
             let (k, hex) = keys::id_of(id);
             let seen = if skip.contains(&k) {
@@ -176,47 +218,30 @@ impl Index {
                     Err(_) => Seen::NoStat,
                 }
             };
-            if !hex {
-                names.insert(k, id.to_string());
+            chunk.push((k, seen, (!hex).then(|| id.to_string())));
+            if chunk.len() == CHUNK {
+                compare(&mut chunk);
             }
-            disk.push((k, seen));
         });
-        disk.sort_unstable_by_key(|d| d.0);
-        // What differs: (id, the stamp the key had, if any); what is gone.
-        let mut differ: Vec<(Id, Option<u64>)> = Vec::new();
-        let mut gone: Vec<(Id, u64, String)> = Vec::new();
-        let file_gone = {
+        compare(&mut chunk);
+        drop(chunk);
+        // Keys not seen this round: their folder may be gone (a key the
+        // hub put meanwhile is not marked; its folder exists).
+        let (gone, file_gone) = {
             let mut g = self.lock();
             let st = Index::state(&mut g, storage);
-            let mut d = disk.iter().peekable();
-            for k in st.keys.iter() {
-                while let Some(&&(id, seen)) = d.peek() {
-                    if id >= k.id {
-                        break;
-                    }
-                    if seen != Seen::Skip {
-                        differ.push((id, None));
-                    }
-                    d.next();
-                }
-                match d.peek() {
-                    Some(&&(id, seen)) if id == k.id => {
-                        if seen != Seen::Skip && seen != Seen::Stamp(k.stamp) {
-                            differ.push((id, Some(k.stamp)));
-                        }
-                        d.next();
-                    }
-                    _ => {
-                        if let Some(name) = st.id_text(k) {
-                            gone.push((k.id, k.stamp, name));
-                        }
-                    }
-                }
-            }
-            differ.extend(d.filter(|x| x.1 != Seen::Skip).map(|x| (x.0, None)));
-            st.file.gone()
+            let unseen: Vec<Key> = st
+                .keys
+                .iter()
+                .filter(|k| k.seen() != round)
+                .copied()
+                .collect();
+            let gone: Vec<(Id, u64, String)> = unseen
+                .iter()
+                .filter_map(|k| Some((k.id, k.stamp, st.id_text(k)?)))
+                .collect();
+            (gone, st.file.gone())
         };
-        drop(disk);
         let id_text = |id: Id| names.get(&id).cloned().unwrap_or_else(|| hex_text(id));
         let fresh: Vec<(Entry, Option<u64>)> = differ
             .iter()
@@ -392,6 +417,7 @@ fn load(storage: &Path) -> State {
         keys: Keys::from_unsorted(found),
         file,
         pending: HashMap::new(),
+        round: false,
     };
     st.keys.retain(|k| !file::is_del(k));
     match loaded {

@@ -20,6 +20,9 @@ pub type Id = (u64, u64);
 const HEX_ID: u8 = 1;
 /// The recording cannot be read (listed in `problems`).
 const PROBLEM: u8 = 2;
+/// Its folder was seen by the check against the files when this bit
+/// equals the check's round (it flips each round).
+const SEEN: u8 = 4;
 
 /// A key whose line is not in the file (its write failed): the entry is
 /// held in the index's `pending` map instead.
@@ -59,6 +62,14 @@ impl Key {
 
     pub fn problem(&self) -> bool {
         self.flags & PROBLEM != 0
+    }
+
+    pub fn seen(&self) -> bool {
+        self.flags & SEEN != 0
+    }
+
+    pub fn set_seen(&mut self, round: bool) {
+        self.flags = (self.flags & !SEEN) | if round { SEEN } else { 0 };
     }
 
     /// The id as text when it is the hub's own form (no read needed).
@@ -216,6 +227,15 @@ impl Keys {
 
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Key> {
         self.v.iter_mut()
+    }
+
+    pub fn as_slice(&self) -> &[Key] {
+        &self.v
+    }
+
+    pub fn get_mut(&mut self, id: Id) -> Option<&mut Key> {
+        let i = self.v.binary_search_by_key(&id, |k| k.id).ok()?;
+        Some(&mut self.v[i])
     }
 
     pub fn get(&self, id: Id) -> Option<&Key> {

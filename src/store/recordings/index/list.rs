@@ -7,18 +7,9 @@
 
 use std::cmp::Ordering;
 
-use super::keys::{self, Id, Key};
+use super::keys::{self, Key};
 use super::{Entry, Page, PutLine, State};
 use crate::protocol::recording::{ListReq, RecordingSort};
-
-/// One match: what it sorts by and which key it is.
-struct Hit {
-    /// `created` or `updated` (the time sorts), or the lowercase name.
-    time: i64,
-    name: String,
-    id: Id,
-    key: usize,
-}
 
 pub(super) fn page(st: &State, req: &ListReq) -> Page {
     let words: Vec<String> = req
@@ -29,14 +20,14 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         .map(str::to_lowercase)
         .collect();
     let search = !words.is_empty() || req.tool.is_some() || req.server.is_some();
-    let by_name = req.sort == RecordingSort::Name;
-    let keys: Vec<&Key> = st.keys.iter().collect();
+    let ks = st.keys.as_slice();
     let mut problems = Vec::new();
-    let mut hits: Vec<Hit> = Vec::new();
+    // A hit is its sort time and its key's place (16 bytes).
+    let mut hits: Vec<(i64, u32)> = Vec::new();
     let mut read: Vec<Key> = Vec::new();
-    for (i, k) in keys.iter().enumerate() {
+    for (i, k) in ks.iter().enumerate() {
         if k.problem() {
-            read.push(**k);
+            read.push(*k);
             continue;
         }
         if let Some(s) = &req.since {
@@ -49,38 +40,42 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         } else {
             k.created
         };
-        hits.push(Hit {
-            time,
-            name: String::new(),
-            id: k.id,
-            key: i,
-        });
+        hits.push((time, i as u32));
     }
     for e in st.entries(&read).into_iter().flatten() {
         problems.extend(e.problem);
     }
-    if search || by_name {
-        hits = filter(st, &keys, hits, req, &words, by_name);
-    }
-    let order = order_of(req.sort);
-    let end = req
-        .page
-        .offset
-        .saturating_add(req.page.limit())
-        .min(hits.len());
-    if end > 0 && end < hits.len() {
-        hits.select_nth_unstable_by(end - 1, order);
-    }
-    hits[..end].sort_unstable_by(order);
     problems.sort();
-    let shown: Vec<Key> = hits
-        .iter()
-        .skip(req.page.offset)
-        .take(req.page.limit())
-        .map(|h| *keys[h.key])
-        .collect();
+    let id = |i: u32| ks[i as usize].id;
+    let (total, shown) = if req.sort == RecordingSort::Name {
+        let mut named = filter(st, &hits, req, &words, true);
+        let total = named.len();
+        let shown = window(&mut named, req, |a, b| {
+            a.0.cmp(&b.0).then_with(|| id(a.1).cmp(&id(b.1)))
+        });
+        (total, shown)
+    } else {
+        if search {
+            hits = filter(st, &hits, req, &words, false)
+                .into_iter()
+                .map(|(_, h)| hits[h as usize])
+                .collect();
+        }
+        let total = hits.len();
+        let shown = if req.sort == RecordingSort::Oldest {
+            window(&mut hits, req, |a, b| {
+                a.0.cmp(&b.0).then_with(|| id(a.1).cmp(&id(b.1)))
+            })
+        } else {
+            window(&mut hits, req, |a, b| {
+                b.0.cmp(&a.0).then_with(|| id(a.1).cmp(&id(b.1)))
+            })
+        };
+        (total, shown)
+    };
+    let shown: Vec<Key> = shown.iter().map(|&i| ks[i as usize]).collect();
     Page {
-        total: hits.len(),
+        total,
         items: st
             .entries(&shown)
             .into_iter()
@@ -91,20 +86,45 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
     }
 }
 
-/// Keep the hits whose entries match the search (reading each line), and
-/// give each its lowercase name when sorting by name.
+/// The key places of the page: only the hits up to its end are put in
+/// order (the rest is split off in linear time); ties go by id, so pages
+/// never overlap.
+fn window<T>(
+    hits: &mut [(T, u32)],
+    req: &ListReq,
+    order: impl Fn(&(T, u32), &(T, u32)) -> Ordering,
+) -> Vec<u32> {
+    let end = req
+        .page
+        .offset
+        .saturating_add(req.page.limit())
+        .min(hits.len());
+    if end > 0 && end < hits.len() {
+        hits.select_nth_unstable_by(end - 1, &order);
+    }
+    hits[..end].sort_unstable_by(&order);
+    hits[..end]
+        .iter()
+        .skip(req.page.offset)
+        .map(|h| h.1)
+        .collect()
+}
+
+/// The hits whose entries match the search (each line read, and parsed
+/// only when its raw text can match), each with its lowercase name when
+/// `by_name` (else an empty one) and its place in `hits`.
 fn filter(
     st: &State,
-    keys: &[&Key],
-    hits: Vec<Hit>,
+    hits: &[(i64, u32)],
     req: &ListReq,
     words: &[String],
     by_name: bool,
-) -> Vec<Hit> {
+) -> Vec<(String, u32)> {
+    let ks = st.keys.as_slice();
     let mut spans: Vec<(u64, u32, usize)> = Vec::with_capacity(hits.len());
     let mut pending = Vec::new();
     for (h, hit) in hits.iter().enumerate() {
-        let k = keys[hit.key];
+        let k = &ks[hit.1 as usize];
         if k.offset == keys::NOT_WRITTEN {
             pending.push(h);
         } else {
@@ -135,17 +155,18 @@ fn filter(
                 .as_deref()
                 .is_none_or(|s| e.servers.iter().any(|x| x == s))
     };
-    let mut keep = vec![false; hits.len()];
-    let mut names: Vec<String> = vec![String::new(); if by_name { hits.len() } else { 0 }];
-    let mut folded = Vec::new();
+    let mut kept: Vec<(String, u32)> = Vec::new();
     let mut take = |h: usize, e: &Entry| {
         if admits(e) {
-            keep[h] = true;
-            if by_name {
-                names[h] = e.name.to_lowercase();
-            }
+            let name = if by_name {
+                e.name.to_lowercase()
+            } else {
+                String::new()
+            };
+            kept.push((name, h as u32));
         }
     };
+    let mut folded = Vec::new();
     st.file.each_line(&mut spans, |h, line| {
         // A line with non-ASCII text may match through `to_lowercase`:
         // it is always parsed.
@@ -166,37 +187,19 @@ fn filter(
         }
     });
     for h in pending {
-        let k = keys[hits[h].key];
-        if let Some(e) = st.pending.get(&k.id) {
+        if let Some(e) = st.pending.get(&ks[hits[h].1 as usize].id) {
             take(h, e);
         }
     }
-    hits.into_iter()
-        .zip(
-            keep.into_iter()
-                .zip(names.into_iter().chain(std::iter::repeat_with(String::new))),
-        )
-        .filter(|(_, (k, _))| *k)
-        .map(|(mut hit, (_, name))| {
-            hit.name = name;
-            hit
-        })
-        .collect()
+    if by_name {
+        // The hit's place becomes its key's place.
+        for k in kept.iter_mut() {
+            k.1 = hits[k.1 as usize].1;
+        }
+    }
+    kept
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
     memchr::memmem::find(hay, needle).is_some()
-}
-
-type Order = fn(&Hit, &Hit) -> Ordering;
-
-/// How `sort` orders two hits (ties by id, so pages never overlap).
-fn order_of(sort: RecordingSort) -> Order {
-    match sort {
-        RecordingSort::Newest | RecordingSort::Updated => {
-            |a, b| b.time.cmp(&a.time).then_with(|| a.id.cmp(&b.id))
-        }
-        RecordingSort::Oldest => |a, b| a.time.cmp(&b.time).then_with(|| a.id.cmp(&b.id)),
-        RecordingSort::Name => |a, b| a.name.cmp(&b.name).then_with(|| a.id.cmp(&b.id)),
-    }
 }
