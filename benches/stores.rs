@@ -8,8 +8,8 @@
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench stores   # another hub build
 //! ```
 //!
-//! Phases (all by default): `recordings`, `first-call`, `tasks-start`,
-//! `runs`.
+//! Phases (all by default): `recordings`, `recordings-rss`, `first-call`,
+//! `tasks-start`, `runs`.
 //!
 //! - `list_recordings`: a page of 50 and a search, each the median of 20,
 //!   over recordings made by the hub itself (one `start_recording`, one
@@ -18,6 +18,9 @@
 //! - `list_tasks`: a page of 50 over finished tasks (run as one-step
 //!   batches).
 //! - the hub's RSS after 1 and after 100 listings.
+//! - the hub's RSS with 100,000 stored recordings against an empty folder,
+//!   the entries written directly in the on-disk format
+//!   (`recordings-rss`; `stores/rss.rs`).
 //! - time from spawning the hub to the first `tool_call` answered, with
 //!   an empty history and with a large `history.jsonl` (`first-call`).
 //! - the same with 10,000 finished tasks in the task store against an
@@ -26,36 +29,21 @@
 //!   of 50 and the whole list (`runs`; `stores/runs.rs`).
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 
+#[path = "common/hub.rs"]
+mod hub;
+use hub::Running;
+#[path = "stores/rss.rs"]
+mod rss;
 #[path = "stores/runs.rs"]
 mod runs;
 #[path = "common/runs_fixture.rs"]
 mod runs_fixture;
 #[path = "stores/tasks.rs"]
 mod tasks;
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-/// A hub process on a folder, with its log kept for waiting on lines.
-struct Running {
-    child: Child,
-    addr: String,
-    token: String,
-    log: Arc<Mutex<Vec<String>>>,
-    /// Bumped on every log line, so a waiter wakes on new lines.
-    lines: tokio::sync::watch::Receiver<usize>,
-}
 
 fn write_config(dir: &Path) -> PathBuf {
     let config = json!({
@@ -73,156 +61,7 @@ fn write_config(dir: &Path) -> PathBuf {
 
 impl Running {
     async fn start(dir: &Path) -> Running {
-        let path = write_config(dir);
-        // TOOLHUB_BIN: another build of the hub to measure (e.g. a baseline).
-        let bin =
-            std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
-        let mut child = Command::new(bin)
-            .arg("--config")
-            .arg(&path)
-            .env("RUST_LOG", "warn,toolhub=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start toolhub");
-        let stderr = child.stderr.take().expect("stderr");
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
-        let lines_log = log.clone();
-        let (seen_tx, lines) = tokio::sync::watch::channel(0usize);
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            let mut addr_tx = Some(addr_tx);
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(rest) = line.split("listening on ws://").nth(1) {
-                    if let Some(tx) = addr_tx.take() {
-                        let _ = tx.send(rest.trim_end_matches("/ws").to_string());
-                    }
-                }
-                lines_log.lock().expect("log").push(line);
-                seen_tx.send_modify(|n| *n += 1);
-            }
-        });
-        let addr = tokio::time::timeout(Duration::from_secs(120), addr_rx)
-            .await
-            .expect("hub did not listen in time")
-            .expect("hub exited");
-        let token = std::fs::read_to_string(dir.join("state/token"))
-            .expect("token")
-            .trim()
-            .to_string();
-        Running {
-            child,
-            addr,
-            token,
-            log,
-            lines,
-        }
-    }
-
-    async fn connect(&self) -> Client {
-        let mut req = format!("ws://{}/ws", self.addr)
-            .into_client_request()
-            .expect("request");
-        req.headers_mut().insert(
-            "authorization",
-            format!("Bearer {}", self.token).parse().expect("header"),
-        );
-        let (ws, _) = tokio_tungstenite::connect_async_with_config(req, None, true)
-            .await
-            .expect("connect");
-        Client { ws, next: 0 }
-    }
-
-    /// Wait (bounded) for a log line containing `needle`.
-    async fn wait_log(&self, needle: &str) -> String {
-        let mut lines = self.lines.clone();
-        let found = tokio::time::timeout(Duration::from_secs(300), async {
-            loop {
-                let hit = self
-                    .log
-                    .lock()
-                    .expect("log")
-                    .iter()
-                    .find(|l| l.contains(needle))
-                    .cloned();
-                if let Some(l) = hit {
-                    return l;
-                }
-                lines.changed().await.expect("hub log ended");
-            }
-        });
-        found
-            .await
-            .unwrap_or_else(|_| panic!("no log line {needle:?}"))
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let pid = self.child.id().expect("pid");
-        std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmRSS:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|n| n.parse().ok())
-            })
-            .unwrap_or(0)
-    }
-
-    async fn kill(mut self) {
-        let _ = self.child.kill().await;
-    }
-}
-
-/// A sequential client: one request, then its reply.
-struct Client {
-    ws: Ws,
-    next: u64,
-}
-
-impl Client {
-    async fn request(&mut self, mut msg: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        msg["id"] = json!(id);
-        self.ws
-            .send(Message::Text(msg.to_string().into()))
-            .await
-            .expect("send");
-        let wait_batch = msg["type"] == "tool_batch";
-        loop {
-            let m = tokio::time::timeout(Duration::from_secs(120), self.ws.next())
-                .await
-                .expect("no reply in 120 s")
-                .expect("socket closed")
-                .expect("socket error");
-            let Message::Text(t) = m else { continue };
-            let v: Value = serde_json::from_str(t.as_str()).expect("json");
-            let done = if wait_batch {
-                v["type"] == "batch_complete"
-            } else {
-                v["replyTo"] == json!(id)
-            };
-            if done {
-                return v;
-            }
-        }
-    }
-
-    /// Median milliseconds of `reps` runs of `msg`, and the last reply.
-    async fn time(&mut self, msg: &Value, reps: usize) -> (f64, Value) {
-        let mut ms = Vec::with_capacity(reps);
-        let mut last = Value::Null;
-        for _ in 0..reps {
-            let t = Instant::now();
-            last = self.request(msg.clone()).await;
-            ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        }
-        ms.sort_by(f64::total_cmp);
-        (ms[ms.len() / 2], last)
+        Running::spawn(dir, &write_config(dir)).await
     }
 }
 
@@ -304,10 +143,10 @@ impl Phases {
 async fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let phases = Phases::from_args();
-    let (n, tasks, history_mb, runs) = if full {
-        (10_000, 10_000, 60, 1_000)
+    let (n, tasks, history_mb, runs, many) = if full {
+        (10_000, 10_000, 60, 1_000, 100_000)
     } else {
-        (100, 100, 1, 50)
+        (100, 100, 1, 50, 1_000)
     };
     println!(
         "stores: {n} recordings, {tasks} finished tasks, {history_mb} MB history, {runs} runs"
@@ -316,6 +155,9 @@ async fn main() {
     println!("|---|---:|");
     if phases.wants("recordings") {
         recordings(n, tasks).await;
+    }
+    if phases.wants("recordings-rss") {
+        rss::recordings(many).await;
     }
     if phases.wants("first-call") {
         first_call(history_mb).await;
