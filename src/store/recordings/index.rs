@@ -387,11 +387,11 @@ impl State {
             if k.offset == NOT_WRITTEN {
                 out[i] = self.pending.get(&k.id).cloned();
             } else {
-                spans.push((k.offset, k.len, i));
+                spans.push((k.offset, k.len, i as u32));
             }
         }
         self.file.each_line(&mut spans, |i, line| {
-            out[i] = serde_json::from_slice::<PutLine>(line)
+            out[i as usize] = serde_json::from_slice::<PutLine>(line)
                 .ok()
                 .map(|p| p.entry);
         });
@@ -414,12 +414,11 @@ fn load(storage: &Path) -> State {
     let (file, found, loaded) = IndexFile::load(&storage.join(FILE));
     let mut st = State {
         storage: storage.to_path_buf(),
-        keys: Keys::from_unsorted(found),
+        keys: Keys::from_lines(found, file::is_del),
         file,
         pending: HashMap::new(),
         round: false,
     };
-    st.keys.retain(|k| !file::is_del(k));
     match loaded {
         // Unreadable lines were dropped by a rewrite; the entries are
         // checked against the files next anyway.

@@ -71,9 +71,9 @@ pub fn parse(line: &[u8]) -> Option<Parsed> {
     }
 }
 
-/// A key [`IndexFile::load`] made of a `del` line.
+/// A key [`IndexFile::load`] made of a `del` line (at its line's offset).
 pub fn is_del(k: &Key) -> bool {
-    k.offset == NOT_WRITTEN && k.len == u32::MAX
+    k.len == u32::MAX
 }
 
 /// The index file: where it is, the handle appends and reads go through,
@@ -136,6 +136,7 @@ impl IndexFile {
                         Some(Parsed::Del(id)) => {
                             let mut k = Key::new("", "", "", 0, false);
                             k.id = id;
+                            k.offset = offset;
                             k.len = u32::MAX;
                             found.push(k);
                         }
@@ -203,7 +204,7 @@ impl IndexFile {
     /// Call `f(i, line)` for each `(offset, len, i)` of `spans`, in the
     /// order of the offsets (`spans` is sorted here), reading the file in
     /// windows of 64 KiB. A span that cannot be read is passed over.
-    pub fn each_line(&self, spans: &mut [(u64, u32, usize)], mut f: impl FnMut(usize, &[u8])) {
+    pub fn each_line(&self, spans: &mut [(u64, u32, u32)], mut f: impl FnMut(u32, &[u8])) {
         let Some(fd) = self.fd.as_ref() else {
             return;
         };
@@ -247,11 +248,11 @@ impl IndexFile {
         let mut tmp = self.path.as_os_str().to_owned();
         tmp.push(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
         let tmp = PathBuf::from(tmp);
-        let mut spans: Vec<(u64, u32, usize)> = ks
+        let mut spans: Vec<(u64, u32, u32)> = ks
             .iter()
             .enumerate()
             .filter(|(_, k)| k.offset != NOT_WRITTEN)
-            .map(|(i, k)| (k.offset, k.len, i))
+            .map(|(i, k)| (k.offset, k.len, i as u32))
             .collect();
         let written = (|| -> std::io::Result<Vec<(usize, u64, u32)>> {
             if let Some(dir) = self.path.parent() {
@@ -272,7 +273,7 @@ impl IndexFile {
                 }
                 match w.write_all(line).and_then(|()| w.write_all(b"\n")) {
                     Ok(()) => {
-                        placed.push((i, at, line.len() as u32));
+                        placed.push((i as usize, at, line.len() as u32));
                         at += line.len() as u64 + 1;
                     }
                     Err(e) => err = Some(e),

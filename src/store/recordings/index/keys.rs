@@ -213,6 +213,24 @@ impl Keys {
         Keys { v: out }
     }
 
+    /// From the keys of an index file's lines (`del` lines included,
+    /// marked by `is_del`): for each id the line with the highest offset
+    /// wins, and a `del` drops it. Sorted in place, no second buffer.
+    pub fn from_lines(mut v: Vec<Key>, is_del: impl Fn(&Key) -> bool) -> Keys {
+        v.sort_unstable_by_key(|k| (k.id, k.offset));
+        let mut w = 0;
+        for r in 0..v.len() {
+            let last_of_id = v.get(r + 1).is_none_or(|n| n.id != v[r].id);
+            if last_of_id && !is_del(&v[r]) {
+                v[w] = v[r];
+                w += 1;
+            }
+        }
+        v.truncate(w);
+        v.shrink_to_fit();
+        Keys { v }
+    }
+
     pub fn len(&self) -> usize {
         self.v.len()
     }
@@ -333,5 +351,29 @@ mod tests {
             .all(|(x, y)| x.id < y.id));
         assert!(keys.remove(a1.id).is_some());
         assert_eq!(keys.len(), 2);
+    }
+
+    #[test]
+    fn of_an_index_files_lines_the_last_of_an_id_wins_and_a_del_drops_it() {
+        let line = |id: &str, offset: u64, del: bool| {
+            let mut k = Key::new(id, "", "", offset, false);
+            k.offset = offset;
+            k.len = if del { u32::MAX } else { 10 };
+            k
+        };
+        let keys = Keys::from_lines(
+            vec![
+                line("b", 0, false),
+                line("a", 10, false),
+                line("b", 20, true),
+                line("a", 30, true),
+                line("a", 40, false),
+                line("c", 50, false),
+            ],
+            |k| k.len == u32::MAX,
+        );
+        let mut offsets: Vec<u64> = keys.iter().map(|k| k.offset).collect();
+        offsets.sort_unstable();
+        assert_eq!(offsets, [40, 50], "a put after its del stays, b is gone");
     }
 }

@@ -21,57 +21,56 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         .collect();
     let search = !words.is_empty() || req.tool.is_some() || req.server.is_some();
     let ks = st.keys.as_slice();
-    let mut problems = Vec::new();
-    // A hit is its sort time and its key's place (16 bytes).
-    let mut hits: Vec<(i64, u32)> = Vec::new();
-    let mut read: Vec<Key> = Vec::new();
-    for (i, k) in ks.iter().enumerate() {
-        if k.problem() {
-            read.push(*k);
-            continue;
-        }
-        if let Some(s) = &req.since {
-            if !s.admits(&keys::rfc3339(k.created)) {
-                continue;
-            }
-        }
-        let time = if req.sort == RecordingSort::Updated {
-            k.updated
-        } else {
-            k.created
-        };
-        hits.push((time, i as u32));
-    }
-    for e in st.entries(&read).into_iter().flatten() {
-        problems.extend(e.problem);
-    }
+    let problem_keys: Vec<Key> = ks.iter().filter(|k| k.problem()).copied().collect();
+    let mut problems: Vec<String> = st
+        .entries(&problem_keys)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.problem)
+        .collect();
     problems.sort();
+    let listed = |k: &Key| {
+        !k.problem()
+            && req
+                .since
+                .as_ref()
+                .is_none_or(|s| s.admits(&keys::rfc3339(k.created)))
+    };
+    let end = req.page.offset.saturating_add(req.page.limit());
     let id = |i: u32| ks[i as usize].id;
     let (total, shown) = if req.sort == RecordingSort::Name {
-        let mut named = filter(st, &hits, req, &words, true);
-        let total = named.len();
-        let shown = window(&mut named, req, |a, b| {
+        let mut best = Best::new(end, |a: &(String, u32), b: &(String, u32)| {
             a.0.cmp(&b.0).then_with(|| id(a.1).cmp(&id(b.1)))
         });
-        (total, shown)
+        filter(st, req, &words, listed, |i, e| {
+            best.push((e.name.to_lowercase(), i))
+        });
+        best.page(req.page.offset)
     } else {
-        if search {
-            hits = filter(st, &hits, req, &words, false)
-                .into_iter()
-                .map(|(_, h)| hits[h as usize])
-                .collect();
-        }
-        let total = hits.len();
-        let shown = if req.sort == RecordingSort::Oldest {
-            window(&mut hits, req, |a, b| {
-                a.0.cmp(&b.0).then_with(|| id(a.1).cmp(&id(b.1)))
-            })
-        } else {
-            window(&mut hits, req, |a, b| {
-                b.0.cmp(&a.0).then_with(|| id(a.1).cmp(&id(b.1)))
-            })
+        let updated = req.sort == RecordingSort::Updated;
+        let time = |i: u32| {
+            let k = &ks[i as usize];
+            if updated {
+                k.updated
+            } else {
+                k.created
+            }
         };
-        (total, shown)
+        let oldest = req.sort == RecordingSort::Oldest;
+        let mut best = Best::new(end, |a: &(i64, u32), b: &(i64, u32)| {
+            let t = if oldest { a.0.cmp(&b.0) } else { b.0.cmp(&a.0) };
+            t.then_with(|| id(a.1).cmp(&id(b.1)))
+        });
+        if search {
+            filter(st, req, &words, listed, |i, _| best.push((time(i), i)));
+        } else {
+            for (i, k) in ks.iter().enumerate() {
+                if listed(k) {
+                    best.push((time(i as u32), i as u32));
+                }
+            }
+        }
+        best.page(req.page.offset)
     };
     let shown: Vec<Key> = shown.iter().map(|&i| ks[i as usize]).collect();
     Page {
@@ -86,49 +85,90 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
     }
 }
 
-/// The key places of the page: only the hits up to its end are put in
-/// order (the rest is split off in linear time); ties go by id, so pages
-/// never overlap.
-fn window<T>(
-    hits: &mut [(T, u32)],
-    req: &ListReq,
-    order: impl Fn(&(T, u32), &(T, u32)) -> Ordering,
-) -> Vec<u32> {
-    let end = req
-        .page
-        .offset
-        .saturating_add(req.page.limit())
-        .min(hits.len());
-    if end > 0 && end < hits.len() {
-        hits.select_nth_unstable_by(end - 1, &order);
-    }
-    hits[..end].sort_unstable_by(&order);
-    hits[..end]
-        .iter()
-        .skip(req.page.offset)
-        .map(|h| h.1)
-        .collect()
+/// The first `end` of everything pushed, in `order`, kept in memory that
+/// grows with the page, not with the store: past twice `end` the rest is
+/// split off in linear time (ties go by id, so pages never overlap).
+struct Best<T, F> {
+    v: Vec<T>,
+    end: usize,
+    order: F,
+    total: usize,
 }
 
-/// The hits whose entries match the search (each line read, and parsed
-/// only when its raw text can match), each with its lowercase name when
-/// `by_name` (else an empty one) and its place in `hits`.
+impl<T, F: Fn(&T, &T) -> Ordering> Best<T, F> {
+    fn new(end: usize, order: F) -> Best<T, F> {
+        Best {
+            v: Vec::new(),
+            end,
+            order,
+            total: 0,
+        }
+    }
+
+    fn push(&mut self, x: T) {
+        self.total += 1;
+        if self.end == 0 {
+            return;
+        }
+        self.v.push(x);
+        if self.v.len() >= 2 * self.end.max(32) {
+            self.cut();
+        }
+    }
+
+    fn cut(&mut self) {
+        if self.v.len() > self.end {
+            self.v.select_nth_unstable_by(self.end - 1, &self.order);
+            self.v.truncate(self.end);
+        }
+    }
+
+    /// How many were pushed, and the page after `offset`, in order.
+    fn page(mut self, offset: usize) -> (usize, Vec<u32>)
+    where
+        T: Placed,
+    {
+        if self.end > 0 {
+            self.cut();
+        }
+        self.v.sort_unstable_by(&self.order);
+        let shown = self.v.iter().skip(offset).map(Placed::place).collect();
+        (self.total, shown)
+    }
+}
+
+/// A hit's key place.
+trait Placed {
+    fn place(&self) -> u32;
+}
+
+impl<S> Placed for (S, u32) {
+    fn place(&self) -> u32 {
+        self.1
+    }
+}
+
+/// Call `hit(place, entry)` for each listed key whose entry matches the
+/// search, reading each line in the file's order and parsing it only when
+/// its raw text can match.
 fn filter(
     st: &State,
-    hits: &[(i64, u32)],
     req: &ListReq,
     words: &[String],
-    by_name: bool,
-) -> Vec<(String, u32)> {
+    listed: impl Fn(&Key) -> bool,
+    mut hit: impl FnMut(u32, &Entry),
+) {
     let ks = st.keys.as_slice();
-    let mut spans: Vec<(u64, u32, usize)> = Vec::with_capacity(hits.len());
+    let mut spans: Vec<(u64, u32, u32)> = Vec::new();
     let mut pending = Vec::new();
-    for (h, hit) in hits.iter().enumerate() {
-        let k = &ks[hit.1 as usize];
+    for (i, k) in ks.iter().enumerate() {
+        if !listed(k) {
+            continue;
+        }
         if k.offset == keys::NOT_WRITTEN {
-            pending.push(h);
+            pending.push(i as u32);
         } else {
-            spans.push((k.offset, k.len, h));
+            spans.push((k.offset, k.len, i as u32));
         }
     }
     // What must appear in a line's raw text for it to match, as it appears
@@ -155,19 +195,8 @@ fn filter(
                 .as_deref()
                 .is_none_or(|s| e.servers.iter().any(|x| x == s))
     };
-    let mut kept: Vec<(String, u32)> = Vec::new();
-    let mut take = |h: usize, e: &Entry| {
-        if admits(e) {
-            let name = if by_name {
-                e.name.to_lowercase()
-            } else {
-                String::new()
-            };
-            kept.push((name, h as u32));
-        }
-    };
     let mut folded = Vec::new();
-    st.file.each_line(&mut spans, |h, line| {
+    st.file.each_line(&mut spans, |i, line| {
         // A line with non-ASCII text may match through `to_lowercase`:
         // it is always parsed.
         if line.is_ascii() && !(lower.is_empty() && exact.is_empty()) {
@@ -183,21 +212,18 @@ fn filter(
             }
         }
         if let Ok(p) = serde_json::from_slice::<PutLine>(line) {
-            take(h, &p.entry);
+            if admits(&p.entry) {
+                hit(i, &p.entry);
+            }
         }
     });
-    for h in pending {
-        if let Some(e) = st.pending.get(&ks[hits[h].1 as usize].id) {
-            take(h, e);
+    for i in pending {
+        if let Some(e) = st.pending.get(&ks[i as usize].id) {
+            if admits(e) {
+                hit(i, e);
+            }
         }
     }
-    if by_name {
-        // The hit's place becomes its key's place.
-        for k in kept.iter_mut() {
-            k.1 = hits[k.1 as usize].1;
-        }
-    }
-    kept
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
