@@ -224,11 +224,15 @@ async fn recordings(n: usize, tasks: usize) {
     let all = json!({"type": "list_recordings"});
     c.request(all.clone()).await;
     let rss_one = hub.rss_kib();
+    // Recordings first, then tasks, so each growth is told apart.
     for _ in 0..99 {
         c.request(all.clone()).await;
-        c.request(tasks_page.clone()).await;
     }
     let rss_hundred = hub.rss_kib();
+    for _ in 0..100 {
+        c.request(tasks_page.clone()).await;
+    }
+    let rss_tasks = hub.rss_kib();
     hub.kill().await;
 
     println!("| one hub-made one-step recording on disk | {one} B |");
@@ -236,11 +240,14 @@ async fn recordings(n: usize, tasks: usize) {
     println!("| `list_recordings` page of 50 (median of 20) | {page_ms:.1} ms, {page_bytes} B |");
     println!("| `list_recordings` search: query + tool (median of 20) | {search_ms:.1} ms |");
     println!("| `list_tasks` page of 50 (median of 20) | {tasks_ms:.1} ms |");
+    let mib = |k: u64| k as f64 / 1024.0;
     println!(
-        "| hub RSS after 1 / 100 listings | {:.1} / {:.1} MiB (+{:.1}) |",
-        rss_one as f64 / 1024.0,
-        rss_hundred as f64 / 1024.0,
-        (rss_hundred as f64 - rss_one as f64) / 1024.0
+        "| hub RSS after 1 / 100 `list_recordings`, then after 100 `list_tasks` | {:.1} / {:.1} MiB (+{:.1}), then {:.1} MiB (+{:.1}) |",
+        mib(rss_one),
+        mib(rss_hundred),
+        mib(rss_hundred) - mib(rss_one),
+        mib(rss_tasks),
+        mib(rss_tasks) - mib(rss_hundred)
     );
 }
 
