@@ -98,13 +98,16 @@ fn start_hub(bin: &str) -> (std::process::Child, String, std::path::PathBuf) {
         .expect("start toolhub");
     // Wait for the endpoint's address and for `t` to publish its tools.
     let mut url = None;
+    let mut started = false;
     let mut lines = std::io::BufReader::new(hub.stderr.take().expect("stderr")).lines();
     for line in lines.by_ref() {
         let line = line.unwrap_or_default();
         if let Some(rest) = line.split("MCP endpoint at ").nth(1) {
             url = rest.split_whitespace().next().map(String::from);
         }
-        if url.is_some() && line.contains("server t started") {
+        // The server may start before the endpoint is logged: either order.
+        started |= line.contains("server t started");
+        if url.is_some() && started {
             break;
         }
     }
