@@ -260,8 +260,20 @@ async fn the_extension_keeps_its_socket_through_60_s_of_idleness() {
     let mut browser = chromium.spawn().expect("chromium");
     let pgid = browser.id().expect("pid") as i32;
     hub.wait_log_count("client connected", connected + 1).await;
-    // The idleness itself: nothing happens for 60 s, by design.
-    tokio::time::sleep(Duration::from_secs(60)).await;
+    // The idleness itself: wait for the event that must not come (the
+    // socket dropping), for 60 s; it coming is the failure.
+    let dropped = hub
+        .log_count_reaches(
+            "client disconnected",
+            disconnected + 1,
+            Duration::from_secs(60),
+        )
+        .await;
+    assert!(
+        !dropped,
+        "the extension's socket dropped within 60 s idle:\n{}",
+        hub.logs()
+    );
     let now_connected = hub.log_count("client connected");
     let now_disconnected = hub.log_count("client disconnected");
     unsafe {

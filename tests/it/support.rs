@@ -228,6 +228,23 @@ impl TestHub {
     }
 
     /// Wait until at least `n` log lines contain `needle`.
+    /// Whether `needle` reaches `n` log lines within `limit` (false when it
+    /// does not: for events that must not happen).
+    pub async fn log_count_reaches(&self, needle: &str, n: usize, limit: Duration) -> bool {
+        let mut rx = self.logs.subscribe();
+        let reached = async {
+            loop {
+                if self.log_count(needle) >= n {
+                    return true;
+                }
+                if let Err(broadcast::error::RecvError::Closed) = rx.recv().await {
+                    return self.log_count(needle) >= n;
+                }
+            }
+        };
+        tokio::time::timeout(limit, reached).await.unwrap_or(false)
+    }
+
     pub async fn wait_log_count(&self, needle: &str, n: usize) {
         let mut rx = self.logs.subscribe();
         if self.log_count(needle) >= n {
