@@ -30,6 +30,7 @@ pub mod assertions;
 pub mod b64;
 pub mod builtin;
 pub mod callkeys;
+pub mod client_context;
 pub mod config;
 pub mod diff;
 pub mod engine;

@@ -194,7 +194,8 @@ impl Controls {
                 Ok(json!({"entries": hub.history.latest(limit).await}))
             }
             Tool::Batch => {
-                crate::engine::run_inline(engine, params, call.session, call.cancel).await
+                crate::engine::run_inline(engine, params, call.session, call.context, call.cancel)
+                    .await
             }
             Tool::TaskStatus | Tool::ResumeTask => {
                 let id = required_str(params, "taskId")?;
@@ -209,7 +210,7 @@ impl Controls {
                         // The resumed steps are the caller's work too.
                         t.set_caller(call.session);
                     }
-                    let handle = crate::engine::resume(engine, id, from, vars, None)?;
+                    let handle = crate::engine::resume(engine, id, from, vars, None, None)?;
                     // An abandoned call (timeout, cancel) stops the task too.
                     let _stop = StopOnDrop(engine.get(id));
                     let _ = handle.await;

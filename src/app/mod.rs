@@ -116,6 +116,8 @@ impl App {
     /// line written and synced on the blocking pool, after the session's
     /// recording messages still queued) and its own current run forgotten.
     pub fn connection_closed(&self, session: &str) {
+        // Its per-context server instances go with it.
+        self.hub.instances().end_owner(session);
         if self.recorder.is_recording(session) {
             let (r, s) = (self.recorder.clone(), session.to_string());
             // An /mcp session's handler can be dropped as the runtime ends:

@@ -118,7 +118,16 @@ pub async fn look(
     let params = evaluate_params(plan);
     let timeout = hub.default_timeout(server);
     let attempt = hub
-        .attempt(&info, &params, timeout, call.cancel, call.session)
+        .attempt(
+            &info,
+            &params,
+            timeout,
+            call.cancel,
+            crate::hub::Caller {
+                session: call.session,
+                context: call.context,
+            },
+        )
         .await;
     let value = attempt.result?;
     let probe = parse_answer(&value).map_err(|m| {

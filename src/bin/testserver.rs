@@ -129,6 +129,8 @@ struct TestServer {
     list_changed: broadcast::Sender<()>,
     /// Serve the conformance suite's tools, resources and prompts.
     conformance: bool,
+    /// What `memo` was last told, in this process only.
+    memo: Mutex<Option<String>>,
 }
 
 impl TestServer {
@@ -157,6 +159,7 @@ impl TestServer {
             dynamic: Mutex::new(BTreeMap::new()),
             list_changed,
             conformance: cli.conformance,
+            memo: Mutex::new(None),
         })
     }
 
@@ -314,6 +317,16 @@ impl TestServer {
                 let count = self.counters.bump("counter", key).map_err(internal)?;
                 let mut result = text(count.to_string());
                 result.structured_content = Some(json!({ "key": key, "count": count }));
+                Ok(result)
+            }
+            "memo" => {
+                let mut memo = self.memo.lock().map_err(|_| internal("memo lock".into()))?;
+                if let Some(v) = args.opt_string("value")? {
+                    *memo = Some(v.to_string());
+                }
+                let mut result = text(memo.clone().unwrap_or_default());
+                result.structured_content =
+                    Some(json!({ "memo": *memo, "pid": std::process::id() }));
                 Ok(result)
             }
             "big" => {

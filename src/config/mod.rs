@@ -135,6 +135,49 @@ pub struct ServerSpec {
     pub screenshot_tool: Option<String>,
     pub resume_uncertain: Option<UncertainPolicy>,
     pub tool_overrides: BTreeMap<String, ToolOverride>,
+    /// One process for every client, or one per client context.
+    pub scope: Scope,
+    /// How many instances a `scope: "context"` server may run at once, and
+    /// how long an unused one lives. A reload applies them without a restart.
+    pub instances: InstanceLimits,
+}
+
+impl ServerSpec {
+    /// Whether a reload from `self` to `new` must restart the server: any
+    /// change except the instance limits, which apply as they are.
+    pub fn needs_restart(&self, new: &ServerSpec) -> bool {
+        let mut same = new.clone();
+        same.instances = self.instances;
+        *self != same
+    }
+}
+
+/// Whether a server is shared by every client or runs one instance per
+/// client context (`scope` in an `mcpServers` entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    #[default]
+    Shared,
+    Context,
+}
+
+/// The bounds of a `scope: "context"` server's instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InstanceLimits {
+    /// `maxInstances` (default 8).
+    pub max: usize,
+    /// `instanceIdleMs` (default 10 min).
+    pub idle: Duration,
+}
+
+impl Default for InstanceLimits {
+    fn default() -> Self {
+        InstanceLimits {
+            max: 8,
+            idle: Duration::from_secs(600),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -122,6 +122,9 @@ pub struct RawServer {
     pub screenshot_tool: Option<String>,
     pub resume_uncertain: Option<UncertainPolicy>,
     pub tools: Option<BTreeMap<String, RawToolOverride>>,
+    pub scope: Option<super::Scope>,
+    pub max_instances: Option<usize>,
+    pub instance_idle_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

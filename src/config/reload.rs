@@ -143,7 +143,7 @@ pub fn diff_servers(old: &Config, new: &Config) -> ServerDiff {
     for (name, spec) in &new.mcp_servers {
         match old.mcp_servers.get(name) {
             None => d.added.push(name.clone()),
-            Some(o) if o == spec => d.unchanged.push(name.clone()),
+            Some(o) if !o.needs_restart(spec) => d.unchanged.push(name.clone()),
             Some(_) => d.changed.push(name.clone()),
         }
     }

@@ -3,7 +3,7 @@
 use super::ctx::Ctx;
 use super::locate::esc;
 use super::raw::RawServer;
-use super::{ConfigError, ServerSpec, ToolOverride, Transport};
+use super::{ConfigError, InstanceLimits, Scope, ServerSpec, ToolOverride, Transport};
 
 /// `^[A-Za-z0-9_-]{1,32}$`, and not "hub" (reserved for the hub's own tools).
 fn valid_server_name(name: &str) -> bool {
@@ -142,7 +142,38 @@ pub(super) fn server_spec(
             (tool, o)
         })
         .collect();
+    let scope = r.scope.unwrap_or_default();
+    if scope == Scope::Context && matches!(transport, Transport::Recording { .. }) {
+        return Err(ctx.err(
+            &format!("{p}/scope"),
+            format!("mcpServers.{name}.scope \"context\" needs a command or url server; a recording-backed server has no per-client state (remove scope)"),
+        ));
+    }
+    if scope == Scope::Shared && (r.max_instances.is_some() || r.instance_idle_ms.is_some()) {
+        ctx.warn(
+            &format!("{p}/scope"),
+            format!("mcpServers.{name}.maxInstances and instanceIdleMs apply only with \"scope\": \"context\"; they are ignored"),
+        );
+    }
+    let defaults = InstanceLimits::default();
+    let max = r.max_instances.unwrap_or(defaults.max);
+    if max == 0 || max > 256 {
+        return Err(ctx.err(
+            &format!("{p}/maxInstances"),
+            format!("mcpServers.{name}.maxInstances {max} is out of range; expected 1 to 256"),
+        ));
+    }
+    let instances = InstanceLimits {
+        max,
+        idle: ctx.ms(
+            r.instance_idle_ms,
+            defaults.idle.as_millis() as u64,
+            &format!("{p}/instanceIdleMs"),
+        )?,
+    };
     Ok(ServerSpec {
+        scope,
+        instances,
         name: name.to_string(),
         transport,
         disabled: r.disabled.unwrap_or(false),

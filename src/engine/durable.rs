@@ -79,6 +79,7 @@ impl Engine {
             created_ms: task.with(|d| d.created_ms),
             hub_version: env!("CARGO_PKG_VERSION").to_string(),
             call_key: task.call_key.get().cloned(),
+            context: task.set_context_of(),
         };
         let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
         match r {
@@ -374,6 +375,7 @@ impl Engine {
             options,
             created_ms,
             call_key,
+            context,
             ..
         }) = records.next()
         else {
@@ -405,6 +407,9 @@ impl Engine {
         );
         if let Some(k) = call_key {
             let _ = task.call_key.set(k);
+        }
+        if let Some(c) = context {
+            task.set_context(c);
         }
         task.with(|d| {
             d.created_ms = created_ms;

@@ -74,7 +74,7 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
-            match super::create_task(engine, batch_id, &req, Some(out.clone())) {
+            match super::create_task(engine, batch_id, &req, Some(out.clone()), None) {
                 Ok(task) => {
                     guard.finish(json!({"taskId": task.id}));
                     if let Err(e) = super::start(engine, task, 0, TaskEvent::Start) {

@@ -29,6 +29,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
@@ -45,8 +46,15 @@ pub fn create_task(
     batch_id: Value,
     req: &BatchReq,
     owner: Option<Outbox>,
+    context: Option<ClientContext>,
 ) -> Result<Arc<Task>, HubError> {
     let hub = engine.hub();
+    if let Some(Err(m)) = req.context.as_deref().map(check_label) {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!("tool_batch: {m}"),
+        ));
+    }
     let cfg = hub.config();
     let tools = hub.tools();
     let plan = validate::validate(
@@ -80,6 +88,12 @@ pub fn create_task(
     if let Some(k) = keyed::mark(req) {
         let _ = task.call_key.set(k);
     }
+    let context = context.or_else(|| {
+        owner_session(&task).map(|s| ClientContext::session(&s, req.context.as_deref()))
+    });
+    if let Some(c) = context {
+        task.set_context(c);
+    }
     // Before anything is written: the journal's header is masked too.
     note_secrets(
         &cfg.security,
@@ -89,6 +103,11 @@ pub fn create_task(
     engine.create_journal(&task, req, &cfg.security);
     engine.tasks.insert(id, task.clone());
     Ok(task)
+}
+
+/// The session of the connection that owns `task`, if any.
+fn owner_session(task: &Task) -> Option<String> {
+    task.owner().map(|o| o.session.clone())
 }
 
 /// Add the values of secret variables (names matching `security.redactKeys`
@@ -164,7 +183,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
-            match create_task(engine, batch_id, &req, Some(out.clone())) {
+            match create_task(engine, batch_id, &req, Some(out.clone()), None) {
                 Ok(task) => {
                     if let Err(e) = start(engine, task, 0, TaskEvent::Start) {
                         reply_err(&out, &id, e);
@@ -232,6 +251,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                 r.from_step,
                 r.variables.clone(),
                 Some(out.clone()),
+                r.context.as_deref(),
             ) {
                 reply_err(&out, &id, e);
             }
@@ -285,10 +305,17 @@ pub fn resume(
     from: Option<usize>,
     variables: Option<serde_json::Map<String, Value>>,
     owner: Option<Outbox>,
+    context: Option<&str>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     if !crate::store::valid_id(task_id) {
         return Err(unknown_task(task_id));
+    }
+    if let Some(Err(m)) = context.map(check_label) {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!("resume_task: {m}"),
+        ));
     }
     let t = engine.get(task_id).ok_or_else(|| unknown_task(task_id))?;
     if let Err(why) = t.state().resumable() {
@@ -330,6 +357,10 @@ pub fn resume(
             }
         }
     });
+    // A new context is asked for; else the task keeps the one it had.
+    if let (Some(label), Some(o)) = (context, &owner) {
+        t.set_context(ClientContext::session(&o.session, Some(label)));
+    }
     if owner.is_some() {
         t.set_owner(owner);
     }
@@ -351,6 +382,7 @@ pub async fn run_inline(
     engine: &Engine,
     params: &Value,
     session: &str,
+    context: &ClientContext,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Value, HubError> {
     let req: BatchReq = serde_path_to_error::deserialize(params.clone()).map_err(|e| {
@@ -364,7 +396,8 @@ pub async fn run_inline(
         )
     })?;
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
-    let task = create_task(engine, batch_id, &req, None)?;
+    // The steps run in the calling tool's context (its tab's browser).
+    let task = create_task(engine, batch_id, &req, None, Some(context.clone()))?;
     // Its steps are the calling session's work (its run logs them).
     task.set_caller(session);
     let handle = start(engine, task.clone(), 0, TaskEvent::Start)?;

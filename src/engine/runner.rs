@@ -31,6 +31,9 @@ pub async fn drive(
     driving: tokio::sync::OwnedMutexGuard<()>,
 ) {
     let hub = engine.hub();
+    // The task's instances of per-context servers live while it runs,
+    // even if its session ends (it goes on as a durable task).
+    let _hold = hub.instances().hold(&task.context());
     // Set by `start`/`resume` before this run was spawned.
     let run_cancel = task.cancel_token();
     let resumed = event == TaskEvent::Resume;
@@ -303,6 +306,7 @@ async fn run_step(
         params: params.clone(),
         timeout: step.timeout.map(Duration::from_millis),
         session,
+        context: task.context(),
         retry: planned.retry.clone(),
         cancel: batch_cancel.child_token(),
         on_retry: Some(crate::hub::RetryHook(Arc::new({

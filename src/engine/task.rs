@@ -2,6 +2,7 @@
 //! The runner task is the only writer of a task's state; status queries
 //! read a snapshot under a short lock (never held across `.await`).
 
+use crate::client_context::ClientContext;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -63,6 +64,9 @@ pub struct Task {
     held: Mutex<Vec<String>>,
     /// The `callKey` the batch came with (journaled in its header).
     pub call_key: std::sync::OnceLock<crate::store::journal::CallKeyMark>,
+    /// The client context its steps run in, when set (journaled in its
+    /// header); else the session's own.
+    context: Mutex<Option<ClientContext>>,
 }
 
 /// Called with each step's body (its `batch_step_result` without the task's
@@ -117,6 +121,7 @@ impl Task {
             delays: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
             call_key: std::sync::OnceLock::new(),
+            context: Mutex::new(None),
         }
     }
 
@@ -251,6 +256,28 @@ impl Task {
         if let Ok(mut slot) = self.caller.lock() {
             *slot = (!session.is_empty()).then(|| session.to_string());
         }
+    }
+
+    /// Run the task's steps in `context` from now on.
+    pub fn set_context(&self, context: ClientContext) {
+        if let Ok(mut slot) = self.context.lock() {
+            *slot = Some(context);
+        }
+    }
+
+    /// The context set for the task, if any (what its journal records).
+    pub fn set_context_of(&self) -> Option<ClientContext> {
+        self.context.lock().ok().and_then(|c| c.clone())
+    }
+
+    /// The client context the task's steps run in: the one set for it,
+    /// else its session's, else one of the task's own.
+    pub fn context(&self) -> ClientContext {
+        self.set_context_of()
+            .unwrap_or_else(|| match self.session() {
+                Some(s) => ClientContext::session(&s, None),
+                None => ClientContext::session(&format!("task:{}", self.id), None),
+            })
     }
 
     /// The session a step's calls belong to: the owner connection's, else

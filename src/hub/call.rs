@@ -18,6 +18,7 @@ use super::Hub;
 /// ([`Hub::settle_first_start`]); past it, the listing says which are
 /// still starting.
 pub const LIST_HOLD: Duration = Duration::from_secs(20);
+use crate::client_context::ClientContext;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::call as mcp_call;
 use crate::mcp::registry::ToolInfo;
@@ -33,6 +34,9 @@ enum Route {
         mounted: bool,
     },
     Peer(rmcp::Peer<rmcp::RoleClient>, Inflight),
+    /// A `scope: "context"` server: the call goes to its context's
+    /// instance (this is the template's handle).
+    Instance(crate::mcp::supervisor::ServerHandle),
     /// Starting, restarting, stopped or unknown.
     Down,
 }
@@ -58,6 +62,7 @@ impl Hub {
             Err(e) => {
                 let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
                 out.call_key = req.call_key.clone();
+                out.context = Some(req.context.clone());
                 self.history
                     .record(&req.session, &req.params, &out, &self.config().security);
                 return out;
@@ -68,6 +73,7 @@ impl Hub {
             out.qualified_name = Some(info.qualified_name.clone());
             out.server = Some(info.server.clone());
             out.call_key = req.call_key.clone();
+            out.context = Some(req.context.clone());
             self.history
                 .record(&req.session, &req.params, &out, &self.config().security);
             return out;
@@ -219,6 +225,9 @@ impl Hub {
                 mounted: false,
             };
         }
+        if h.spec.scope == crate::config::Scope::Context {
+            return Route::Instance(h.clone());
+        }
         match h.peer() {
             Some(live) => Route::Peer(live, h.inflight.clone()),
             None => Route::Down,
@@ -242,9 +251,9 @@ impl Hub {
         params: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
-        session: &str,
+        caller: Caller<'_>,
     ) -> Attempt {
-        self.attempt_linked(info, params, timeout, cancel, session, None)
+        self.attempt_linked(info, params, timeout, cancel, caller, None)
             .await
     }
 
@@ -257,18 +266,44 @@ impl Hub {
         params: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
-        session: &str,
+        caller: Caller<'_>,
         link: Option<&CallLink>,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
+        // Held for the whole attempt: the instance is busy while it runs.
+        let mut instance = None;
+        let mut timeout = timeout;
         let peer = match self.route(&info.server) {
             Route::Peer(p, inflight) => Some((p, inflight)),
             Route::Down => None,
+            Route::Instance(template) => {
+                let started = tokio::time::Instant::now();
+                match self
+                    .instance(&template, caller.context, timeout, cancel)
+                    .await
+                {
+                    Err(e) => {
+                        return Attempt {
+                            result: Err(tag(e)),
+                            raw: None,
+                        }
+                    }
+                    Ok(active) => {
+                        let inflight = active.slot.handle.inflight.clone();
+                        let peer = active.slot.handle.peer().map(|p| (p, inflight));
+                        instance = Some(active);
+                        // The start-up came out of this attempt's time.
+                        timeout = timeout.saturating_sub(started.elapsed());
+                        peer
+                    }
+                }
+            }
             Route::Local { tools, mounted } => {
                 let call = LocalCall {
                     params,
                     cancel,
-                    session,
+                    session: caller.session,
+                    context: caller.context,
                 };
                 let result = match tools.call(&info.name, call) {
                     None => Err(HubError::new(
@@ -342,8 +377,13 @@ impl Hub {
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 ) {
                     // The first to see the server gone says so (health too).
-                    if let Some(h) = self.servers.get(&info.server) {
-                        h.observe_exit();
+                    match &instance {
+                        Some(active) => active.slot.handle.observe_exit(),
+                        None => {
+                            if let Some(h) = self.servers.get(&info.server) {
+                                h.observe_exit();
+                            }
+                        }
                     }
                 }
                 Attempt {
@@ -353,6 +393,14 @@ impl Hub {
             }
         }
     }
+}
+
+/// Who a call is made for: the session (history, observers) and the
+/// client context (which instance of a per-context server runs it).
+#[derive(Clone, Copy)]
+pub struct Caller<'a> {
+    pub session: &'a str,
+    pub context: &'a ClientContext,
 }
 
 /// A complete `tools/call` result: `isError` makes it a classified error

@@ -33,6 +33,7 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     let mut servers = Vec::new();
     let mut enabled = 0usize;
     let mut running = 0usize;
+    let mut instances = hub.instances().list();
     for h in hub.server_handles() {
         // A server that died a moment ago is reported down, not running.
         h.observe_exit();
@@ -51,6 +52,26 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("uptimeMs".into(), json!(uptime_ms));
             obj.insert("stderrTail".into(), json!(h.stderr.lines()));
+            if h.spec.scope == crate::config::Scope::Context {
+                // One process per client context; the entry itself lists
+                // the tools (the template) and serves no calls.
+                let (mine, rest): (Vec<_>, Vec<_>) =
+                    instances.into_iter().partition(|i| i.server == st.name);
+                instances = rest;
+                // A reload applies the limits without a restart.
+                let limits = cfg
+                    .mcp_servers
+                    .get(&st.name)
+                    .map(|s| s.instances)
+                    .unwrap_or(h.spec.instances);
+                obj.insert("scope".into(), json!("context"));
+                obj.insert("maxInstances".into(), json!(limits.max));
+                obj.insert(
+                    "instanceIdleMs".into(),
+                    json!(limits.idle.as_millis() as u64),
+                );
+                obj.insert("instances".into(), json!(mine));
+            }
         }
         servers.push(v);
         if !matches!(st.state, ServerState::Running | ServerState::Disabled) {

@@ -27,6 +27,9 @@ pub struct LocalCall<'a> {
     pub cancel: &'a CancellationToken,
     /// The calling connection's session (`""` for internal calls).
     pub session: &'a str,
+    /// The calling client context (a tool that calls a per-context
+    /// server, such as the browser assertions, calls it in this one).
+    pub context: &'a crate::client_context::ClientContext,
 }
 
 /// A provider of in-process tools.

@@ -12,6 +12,7 @@ pub mod aggregate;
 mod call;
 mod events;
 pub mod health;
+pub mod instances;
 pub mod local;
 pub mod observe;
 pub mod outcome;
@@ -20,6 +21,7 @@ mod reload;
 mod retrying;
 pub use reload::spawn_watcher as reload_watcher;
 
+pub use call::Caller;
 pub use outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
 
 use std::collections::BTreeMap;
@@ -84,6 +86,8 @@ pub struct Inner {
     tools_tx: watch::Sender<Arc<ToolSnapshot>>,
     /// Resource URI -> the server that listed it (see `aggregate`).
     resource_owner: aggregate::ResourceOwners,
+    /// The per-context instances of `scope: "context"` servers.
+    instances: Arc<instances::Instances>,
 }
 
 impl std::ops::Deref for Hub {
@@ -108,6 +112,7 @@ impl Hub {
         let (tools_tx, _) = watch::channel(empty.clone());
         let config = Arc::new(config);
         let (config_tx, _) = watch::channel(config.clone());
+        let (instances, instance_events) = instances::Instances::new();
         let hub = Hub(Arc::new(Inner {
             started_config: config.clone(),
             restart_needed: Mutex::new(Vec::new()),
@@ -131,8 +136,11 @@ impl Hub {
             relay: RelaySlot::default(),
             tools_tx,
             resource_owner: aggregate::ResourceOwners::default(),
+            instances: instances.clone(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
+        tokio::spawn(instances::run_events(instances, instance_events));
+        tokio::spawn(instances::run_reaper(hub.clone()));
         Ok(hub)
     }
 
@@ -269,6 +277,7 @@ impl Hub {
             &self.shutdown,
             &recordings,
             self.relay.clone(),
+            None,
         );
         self.servers.insert(name, handle);
     }
@@ -400,7 +409,13 @@ impl Hub {
     /// Stop every server (each kills its whole process group).
     pub async fn shutdown_servers(&self) {
         let handles = self.server_handles();
-        futures::future::join_all(handles.iter().map(|h| h.stop())).await;
+        let templates = futures::future::join_all(handles.iter().map(|h| h.stop()));
+        futures::future::join(templates, self.stop_all_instances()).await;
+    }
+
+    /// The per-context instances of `scope: "context"` servers.
+    pub fn instances(&self) -> &Arc<instances::Instances> {
+        &self.instances
     }
 
     /// `hello.servers`: name and state of each server.

@@ -18,6 +18,8 @@ pub struct CallRequest {
     /// Per-attempt timeout; `None` = the server's, else `taskEngine.defaultTimeout`.
     pub timeout: Option<Duration>,
     pub session: String,
+    /// Which instance of a `scope: "context"` server runs the call.
+    pub context: crate::client_context::ClientContext,
     pub retry: RetryOverride,
     pub cancel: CancellationToken,
     /// Told before each retry (the task engine shows `retrying`).
@@ -62,6 +64,10 @@ pub struct CallOutcome {
     /// The `callKey` the call was sent with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call_key: Option<String>,
+    /// The client context the call ran in (which instance of a
+    /// `scope: "context"` server served it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<crate::client_context::ClientContext>,
 }
 
 /// The result of one attempt.
@@ -85,6 +91,7 @@ impl CallOutcome {
             retries: Vec::new(),
             duration_ms: elapsed.as_millis() as u64,
             call_key: None,
+            context: None,
         }
     }
 
@@ -165,6 +172,7 @@ mod tests {
             }],
             duration_ms: 7,
             call_key: None,
+            context: None,
         });
         same_as_to_json(CallOutcome::failed(
             "nope",

@@ -71,10 +71,12 @@ impl Hub {
             m.reconfigure(&new);
         }
         for name in &diff.removed {
+            self.reconfigure_instances(name, None);
             self.stop_server(name, &format!("config reload: server {name} removed"))
                 .await;
         }
         for name in &diff.changed {
+            self.reconfigure_instances(name, new.mcp_servers.get(name));
             self.stop_server(name, &format!("config reload: server {name} changed"))
                 .await;
             if let Some(spec) = new.mcp_servers.get(name) {

@@ -43,7 +43,10 @@ impl Hub {
                     &req.params,
                     timeout,
                     &req.cancel,
-                    &req.session,
+                    super::Caller {
+                        session: &req.session,
+                        context: &req.context,
+                    },
                     req.link.as_ref(),
                 )
                 .await;
@@ -118,8 +121,8 @@ impl Hub {
                     timeout = (timeout * 2).min(MAX_EXTENDED_TIMEOUT);
                     None
                 }
-                RetryAction::RebuildContext => rebuild_context(hub, info, &req.cancel).await,
-                RetryAction::RefreshSnapshot => refresh_snapshot(hub, info, &req.cancel).await,
+                RetryAction::RebuildContext => rebuild_context(hub, info, req).await,
+                RetryAction::RefreshSnapshot => refresh_snapshot(hub, info, req).await,
             };
             if let Some(last) = retries.last_mut() {
                 last.note = note;
@@ -168,6 +171,7 @@ fn outcome(
         retries,
         duration_ms: 0,
         call_key: req.call_key.clone(),
+        context: Some(req.context.clone()),
     }
 }
 
@@ -179,7 +183,7 @@ async fn helper_call(
     info: &ToolInfo,
     role: &str,
     tool: &str,
-    cancel: &tokio_util::sync::CancellationToken,
+    req: &CallRequest,
 ) -> Option<String> {
     let snapshot = hub.tools();
     let Some(helper) = snapshot
@@ -203,7 +207,16 @@ async fn helper_call(
         ));
     }
     let a = hub
-        .attempt(&helper, &params, Duration::from_secs(30), cancel, "hub")
+        .attempt(
+            &helper,
+            &params,
+            Duration::from_secs(30),
+            &req.cancel,
+            super::Caller {
+                session: "hub",
+                context: &req.context,
+            },
+        )
         .await;
     match &a.result {
         Ok(_) => None,
@@ -218,23 +231,25 @@ async fn helper_call(
 }
 
 /// `rebuild_context`: the server's recovery tool if configured, else a restart.
-async fn rebuild_context(
-    hub: &Hub,
-    info: &ToolInfo,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Option<String> {
+async fn rebuild_context(hub: &Hub, info: &ToolInfo, req: &CallRequest) -> Option<String> {
     let cfg = hub.config();
     let recovery = cfg
         .mcp_servers
         .get(&info.server)
         .and_then(|s| s.recovery_tool.clone());
     if let Some(tool) = recovery {
-        return helper_call(hub, info, "recoveryTool", &tool, cancel).await;
+        return helper_call(hub, info, "recoveryTool", &tool, req).await;
     }
     if info.server == super::BUILTIN_SERVER {
         return None;
     }
     let handle = hub.server(&info.server)?;
+    if handle.spec.scope == crate::config::Scope::Context {
+        // Restart the call's own instance; the next attempt waits for it.
+        hub.instances()
+            .restart(&info.server, &req.context, "retry action rebuild_context");
+        return None;
+    }
     let mut events = hub.subscribe();
     handle.restart("retry action rebuild_context");
     let name = info.server.clone();
@@ -259,15 +274,11 @@ async fn rebuild_context(
 }
 
 /// `refresh_snapshot`: call the server's snapshot tool if configured.
-async fn refresh_snapshot(
-    hub: &Hub,
-    info: &ToolInfo,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Option<String> {
+async fn refresh_snapshot(hub: &Hub, info: &ToolInfo, req: &CallRequest) -> Option<String> {
     let cfg = hub.config();
     let tool = cfg
         .mcp_servers
         .get(&info.server)
         .and_then(|s| s.snapshot_tool.clone())?;
-    helper_call(hub, info, "snapshotTool", &tool, cancel).await
+    helper_call(hub, info, "snapshotTool", &tool, req).await
 }

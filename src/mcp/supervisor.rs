@@ -104,6 +104,7 @@ impl ServerHandle {
         shutdown: &CancellationToken,
         recordings: &std::path::Path,
         relay: RelaySlot,
+        context: Option<&str>,
     ) -> ServerHandle {
         let offline = match &spec.transport {
             crate::config::Transport::Recording { source } => {
@@ -152,8 +153,12 @@ impl ServerHandle {
             control: control_rx,
             relay,
         };
-        // Every log line of the supervisor carries `server{name}`.
-        let span = tracing::info_span!("server", name = %handle.name);
+        // Every log line of the supervisor carries `server{name}` (and
+        // the client context of a per-context instance).
+        let span = match context {
+            Some(c) => tracing::info_span!("server", name = %handle.name, context = %c),
+            None => tracing::info_span!("server", name = %handle.name),
+        };
         tokio::spawn(tracing::Instrument::instrument(sup.run(), span));
         handle
     }

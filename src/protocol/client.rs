@@ -29,6 +29,17 @@ pub enum ClientMsg {
     Artifact(ArtifactReq),
     ResumeSession(ResumeSessionReq),
     Ack(AckReq),
+    StopInstance(StopInstanceReq),
+}
+
+/// `stop_instance`: stop one per-context instance of a server (its whole
+/// process group); the next call of that context starts a fresh one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopInstanceReq {
+    pub server: String,
+    /// The context as `health_status` shows it (`owner` or `owner/label`).
+    pub context: String,
 }
 
 /// `resume_session`: take over a session whose socket dropped.
@@ -65,6 +76,10 @@ pub struct ToolCallReq {
     /// A repeat with the same key does not run again ([`crate::callkeys`]).
     #[serde(default)]
     pub call_key: Option<String>,
+    /// The client context within the session (a tab id): which instance
+    /// of a `scope: "context"` server runs the call.
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 /// A `tool_call` frame read straight from its text into [`ToolCallReq`]
@@ -89,6 +104,8 @@ struct DirectToolCall<'a> {
     save_images: Option<SaveImages>,
     #[serde(default)]
     call_key: Option<String>,
+    #[serde(default)]
+    context: Option<String>,
 }
 
 /// `text` as a well-formed `tool_call` (its id and request), or `None`:
@@ -110,6 +127,7 @@ pub(super) fn direct_tool_call(text: &str) -> Option<(Option<Value>, ToolCallReq
         retry: d.retry,
         save_images: d.save_images,
         call_key: d.call_key,
+        context: d.context,
     };
     Some((id, req))
 }
@@ -145,6 +163,9 @@ pub struct BatchReq {
     /// A repeat with the same key does not run again ([`crate::callkeys`]).
     #[serde(default)]
     pub call_key: Option<String>,
+    /// The client context within the session (see [`ToolCallReq::context`]).
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize, PartialEq)]
@@ -246,6 +267,10 @@ pub struct ResumeTaskReq {
     /// Values for `{{vars.x}}` given again (secrets are never journaled).
     #[serde(default)]
     pub variables: Option<Map<String, Value>>,
+    /// Run it in this context of the resuming session instead of the one
+    /// its journal records.
+    #[serde(default)]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -328,6 +353,7 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "update_recording" => ClientMsg::Recording(RecordingMsg::Update(body(v)?)),
         "create_run" => ClientMsg::Run(RunMsg::Create(body(v)?)),
         "set_run" => ClientMsg::Run(RunMsg::Set(body(v)?)),
+        "stop_instance" => ClientMsg::StopInstance(body(v)?),
         "list_runs" => ClientMsg::Run(RunMsg::List(body(v)?)),
         "get_run" => ClientMsg::Run(RunMsg::Get(body(v)?)),
         "log_run_entry" => ClientMsg::Run(RunMsg::Log(body(v)?)),

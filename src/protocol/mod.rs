@@ -78,6 +78,7 @@ pub const CLIENT_TYPES: &[&str] = &[
     "get_artifact",
     "resume_session",
     "ack",
+    "stop_instance",
 ];
 
 /// Decode one text frame.

@@ -179,4 +179,7 @@ pub struct ReplayReq {
     pub speed: Option<f64>,
     #[serde(default)]
     pub mode: Option<Mode>,
+    /// The client context to replay in; by default a fresh one of its own.
+    #[serde(default)]
+    pub context: Option<String>,
 }

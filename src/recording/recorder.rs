@@ -256,7 +256,7 @@ impl Recorder {
         // With screenshotOnStep, the server's screenshot tool is called
         // after the step (before the line is written, which references it).
         let shot = match (&c.outcome.server, cfg.recording.screenshot_on_step) {
-            (Some(server), true) => screenshot(hub, server).await,
+            (Some(server), true) => screenshot(hub, server, c.outcome.context.as_ref()).await,
             _ => None,
         };
         let pending = Pending::new(c, shot, &cfg.security);
@@ -377,7 +377,11 @@ fn finish(a: &mut Active, reason: &str) -> Value {
 }
 
 /// Call the server's configured screenshot tool; the first image item.
-async fn screenshot(hub: &Hub, server: &str) -> Option<Vec<u8>> {
+async fn screenshot(
+    hub: &Hub,
+    server: &str,
+    context: Option<&crate::client_context::ClientContext>,
+) -> Option<Vec<u8>> {
     let tool = hub
         .config()
         .mcp_servers
@@ -398,13 +402,19 @@ async fn screenshot(hub: &Hub, server: &str) -> Option<Vec<u8>> {
         return None;
     }
     let cancel = tokio_util::sync::CancellationToken::new();
+    // The step's own instance: a per-context browser shows its page.
+    let hub_context = crate::client_context::ClientContext::hub();
+    let caller = crate::hub::Caller {
+        session: "hub",
+        context: context.unwrap_or(&hub_context),
+    };
     let a = hub
         .attempt(
             &info,
             &params,
             std::time::Duration::from_secs(30),
             &cancel,
-            "hub",
+            caller,
         )
         .await;
     if let Err(e) = &a.result {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::schema;
+use crate::client_context::ClientContext;
 use crate::diff::{self, Ignore};
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
@@ -254,8 +255,29 @@ async fn live(
             secrets: required,
         },
         call_key: None,
+        context: None,
     };
-    let task = crate::engine::create_task(engine, json!(replay_id), &batch, out.0.clone())?;
+    // A replay runs in a context of its own (its own browser), unless the
+    // client names one; its own context's instances stop when it ends.
+    if let Some(Err(m)) = req
+        .context
+        .as_deref()
+        .map(crate::client_context::check_label)
+    {
+        return Err(HubError::new(
+            ErrorType::InvalidMessage,
+            format!("replay_recording: {m}"),
+        ));
+    }
+    let own = format!("replay-{replay_id}");
+    let context = ClientContext::session(session, Some(req.context.as_deref().unwrap_or(&own)));
+    let task = crate::engine::create_task(
+        engine,
+        json!(replay_id),
+        &batch,
+        out.0.clone(),
+        Some(context.clone()),
+    )?;
     // Without a connection (hub__record_replay) the steps are the caller's.
     task.set_caller(session);
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
@@ -318,6 +340,12 @@ async fn live(
     // An abandoned built-in call stops the replay's task too.
     let _stop = crate::engine::StopOnDrop(Some(task.clone()));
     let _ = handle.await;
+    if req.context.is_none() {
+        engine
+            .hub()
+            .instances()
+            .end_where(|c| *c == context, "its replay ended");
+    }
     let (ok, differences) = diffs.lock().map(|d| d.clone()).unwrap_or_default();
     let mut s = complete(rec.steps.len(), ok, differences);
     s["taskId"] = json!(task.id);

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::session::Session;
 use crate::app::App;
 use crate::callkeys::{self, Claim, KeyGuard};
+use crate::client_context::{self, ClientContext};
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::Capture;
@@ -91,6 +92,27 @@ pub fn handle(
         ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
         ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req),
         ClientMsg::Ack(req) => out.ack(req.seq),
+        ClientMsg::StopInstance(req) => {
+            let context = ClientContext::parse(&req.context);
+            let reason = format!("stop_instance from session {}", out.session);
+            if hub.instances().stop(&req.server, &context, &reason) {
+                out.send(protocol::reply(
+                    "instance_stopped",
+                    &id,
+                    json!({"server": req.server, "context": context}),
+                ));
+            } else {
+                let e = HubError::new(
+                    ErrorType::NotFound,
+                    format!(
+                        "server {} has no instance for context {context}",
+                        req.server
+                    ),
+                )
+                .with_suggestion("health_status lists each server's instances with their contexts");
+                out.send(protocol::error_msg(&id, &e));
+            }
+        }
         ClientMsg::ResumeSession(req) => return Some((id, req)),
         other => crate::engine::handle(&app.engine, out.clone(), id, other),
     }
@@ -116,6 +138,9 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
     if let Some(Err(m)) = req.call_key.as_deref().map(callkeys::check_key) {
         return reject(out, &id, format!("tool_call: {m}"));
     }
+    if let Some(Err(m)) = req.context.as_deref().map(client_context::check_label) {
+        return reject(out, &id, format!("tool_call: {m}"));
+    }
     let cap = cfg.server.max_in_flight_per_session;
     if out.calls_running() >= cap {
         let e = HubError::new(
@@ -131,6 +156,7 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
         params: req.params,
         timeout: req.timeout.map(Duration::from_millis),
         session: out.session.clone(),
+        context: ClientContext::session(&out.session, req.context.as_deref()),
         retry,
         cancel: session.cancel.child_token(),
         on_retry: None,

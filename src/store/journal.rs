@@ -62,6 +62,10 @@ pub enum Record {
         /// finds its task by it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call_key: Option<CallKeyMark>,
+        /// The client context the steps run in: a resume after a restart
+        /// runs them in a fresh instance of the same context.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<crate::client_context::ClientContext>,
     },
     #[serde(rename_all = "camelCase")]
     StepStarted {

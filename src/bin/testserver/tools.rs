@@ -149,6 +149,11 @@ pub fn builtin_tools() -> Vec<Tool> {
             schema(json!({"key": string("counter key")}), &["key"]),
         ),
         tool(
+            "memo",
+            "Remembers `value` in this process's memory when given (like a browser's page); returns what this process remembers and its pid.",
+            schema(json!({"value": string("what to remember")}), &[]),
+        ),
+        tool(
             "big",
             "Returns a text of `bytes` 'x' characters.",
             schema(json!({"bytes": integer("length of the reply")}), &["bytes"]),

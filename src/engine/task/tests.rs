@@ -40,6 +40,7 @@ fn journal(dir: &std::path::Path, durability: Durability) -> JournalWriter {
         created_ms: 1,
         hub_version: "test".into(),
         call_key: None,
+        context: None,
     };
     JournalWriter::create(dir, &header, durability).unwrap()
 }

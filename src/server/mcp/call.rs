@@ -44,6 +44,7 @@ pub async fn call_tool(
         params,
         timeout: None,
         session: session.to_string(),
+        context: crate::client_context::ClientContext::session(session, None),
         retry: RetryOverride::Default,
         cancel: app.hub.shutdown.child_token(),
         on_retry: None,

@@ -69,7 +69,7 @@ pub fn read(path: &Path) -> Result<Replayed, JournalError> {
         };
         let parsed = if line_no == 1 {
             match parse_header(body) {
-                HeaderLine::Ok(rec) => Ok(rec),
+                HeaderLine::Ok(rec) => Ok(*rec),
                 HeaderLine::NotHeader => {
                     return Err(JournalError::NoHeader {
                         path: path.to_path_buf(),
@@ -156,7 +156,7 @@ struct Tear {
 
 /// How line 1 read.
 enum HeaderLine {
-    Ok(Record),
+    Ok(Box<Record>),
     /// Valid JSON, but not a header record.
     NotHeader,
     TooNew(u32),
@@ -187,7 +187,7 @@ fn parse_header(body: &[u8]) -> HeaderLine {
         _ => {}
     }
     match serde_json::from_value::<Record>(value) {
-        Ok(rec) => HeaderLine::Ok(rec),
+        Ok(rec) => HeaderLine::Ok(Box::new(rec)),
         Err(e) => HeaderLine::Bad(describe(&e)),
     }
 }

@@ -21,6 +21,7 @@ fn header(task_id: &str) -> Record {
         created_ms: 1_750_000_000_000,
         hub_version: "0.1.0".to_string(),
         call_key: None,
+        context: None,
     }
 }
 

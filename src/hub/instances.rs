@@ -1,0 +1,572 @@
+//! Per-context instances of `scope: "context"` servers: one process per
+//! client context (a chat tab's browser), started on that context's first
+//! call, capped by `maxInstances`, stopped after `instanceIdleMs` unused,
+//! when their owner ends, or on a reload that changes the entry.
+//!
+//! The server's own handle in [`super::Inner::servers`] is the template:
+//! it lists the tools (every instance offers the same ones, so the
+//! aggregate does not change as instances come and go) and is what health
+//! probes. Calls never go to it; they go to the instance of their context.
+//!
+//! Each instance is an ordinary supervised server ([`ServerHandle`]): a
+//! crash restarts that instance alone, and stopping one kills its whole
+//! process group. Its supervisor's events come here, not to the hub's
+//! event task, so an instance never rebuilds the tool list.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use super::Hub;
+use crate::client_context::ClientContext;
+use crate::config::{Scope, ServerSpec};
+use crate::errors::{ErrorType, HubError};
+use crate::mcp::supervisor::{Envelope, ServerHandle, ServerState, SupervisorEvent};
+
+/// The longest the reaper sleeps between two looks.
+const REAP_MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// One running (or starting) instance.
+pub struct Slot {
+    pub server: String,
+    pub context: ClientContext,
+    pub handle: ServerHandle,
+    started: Instant,
+    started_at: SystemTime,
+    last_use: Mutex<Instant>,
+    calls: AtomicU64,
+    /// Calls running on it right now.
+    active: AtomicUsize,
+    /// Its owner ended while it was in use: stop it once it is not.
+    orphan: AtomicBool,
+    state: watch::Sender<ServerState>,
+}
+
+impl Slot {
+    fn touch(&self) {
+        if let Ok(mut t) = self.last_use.lock() {
+            *t = Instant::now();
+        }
+    }
+
+    fn last_use(&self) -> Instant {
+        self.last_use.lock().map(|t| *t).unwrap_or(self.started)
+    }
+}
+
+#[derive(Default)]
+struct Pool {
+    slots: BTreeMap<(String, ClientContext), Arc<Slot>>,
+    /// Supervisor generation -> instance, for routing its events.
+    by_gen: HashMap<u64, Arc<Slot>>,
+    /// Contexts a running task holds (its instance outlives its owner
+    /// and idleness until the task is done).
+    holds: HashMap<ClientContext, usize>,
+}
+
+/// The hub's per-context instances (one per hub, behind an `Arc`).
+pub struct Instances {
+    pool: Mutex<Pool>,
+    next_gen: AtomicU64,
+    events: mpsc::UnboundedSender<Envelope>,
+    /// Wakes the idle reaper when something it times may have changed.
+    wake: Notify,
+}
+
+/// What `health_status`, `/health` and the dashboard show of an instance.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceView {
+    pub server: String,
+    pub context: String,
+    pub state: ServerState,
+    pub pid: Option<i32>,
+    pub started_at: String,
+    pub uptime_ms: u64,
+    pub calls: u64,
+    pub active: usize,
+    pub last_use: String,
+    pub idle_ms: u64,
+    pub restarts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+/// A call's use of an instance: while it lives the instance is busy; its
+/// drop marks the last use (and stops an orphan).
+pub struct Active {
+    pub slot: Arc<Slot>,
+    pool: Arc<Instances>,
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.slot.touch();
+        if self.slot.active.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.pool.settle(&self.slot.context);
+        }
+    }
+}
+
+/// A task's hold on its context: see [`Instances::hold`].
+pub struct Hold {
+    context: ClientContext,
+    pool: Arc<Instances>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let left = {
+            let mut p = self.pool.lock();
+            let n = p.holds.get(&self.context).copied().unwrap_or(1) - 1;
+            if n == 0 {
+                p.holds.remove(&self.context);
+            } else {
+                p.holds.insert(self.context.clone(), n);
+            }
+            n
+        };
+        if left == 0 {
+            self.pool.settle(&self.context);
+        }
+    }
+}
+
+impl Instances {
+    /// The pool and the receiver of its instances' supervisor events
+    /// (for [`run_events`]).
+    pub fn new() -> (Arc<Instances>, mpsc::UnboundedReceiver<Envelope>) {
+        let (events, rx) = mpsc::unbounded_channel();
+        let pool = Instances {
+            pool: Mutex::new(Pool::default()),
+            next_gen: AtomicU64::new(1),
+            events,
+            wake: Notify::new(),
+        };
+        (Arc::new(pool), rx)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pool> {
+        match self.pool.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Keep `context`'s instances alive (past idleness and their owner's
+    /// end) until the returned hold is dropped: a task holds its context
+    /// while it runs, so its browser survives between steps.
+    pub fn hold(self: &Arc<Self>, context: &ClientContext) -> Hold {
+        *self.lock().holds.entry(context.clone()).or_default() += 1;
+        Hold {
+            context: context.clone(),
+            pool: self.clone(),
+        }
+    }
+
+    /// Every instance now, by server then context.
+    pub fn list(&self) -> Vec<InstanceView> {
+        let slots: Vec<Arc<Slot>> = self.lock().slots.values().cloned().collect();
+        let now = Instant::now();
+        slots
+            .iter()
+            .map(|s| {
+                let st = s.handle.status();
+                let last = s.last_use();
+                let last_at = SystemTime::now()
+                    .checked_sub(now.saturating_duration_since(last))
+                    .unwrap_or(s.started_at);
+                InstanceView {
+                    server: s.server.clone(),
+                    context: s.context.to_string(),
+                    state: *s.state.borrow(),
+                    pid: st.as_ref().and_then(|st| st.pid),
+                    started_at: crate::util::rfc3339(s.started_at),
+                    uptime_ms: s.started.elapsed().as_millis() as u64,
+                    calls: s.calls.load(Ordering::Relaxed),
+                    active: s.active.load(Ordering::Relaxed),
+                    last_use: crate::util::rfc3339(last_at),
+                    idle_ms: now.saturating_duration_since(last).as_millis() as u64,
+                    restarts: st.as_ref().map(|st| st.restarts).unwrap_or(0),
+                    last_error: st.and_then(|st| st.last_error),
+                }
+            })
+            .collect()
+    }
+
+    /// Restart the instance of `server` in `context` (a retry's
+    /// `rebuild_context`); false when there is none.
+    pub fn restart(&self, server: &str, context: &ClientContext, reason: &str) -> bool {
+        let slot = self
+            .lock()
+            .slots
+            .get(&(server.to_string(), context.clone()))
+            .cloned();
+        match slot {
+            Some(s) => {
+                s.handle.restart(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many instances run now (all servers).
+    pub fn count(&self) -> usize {
+        self.lock().slots.len()
+    }
+
+    /// Stop the instance of `server` in `context`; false when there is none.
+    pub fn stop(&self, server: &str, context: &ClientContext, reason: &str) -> bool {
+        let slot = self
+            .lock()
+            .slots
+            .remove(&(server.to_string(), context.clone()));
+        match slot {
+            Some(s) => {
+                stop_slot(s, reason.to_string());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The owner (a session) ended: stop its instances now, or once the
+    /// calls and tasks still using them are done.
+    pub fn end_owner(&self, owner: &str) {
+        self.end_where(|c| c.owner() == owner, "its session ended");
+    }
+
+    /// Stop the instances of every context `which` picks, now or once the
+    /// calls and tasks still using them are done.
+    pub fn end_where(&self, which: impl Fn(&ClientContext) -> bool, reason: &str) {
+        let mut stopped = Vec::new();
+        {
+            let mut p = self.lock();
+            let mine: Vec<(String, ClientContext)> =
+                p.slots.keys().filter(|(_, c)| which(c)).cloned().collect();
+            for key in mine {
+                let busy = p.holds.contains_key(&key.1)
+                    || p.slots
+                        .get(&key)
+                        .is_some_and(|s| s.active.load(Ordering::Acquire) > 0);
+                if busy {
+                    if let Some(s) = p.slots.get(&key) {
+                        s.orphan.store(true, Ordering::Release);
+                    }
+                } else if let Some(s) = p.slots.remove(&key) {
+                    stopped.push(s);
+                }
+            }
+        }
+        for s in stopped {
+            stop_slot(s, reason.to_string());
+        }
+    }
+
+    /// Stop every instance of `server` (removed, disabled, or no longer
+    /// per-context); the contexts they served.
+    fn drain(&self, server: &str) -> Vec<Arc<Slot>> {
+        let mut p = self.lock();
+        let keys: Vec<_> = p
+            .slots
+            .keys()
+            .filter(|(s, _)| s == server)
+            .cloned()
+            .collect();
+        keys.iter().filter_map(|k| p.slots.remove(k)).collect()
+    }
+
+    /// A context's last call or hold is gone: stop its orphaned instances,
+    /// and let the reaper time the idle ones.
+    fn settle(&self, context: &ClientContext) {
+        let mut stopped = Vec::new();
+        {
+            let mut p = self.lock();
+            if !p.holds.contains_key(context) {
+                let keys: Vec<_> = p
+                    .slots
+                    .iter()
+                    .filter(|((_, c), s)| {
+                        c == context
+                            && s.orphan.load(Ordering::Acquire)
+                            && s.active.load(Ordering::Acquire) == 0
+                    })
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                stopped.extend(keys.iter().filter_map(|k| p.slots.remove(k)));
+            }
+        }
+        for s in stopped {
+            stop_slot(s, "its session ended".to_string());
+        }
+        self.wake.notify_one();
+    }
+
+    /// Instances unused past their server's `instanceIdleMs`, removed; and
+    /// when the next one falls due.
+    fn idle_sweep(
+        &self,
+        now: Instant,
+        idle_of: impl Fn(&str) -> Duration,
+    ) -> (Vec<Arc<Slot>>, Option<Instant>) {
+        let mut p = self.lock();
+        let mut due = Vec::new();
+        let mut next: Option<Instant> = None;
+        for (key, s) in &p.slots {
+            if s.active.load(Ordering::Acquire) > 0 || p.holds.contains_key(&key.1) {
+                continue;
+            }
+            let at = s.last_use() + idle_of(&key.0);
+            if at <= now {
+                due.push(key.clone());
+            } else {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        let removed = due.iter().filter_map(|k| p.slots.remove(k)).collect();
+        (removed, next)
+    }
+}
+
+/// Stop an instance in the background (its process group is killed).
+fn stop_slot(slot: Arc<Slot>, reason: String) {
+    // Without a runtime (an /mcp session dropped as the hub ends), the
+    // shutdown that is under way stops every instance.
+    let Ok(rt) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    rt.spawn(async move {
+        tracing::info!(server = %slot.server, context = %slot.context, %reason,
+            calls = slot.calls.load(Ordering::Relaxed), "stopping server instance");
+        slot.handle.stop().await;
+    });
+}
+
+impl Hub {
+    /// The instance of `template`'s server for `context`, started when it
+    /// has none, and running: waits (up to `limit`) while it starts.
+    pub(super) async fn instance(
+        &self,
+        template: &ServerHandle,
+        context: &ClientContext,
+        limit: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Active, HubError> {
+        let slot = self.slot_for(template, context)?;
+        slot.calls.fetch_add(1, Ordering::Relaxed);
+        slot.touch();
+        let active = Active {
+            slot: slot.clone(),
+            pool: self.instances.clone(),
+        };
+        let mut state = slot.state.subscribe();
+        let wait = async {
+            loop {
+                let now = *state.borrow_and_update();
+                match now {
+                    ServerState::Running => return Ok(()),
+                    ServerState::Starting | ServerState::Restarting => {}
+                    other => return Err(other),
+                }
+                if state.changed().await.is_err() {
+                    return Err(ServerState::Stopped);
+                }
+            }
+        };
+        let down = |why: String| {
+            HubError::new(
+                ErrorType::ServerUnavailable,
+                format!(
+                    "server {}'s instance for context {context} {why}",
+                    template.name
+                ),
+            )
+            .with_server(&template.name)
+        };
+        tokio::select! {
+            r = tokio::time::timeout(limit, wait) => match r {
+                Ok(Ok(())) => Ok(active),
+                Ok(Err(state)) => {
+                    let err = slot.handle.status().and_then(|s| s.last_error);
+                    Err(down(match err {
+                        Some(e) => format!("is {state}: {e}"),
+                        None => format!("is {state}"),
+                    }))
+                }
+                Err(_) => Err(down(format!(
+                    "did not start within {} ms (see health_status for its stderr)",
+                    limit.as_millis()
+                ))),
+            },
+            _ = cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the call was cancelled")),
+        }
+    }
+
+    /// The slot of (server, context), spawned if missing, marked busy
+    /// under the pool's lock (so no reaper stops it before the call runs);
+    /// refused past the server's `maxInstances`.
+    fn slot_for(
+        &self,
+        template: &ServerHandle,
+        context: &ClientContext,
+    ) -> Result<Arc<Slot>, HubError> {
+        let key = (template.name.clone(), context.clone());
+        let limits = self
+            .config()
+            .mcp_servers
+            .get(&template.name)
+            .map(|s| s.instances)
+            .unwrap_or(template.spec.instances);
+        let mut p = self.instances.lock();
+        if let Some(s) = p.slots.get(&key) {
+            s.active.fetch_add(1, Ordering::AcqRel);
+            return Ok(s.clone());
+        }
+        let holders: Vec<String> = p
+            .slots
+            .keys()
+            .filter(|(s, _)| *s == template.name)
+            .map(|(_, c)| c.to_string())
+            .collect();
+        if holders.len() >= limits.max {
+            let name = &template.name;
+            return Err(HubError::new(
+                ErrorType::LimitExceeded,
+                format!(
+                    "server {name} already runs its maximum of {} instances (mcpServers.{name}.maxInstances), held by the contexts {}; context {context} cannot get one",
+                    limits.max,
+                    holders.join(", ")
+                ),
+            )
+            .with_server(name)
+            .with_suggestion(format!(
+                "wait for an instance to go idle (instanceIdleMs, {} s), stop one (stop_instance or the dashboard), end a session that holds one, or raise mcpServers.{name}.maxInstances",
+                limits.idle.as_secs()
+            )));
+        }
+        let slot = self.spawn_instance(&template.spec, context);
+        slot.active.fetch_add(1, Ordering::AcqRel);
+        p.by_gen.insert(slot.handle.generation, slot.clone());
+        p.slots.insert(key, slot.clone());
+        drop(p);
+        tracing::info!(server = %template.name, %context, instances = holders.len() + 1,
+            "starting a server instance for a new context");
+        Ok(slot)
+    }
+
+    fn spawn_instance(&self, spec: &Arc<ServerSpec>, context: &ClientContext) -> Arc<Slot> {
+        let generation = self.instances.next_gen.fetch_add(1, Ordering::Relaxed);
+        let recordings = self.config().recording.storage_path.clone();
+        let label = context.to_string();
+        let handle = ServerHandle::spawn(
+            (**spec).clone(),
+            generation,
+            self.instances.events.clone(),
+            &self.shutdown,
+            &recordings,
+            self.relay.clone(),
+            Some(&label),
+        );
+        let (state, _) = watch::channel(ServerState::Starting);
+        Arc::new(Slot {
+            server: spec.name.clone(),
+            context: context.clone(),
+            handle,
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            last_use: Mutex::new(Instant::now()),
+            calls: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            orphan: AtomicBool::new(false),
+            state,
+        })
+    }
+
+    /// A reload applied `spec` (`None`: the entry is gone): restart every
+    /// instance of the server with it, or stop them all when the server is
+    /// no longer per-context.
+    pub(super) fn reconfigure_instances(&self, server: &str, spec: Option<&ServerSpec>) {
+        let old = self.instances.drain(server);
+        if old.is_empty() {
+            return;
+        }
+        let keep = spec.filter(|s| s.scope == Scope::Context && !s.disabled);
+        for slot in old {
+            let context = slot.context.clone();
+            stop_slot(slot, "its config entry changed".to_string());
+            if let Some(spec) = keep {
+                let fresh = self.spawn_instance(&Arc::new(spec.clone()), &context);
+                let mut p = self.instances.lock();
+                p.by_gen.insert(fresh.handle.generation, fresh.clone());
+                p.slots.insert((server.to_string(), context), fresh);
+            }
+        }
+    }
+
+    /// Stop every instance and wait for their process groups to be gone.
+    pub(super) async fn stop_all_instances(&self) {
+        let all: Vec<Arc<Slot>> = {
+            let mut p = self.instances.lock();
+            std::mem::take(&mut p.slots).into_values().collect()
+        };
+        futures::future::join_all(all.iter().map(|s| s.handle.stop())).await;
+    }
+}
+
+/// The single consumer of the instances' supervisor events: applies each
+/// state to its instance and wakes the calls waiting for it.
+pub(super) async fn run_events(pool: Arc<Instances>, mut rx: mpsc::UnboundedReceiver<Envelope>) {
+    while let Some(env) = rx.recv().await {
+        let SupervisorEvent::Status(status) = env.event else {
+            continue; // every instance offers the template's tools
+        };
+        let slot = pool.lock().by_gen.get(&env.generation).cloned();
+        let Some(slot) = slot else { continue };
+        slot.handle.apply_state(&status);
+        let state = slot
+            .handle
+            .status()
+            .map(|s| s.state)
+            .unwrap_or(status.state);
+        tracing::info!(server = %status.name, context = %slot.context, state = ?state,
+            restarts = status.restarts, error = status.last_error.as_deref().unwrap_or(""),
+            "server instance status");
+        slot.state.send_replace(state);
+        if state == ServerState::Stopped {
+            pool.lock().by_gen.remove(&env.generation);
+        }
+    }
+}
+
+/// Stop instances unused past their server's `instanceIdleMs`; sleeps
+/// until the next one falls due (or something changes), never polls fast.
+pub(super) async fn run_reaper(hub: Hub) {
+    loop {
+        let cfg = hub.config();
+        let idle_of = |server: &str| {
+            cfg.mcp_servers
+                .get(server)
+                .map(|s| s.instances.idle)
+                .unwrap_or(REAP_MAX_WAIT)
+        };
+        let (due, next) = hub.instances.idle_sweep(Instant::now(), idle_of);
+        for s in due {
+            stop_slot(s, "it was idle for instanceIdleMs".to_string());
+        }
+        let wait = next
+            .map(|n| n.saturating_duration_since(Instant::now()))
+            .unwrap_or(REAP_MAX_WAIT)
+            .min(REAP_MAX_WAIT);
+        tokio::select! {
+            _ = hub.shutdown.cancelled() => return,
+            _ = hub.instances.wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
