@@ -39,6 +39,7 @@ pub(super) async fn record(
                 task_id: Some(task.id.clone()),
                 step_id: step.id.clone(),
                 call_key: task.call_key.get().map(|k| k.key.clone()),
+                context: Some(task.context().to_string()),
             },
             params: rendered.unwrap_or(&step.params),
             params_template: Some(&step.params),

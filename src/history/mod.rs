@@ -68,6 +68,9 @@ struct Entry<'a> {
     duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     call_key: Option<&'a str>,
+    /// Which client context (and so which per-context instance) ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context: Option<&'a crate::client_context::ClientContext>,
 }
 
 /// Longest `latest` waits for the file's tail at start-up.
@@ -135,6 +138,7 @@ impl History {
             retries: &out.retries,
             duration_ms: out.duration_ms,
             call_key: out.call_key.as_deref(),
+            context: out.context.as_ref(),
         };
         let line: Line = match serde_json::to_string(&entry) {
             Ok(text) => text.into(),

@@ -49,6 +49,7 @@ impl<'a> Capture<'a> {
                 task_id: None,
                 step_id: None,
                 call_key: outcome.call_key.clone(),
+                context: outcome.context.as_ref().map(|c| c.to_string()),
             },
             params,
             params_template: None,

@@ -240,6 +240,7 @@ fn update(
                     task_id: None,
                     step_id: field(&s, "id")?,
                     call_key: None,
+                    context: None,
                 },
                 tool: tool.clone(),
                 qualified_name: Some(tool),

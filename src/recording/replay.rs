@@ -366,6 +366,7 @@ mod tests {
                 task_id: None,
                 step_id: None,
                 call_key: None,
+                context: None,
             },
             tool: "x".into(),
             qualified_name: None,

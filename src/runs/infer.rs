@@ -183,6 +183,9 @@ pub fn entry(capture: &Capture<'_>, security: &SecurityConfig) -> LogEntry {
     if let Some(s) = &capture.source.step_id {
         source.insert("stepId".into(), json!(s));
     }
+    if let Some(c) = &out.context {
+        source.insert("context".into(), json!(c));
+    }
     data.insert("source".into(), Value::Object(source));
     if execution_method == ExecutionMethod::File {
         if let Some(f) = script_of(capture.params) {

@@ -34,6 +34,7 @@ fn step(seq: usize, tool: &str, params: Value) -> Step {
             task_id: None,
             step_id: None,
             call_key: None,
+            context: None,
         },
         tool: tool.into(),
         qualified_name: Some(format!("fs__{tool}")),
@@ -64,6 +65,7 @@ fn batch_step(seq: usize, id: &str, tool: &str, template: Value) -> Step {
         task_id: Some("task_1".into()),
         step_id: Some(id.into()),
         call_key: None,
+        context: None,
     };
     s.params_template = Some(template);
     s

@@ -65,6 +65,9 @@ pub struct Source {
     /// The `callKey` of the call, or of the batch the step belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_key: Option<String>,
+    /// The client context the call ran in (`session` or `session/label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
