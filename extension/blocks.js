@@ -234,13 +234,20 @@
     return `th-${hash64(page + "\u0000" + content)}-${occurrence}`;
   }
 
-  /** The hub message for a classified block, keyed. */
-  function hubMessage(block, key) {
+  /**
+   * The hub message for a classified block, keyed. `context` (the tab,
+   * e.g. "tab-17") gives each tab its own instance of the hub's
+   * per-context servers: its own browser.
+   */
+  function hubMessage(block, key, context) {
+    let m;
     if (block.kind === "batch") {
-      return { type: "tool_batch", id: key, callKey: key, steps: block.steps, options: block.options || {} };
+      m = { type: "tool_batch", id: key, callKey: key, steps: block.steps, options: block.options || {} };
+    } else {
+      m = { type: "tool_call", id: key, callKey: key, tool: block.tool, params: block.params || {} };
+      if (block.timeout !== undefined) m.timeout = block.timeout;
     }
-    const m = { type: "tool_call", id: key, callKey: key, tool: block.tool, params: block.params || {} };
-    if (block.timeout !== undefined) m.timeout = block.timeout;
+    if (context) m.context = context;
     return m;
   }
 

@@ -768,7 +768,9 @@ async function onRun(msg, sender) {
   e = {
     key,
     kind: b.kind,
-    msg: ToolhubBlocks.hubMessage(b, key),
+    // The tab is the call's context: a per-context browser server gives
+    // each tab its own browser.
+    msg: ToolhubBlocks.hubMessage(b, key, `tab-${sender.tab.id}`),
     tool: b.kind === "call" ? b.tool : null,
     totalSteps: b.kind === "batch" ? b.steps.length : 1,
     steps: {},
