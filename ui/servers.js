@@ -1,9 +1,15 @@
 // Servers: state, transport, pid, uptime, restarts, tools, last error,
-// stderr tail, the health checks with their fix, reload and pin approval.
+// stderr tail, the health checks with their fix, reload and pin approval;
+// a per-context server's instances (one per client context), each of
+// which can be stopped.
 // Live from server_status; the full report (checks, stderr) is asked for
 // again whenever a server changes state.
 
 import { badge, fill, h, ms } from "./dom.js";
+
+/** How often the view reads health again while per-context servers run
+ * (instances come and go without a server_status event). */
+const INSTANCE_REFRESH_MS = 5000;
 
 export function mount(root, { hub, store, setHealth }) {
   const status = h("p", { class: "muted", role: "status" });
@@ -51,10 +57,23 @@ export function mount(root, { hub, store, setHealth }) {
     }
   }
 
+  async function stopInstance(server, context) {
+    note.textContent = `Stopping ${server}'s instance for ${context}…`;
+    try {
+      await hub.request({ type: "stop_instance", server, context });
+      note.textContent = `Stopped ${server}'s instance for ${context}.`;
+    } catch (e) {
+      note.textContent = `Stopping the instance failed: ${e.message}`;
+    }
+    refresh();
+  }
+
   function render() {
     const health = store.health;
     const servers = [...store.servers.values()].sort((a, b) => a.name.localeCompare(b.name));
-    fill(list, servers.length ? servers.map(card) : h("p", { class: "muted" }, "No MCP server is configured."));
+    fill(list, servers.length
+      ? servers.map((s) => card(s, stopInstance))
+      : h("p", { class: "muted" }, "No MCP server is configured."));
     fill(checks, (health?.checks || []).map((c) =>
       h("li", { class: c.ok ? "ok" : "fail" },
         h("span", { class: "check-mark", "aria-hidden": "true" }, c.ok ? "✓" : "✗"),
@@ -80,18 +99,23 @@ export function mount(root, { hub, store, setHealth }) {
     h("h3", {}, "Health checks"), checks);
   render();
   refresh();
+  const ticker = setInterval(() => {
+    if ([...store.servers.values()].some((s) => s.scope === "context")) refresh();
+  }, INSTANCE_REFRESH_MS);
   const offs = [store.sub("servers", render), hub.on("server_status", onStatus),
     // A re-listed tool may have changed its definition (changedTools).
     hub.on("tools_updated", onStatus)];
   return () => {
     clearTimeout(pending);
+    clearInterval(ticker);
     offs.forEach((f) => f());
   };
 }
 
-function card(s) {
+function card(s, stopInstance) {
   const tail = s.stderrTail || [];
-  return h("article", { class: "card", dataset: { server: s.name, state: s.state } },
+  const wide = s.scope === "context" && (s.instances || []).length > 0;
+  return h("article", { class: wide ? "card wide" : "card", dataset: { server: s.name, state: s.state } },
     h("header", {}, h("h3", {}, s.name), badge(s.state)),
     h("dl", { class: "facts" },
       fact("Transport", s.transport || "–"),
@@ -100,9 +124,34 @@ function card(s) {
       fact("Restarts", s.restarts ?? 0),
       fact("Tools", s.toolCount ?? 0)),
     s.lastError ? h("p", { class: "last-error" }, h("strong", {}, "Last error: "), s.lastError) : null,
+    s.scope === "context" ? instances(s, stopInstance) : null,
     tail.length
       ? h("details", { class: "pre" }, h("summary", {}, `stderr (last ${tail.length} lines)`), h("pre", {}, tail.join("\n")))
       : null);
+}
+
+/** A per-context server's instances: context, pid, state, uptime, calls,
+ * idle time, and a button that stops one (its whole process group). */
+function instances(s, stopInstance) {
+  const list = s.instances || [];
+  const title = `Instances: ${list.length} of at most ${s.maxInstances}, each stopped after ${ms(s.instanceIdleMs)} unused`;
+  if (!list.length) return h("p", { class: "muted instances" }, `${title}. None is running.`);
+  return h("div", { class: "instances scroll" },
+    h("p", {}, title),
+    h("table", { class: "grid", dataset: { instancesOf: s.name } },
+      h("thead", {}, h("tr", {}, ["Context", "PID", "State", "Uptime", "Calls", "Idle", ""].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, list.map((i) => h("tr", { dataset: { context: i.context } },
+        h("td", {}, h("code", {}, i.context)),
+        h("td", {}, String(i.pid ?? "–")),
+        h("td", {}, badge(i.state)),
+        h("td", {}, ms(i.uptimeMs)),
+        h("td", {}, String(i.calls) + (i.active ? ` (${i.active} running)` : "")),
+        h("td", {}, ms(i.idleMs)),
+        h("td", {}, h("button", {
+          type: "button",
+          "aria-label": `Stop ${s.name}'s instance for ${i.context}`,
+          onclick: () => stopInstance(s.name, i.context),
+        }, "Stop")))))));
 }
 
 function fact(k, v) {

@@ -196,6 +196,13 @@ impl Page {
     }
 }
 
+/// A test server with one instance per client context.
+fn per_context(dir: &std::path::Path) -> serde_json::Value {
+    let mut e = testserver_entry(dir, "pc", &[]);
+    e["scope"] = json!("context");
+    e
+}
+
 /// The whole dashboard in Chromium: the token from the link or pasted;
 /// servers (a crash and its restart, a changed tool approved); tools (a
 /// form's result, an error's suggestion); tasks (a streamed timeline, a
@@ -210,7 +217,7 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     let hub = TestHub::start_in(
         dir,
         json!({
-            "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+            "mcpServers": {"t": testserver_entry(&p, "t", &[]), "pc": per_context(&p)},
             "safety": {"rules": [
                 {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
             ]},
@@ -220,6 +227,7 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     .await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    wait_running(&mut c, "pc").await;
     // A recording whose replay must differ: a counter answers 1, then 2.
     c.request(json!({"type": "start_recording", "name": "counter demo"}))
         .await;

@@ -248,6 +248,20 @@ async function main() {
   ok("the servers view shows the crashed server running again, with its restart and last error");
   await shot("servers-after-crash");
 
+  // A per-context server: the page's call starts an instance for the
+  // page's session, the servers view lists it, and Stop ends it.
+  await view("tools");
+  await callFromForm("pc__memo", { value: "from the page" });
+  await page.waitForSelector("#tool-result .ok-box >> text=from the page", { timeout: WAIT });
+  await view("servers");
+  await page.waitForSelector('[data-instances-of="pc"] tr[data-context]', { timeout: WAIT });
+  ok("the servers view lists the per-context server's instance for the page's session");
+  await shot("servers-instances");
+  await page.click('[data-instances-of="pc"] tr[data-context] button:has-text("Stop")');
+  await page.waitForSelector("#server-note >> text=/Stopped pc's instance/", { timeout: WAIT });
+  await page.waitForFunction(() => !document.querySelector('[data-instances-of="pc"] tr[data-context]'), null, { timeout: WAIT });
+  ok("Stop ends the instance and the list no longer shows it");
+
   // A tool whose definition changes is shown for approval, and approved.
   await view("tools");
   await callFromForm("t__add_tool", { name: "dyn", description: "first" });
