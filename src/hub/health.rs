@@ -310,7 +310,15 @@ pub fn spawn_prober(hub: Hub) {
             if !cfg.health_check.enabled {
                 continue;
             }
-            for h in hub.server_handles() {
+            // Every server, and every per-context instance on its own.
+            let mut probes: Vec<(String, crate::mcp::supervisor::ServerHandle)> = hub
+                .server_handles()
+                .into_iter()
+                .map(|h| (h.name.clone(), h))
+                .collect();
+            probes.extend(hub.instances().handles());
+            misses.retain(|k, _| probes.iter().any(|(p, _)| p == k));
+            for (key, h) in probes {
                 let Some(st) = h.status() else { continue };
                 match st.state {
                     ServerState::Running => {
@@ -321,13 +329,13 @@ pub fn spawn_prober(hub: Hub) {
                             tokio::time::timeout(PROBE_TIMEOUT.min(interval), ping).await,
                             Ok(Ok(_))
                         );
-                        let n = misses.entry(h.name.clone()).or_default();
+                        let n = misses.entry(key.clone()).or_default();
                         if ok {
                             *n = 0;
                             continue;
                         }
                         *n += 1;
-                        tracing::warn!(server = %h.name, misses = *n, "health probe failed");
+                        tracing::warn!(server = %key, misses = *n, "health probe failed");
                         if *n >= WEDGED_AFTER && cfg.health_check.auto_fix {
                             *n = 0;
                             h.kill_and_restart("health check: server stopped answering");

@@ -216,6 +216,16 @@ impl Instances {
         }
     }
 
+    /// Every instance's handle, keyed `server/context` (the prober pings
+    /// each like a server of its own).
+    pub fn handles(&self) -> Vec<(String, ServerHandle)> {
+        self.lock()
+            .slots
+            .values()
+            .map(|s| (format!("{}/{}", s.server, s.context), s.handle.clone()))
+            .collect()
+    }
+
     /// How many instances run now (all servers).
     pub fn count(&self) -> usize {
         self.lock().slots.len()
