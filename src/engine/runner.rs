@@ -300,30 +300,27 @@ async fn run_step(
     let session = task
         .session()
         .unwrap_or_else(|| format!("task:{}", task.id));
-    let req = CallRequest {
-        // Exactly the tool that passed the safety gate.
-        tool: info.qualified_name.clone(),
-        params: params.clone(),
-        timeout: step.timeout.map(Duration::from_millis),
+    // Exactly the tool that passed the safety gate.
+    let mut req = CallRequest::new(
+        info.qualified_name.clone(),
+        params.clone(),
         session,
-        context: task.context(),
-        retry: planned.retry.clone(),
-        cancel: batch_cancel.child_token(),
-        on_retry: Some(crate::hub::RetryHook(Arc::new({
-            let (engine, task) = (engine.clone(), task.clone());
-            move |_r: &crate::retry::RetryRecord| {
-                if task.state() == TaskState::Running && task.transition(TaskEvent::Retry).is_some()
-                {
-                    engine.persist_state(&task);
-                    emit_state(&task, Some(i));
-                    // The backoff may be long: the client hears of it now.
-                    engine.flush(&task);
-                }
+        batch_cancel.child_token(),
+    );
+    req.timeout = step.timeout.map(Duration::from_millis);
+    req.context = task.context();
+    req.retry = planned.retry.clone();
+    req.on_retry = Some(crate::hub::RetryHook(Arc::new({
+        let (engine, task) = (engine.clone(), task.clone());
+        move |_r: &crate::retry::RetryRecord| {
+            if task.state() == TaskState::Running && task.transition(TaskEvent::Retry).is_some() {
+                engine.persist_state(&task);
+                emit_state(&task, Some(i));
+                // The backoff may be long: the client hears of it now.
+                engine.flush(&task);
             }
-        }))),
-        link: None,
-        call_key: None,
-    };
+        }
+    })));
     let expect = planned.expect.clone();
     let mut out = hub
         .call_with(&req, move |r| match &expect {

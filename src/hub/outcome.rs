@@ -31,6 +31,27 @@ pub struct CallRequest {
     pub call_key: Option<String>,
 }
 
+impl CallRequest {
+    /// A call of `tool` for `session` with every option at its default
+    /// (the server's timeout, the configured retries, no link, no key, the
+    /// session's own client context).
+    /// The one place a `CallRequest` is built: callers set what they add.
+    pub fn new(tool: String, params: Value, session: String, cancel: CancellationToken) -> Self {
+        CallRequest {
+            tool,
+            params,
+            timeout: None,
+            context: crate::client_context::ClientContext::session(&session, None),
+            session,
+            retry: RetryOverride::Default,
+            cancel,
+            on_retry: None,
+            link: None,
+            call_key: None,
+        }
+    }
+}
+
 /// A callback run before each retry of a call.
 #[derive(Clone)]
 pub struct RetryHook(pub std::sync::Arc<dyn Fn(&RetryRecord) + Send + Sync>);

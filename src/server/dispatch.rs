@@ -151,18 +151,16 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
         out.send(protocol::error_msg(&id, &e));
         return;
     }
-    let call = CallRequest {
-        tool: req.tool,
-        params: req.params,
-        timeout: req.timeout.map(Duration::from_millis),
-        session: out.session.clone(),
-        context: ClientContext::session(&out.session, req.context.as_deref()),
-        retry,
-        cancel: session.cancel.child_token(),
-        on_retry: None,
-        link: None,
-        call_key: req.call_key.clone(),
-    };
+    let mut call = CallRequest::new(
+        req.tool,
+        req.params,
+        out.session.clone(),
+        session.cancel.child_token(),
+    );
+    call.timeout = req.timeout.map(Duration::from_millis);
+    call.context = ClientContext::session(&out.session, req.context.as_deref());
+    call.retry = retry;
+    call.call_key = req.call_key.clone();
     let running = out.call_started();
     let (app, out) = (app.clone(), out.clone());
     let job = Job {

@@ -22,7 +22,6 @@ use crate::errors::HubError;
 use crate::hub::observe::Capture;
 use crate::hub::{CallOutcome, CallRequest};
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
-use crate::retry::RetryOverride;
 
 /// Run one `tools/call` to its result (a failure is `isError: true`).
 pub async fn call_tool(
@@ -39,18 +38,13 @@ pub async fn call_tool(
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
     let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some());
     let (link, mut forwards) = CallLink::new(session.into(), can_sample, can_elicit);
-    let call = CallRequest {
-        tool: tool.clone(),
+    let mut call = CallRequest::new(
+        tool.clone(),
         params,
-        timeout: None,
-        session: session.to_string(),
-        context: crate::client_context::ClientContext::session(session, None),
-        retry: RetryOverride::Default,
-        cancel: app.hub.shutdown.child_token(),
-        on_retry: None,
-        link: Some(link),
-        call_key: None,
-    };
+        session.to_string(),
+        app.hub.shutdown.child_token(),
+    );
+    call.link = Some(link);
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
     let work = run(app, &cx.peer, call, can_elicit);
