@@ -9,6 +9,7 @@ mod shell_gate;
 use serde_json::Value;
 
 use crate::config::{SafetyAction, SafetyConfig};
+use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,19 +58,11 @@ pub fn check(cfg: &SafetyConfig, info: &ToolInfo, params: &Value) -> Verdict {
     verdict
 }
 
-/// The gate for a call the hub makes by itself (a server's configured
-/// `recoveryTool`, `snapshotTool`, `screenshotTool`): the same rules as any
-/// call. No person can be asked in the middle of a retry or a recording, so
-/// a rule (or the shell gate) that would ask for confirmation refuses it
-/// too. `Err` carries the reason in words.
-pub fn check_helper(cfg: &SafetyConfig, info: &ToolInfo, params: &Value) -> Result<(), String> {
-    match check(cfg, info, params) {
-        Verdict::Allow => Ok(()),
-        Verdict::Deny(reason) => Err(format!("denied by a safety rule: {reason}")),
-        Verdict::Confirm(reason) => Err(format!(
-            "a safety rule asks for confirmation, which a helper call cannot get: {reason}"
-        )),
-    }
+/// A call the gate refuses: `SAFETY_BLOCKED`, naming its server and tool.
+pub fn blocked(info: &ToolInfo, message: String) -> HubError {
+    HubError::new(ErrorType::SafetyBlocked, message)
+        .with_server(&info.server)
+        .with_tool(&info.name)
 }
 
 #[cfg(test)]

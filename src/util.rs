@@ -34,7 +34,22 @@ pub fn rfc3339(t: SystemTime) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// A unique id for a single `tool_call`'s safety-gate task, `call-<run>-<n>`:
+/// Await `fut`; when it does not finish at its first poll, `waiting` runs
+/// first (a task then releases what it holds rather than keep it through
+/// a wait).
+pub async fn on_pending<F: std::future::Future>(fut: F, waiting: impl FnOnce()) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+    match first {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => {
+            waiting();
+            fut.await
+        }
+    }
+}
+
+/// A unique name for a single `tool_call`'s pending confirmation, `call-<run>-<n>`:
 /// a random prefix drawn once per hub run and a counter, so the call path
 /// asks the kernel for no randomness.
 pub fn call_id() -> String {

@@ -3,6 +3,7 @@
 //! expires. Only a client's `confirm` message decides one: no built-in
 //! `hub__` tool can, so an agent never approves its own dangerous call.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -21,11 +22,44 @@ struct Pending {
     step_index: usize,
     params_hash: String,
     decide: oneshot::Sender<bool>,
+    /// Which registration this is, so a replaced one never removes its
+    /// successor.
+    ticket: u64,
 }
 
 #[derive(Default)]
 pub struct Approvals {
     pending: DashMap<String, Pending>,
+    tickets: AtomicU64,
+}
+
+/// A registered confirmation, to wait on. Dropped (its call cancelled, its
+/// session ended), it withdraws itself, and only itself.
+pub struct Waiting<'a> {
+    approvals: &'a Approvals,
+    key: String,
+    ticket: u64,
+    decided: oneshot::Receiver<bool>,
+}
+
+impl Waiting<'_> {
+    /// Wait for the decision, at most `limit`.
+    pub async fn wait(mut self, limit: Duration) -> Result<(), Refused> {
+        match tokio::time::timeout(limit, &mut self.decided).await {
+            Ok(Ok(true)) => Ok(()),
+            Ok(Ok(false)) | Ok(Err(_)) => Err(Refused::Denied),
+            Err(_) => Err(Refused::Expired),
+        }
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let ticket = self.ticket;
+        self.approvals
+            .pending
+            .remove_if(&self.key, |_, p| p.ticket == ticket);
+    }
 }
 
 /// A stable hash of a step's params (hex, 16 chars).
@@ -36,26 +70,27 @@ pub fn params_hash(params: &Value) -> String {
 }
 
 impl Approvals {
-    /// Register a pending confirmation; returns the receiver to wait on.
-    /// A newer request for the same task replaces (and denies) an older one.
-    pub fn register(
-        &self,
-        task_id: &str,
-        step_index: usize,
-        params_hash: String,
-    ) -> oneshot::Receiver<bool> {
+    /// Register a pending confirmation under `key` (a task id, or the name
+    /// a single call's confirmation was given); wait on what it returns.
+    /// A newer request for the same key replaces (and denies) an older one.
+    pub fn register(&self, key: &str, step_index: usize, params_hash: String) -> Waiting<'_> {
         let (tx, rx) = oneshot::channel();
-        if let Some(old) = self.pending.insert(
-            task_id.to_string(),
-            Pending {
-                step_index,
-                params_hash,
-                decide: tx,
-            },
-        ) {
+        let ticket = self.tickets.fetch_add(1, Ordering::Relaxed);
+        let pending = Pending {
+            step_index,
+            params_hash,
+            decide: tx,
+            ticket,
+        };
+        if let Some(old) = self.pending.insert(key.to_string(), pending) {
             let _ = old.decide.send(false);
         }
-        rx
+        Waiting {
+            approvals: self,
+            key: key.to_string(),
+            ticket,
+            decided: rx,
+        }
     }
 
     /// The step and hash a task is waiting on, if any.
@@ -91,22 +126,6 @@ impl Approvals {
             .map_err(|_| format!("the confirmation for task {task_id} has already expired"))
     }
 
-    /// Wait for the decision; expiry removes the pending entry.
-    pub async fn wait(
-        &self,
-        task_id: &str,
-        rx: oneshot::Receiver<bool>,
-        limit: Duration,
-    ) -> Result<(), Refused> {
-        let r = tokio::time::timeout(limit, rx).await;
-        self.pending.remove(task_id);
-        match r {
-            Ok(Ok(true)) => Ok(()),
-            Ok(Ok(false)) | Ok(Err(_)) => Err(Refused::Denied),
-            Err(_) => Err(Refused::Expired),
-        }
-    }
-
     /// Drop a pending confirmation (task cancelled).
     pub fn forget(&self, task_id: &str) {
         self.pending.remove(task_id);
@@ -122,7 +141,7 @@ mod tests {
     async fn approve_is_bound_to_step_and_hash_and_single_use() {
         let a = Approvals::default();
         let h = params_hash(&json!({"command": "rm -rf /"}));
-        let rx = a.register("t1", 3, h.clone());
+        let w = a.register("t1", 3, h.clone());
         assert!(a.decide("t1", true, Some(2), None).is_err(), "wrong step");
         assert!(
             a.decide("t1", true, Some(3), Some("deadbeef")).is_err(),
@@ -130,30 +149,40 @@ mod tests {
         );
         assert!(a.decide("t1", true, Some(3), Some(&h)).is_ok());
         assert!(a.decide("t1", true, None, None).is_err(), "single use");
-        assert_eq!(a.wait("t1", rx, Duration::from_secs(1)).await, Ok(()));
+        assert_eq!(w.wait(Duration::from_secs(1)).await, Ok(()));
     }
 
     #[tokio::test]
     async fn deny_refuses() {
         let a = Approvals::default();
-        let rx = a.register("t", 0, "h".into());
+        let w = a.register("t", 0, "h".into());
         assert!(a.decide("t", false, None, None).is_ok());
-        assert_eq!(
-            a.wait("t", rx, Duration::from_secs(1)).await,
-            Err(Refused::Denied)
-        );
+        assert_eq!(w.wait(Duration::from_secs(1)).await, Err(Refused::Denied));
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unanswered_confirmation_expires() {
         let a = Approvals::default();
-        let rx = a.register("t", 0, "h".into());
-        let r = a.wait("t", rx, Duration::from_secs(300)).await;
+        let w = a.register("t", 0, "h".into());
+        let r = w.wait(Duration::from_secs(300)).await;
         assert_eq!(r, Err(Refused::Expired));
         assert!(
             a.decide("t", true, None, None).is_err(),
             "expired confirmations cannot be used"
         );
+    }
+
+    /// A confirmation whose waiter is gone (its call cancelled) is
+    /// withdrawn; a replaced one leaves its successor alone.
+    #[test]
+    fn a_dropped_wait_withdraws_only_its_own_confirmation() {
+        let a = Approvals::default();
+        let first = a.register("t", 0, "h".into());
+        let second = a.register("t", 1, "h".into());
+        drop(first);
+        assert_eq!(a.waiting("t"), Some((1, "h".to_string())));
+        drop(second);
+        assert_eq!(a.waiting("t"), None);
     }
 
     #[test]

@@ -130,15 +130,7 @@ impl Engine {
         task: &Task,
         fut: F,
     ) -> F::Output {
-        let mut fut = std::pin::pin!(fut);
-        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
-        match first {
-            std::task::Poll::Ready(v) => v,
-            std::task::Poll::Pending => {
-                self.flush(task);
-                fut.await
-            }
-        }
+        crate::util::on_pending(fut, || self.flush(task)).await
     }
 
     /// A journal that cannot be written: the task goes on (its results are

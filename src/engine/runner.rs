@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::condition::EvalCtx;
+use super::confirm::Subject;
 use super::service::Engine;
 use super::state::{StepEvent, StepState, TaskEvent, TaskState};
 use super::step_end::{
@@ -18,7 +19,7 @@ use super::step_end::{
 use super::task::Task;
 use super::uncertain::{settle_uncertain, Uncertain};
 use crate::errors::{ErrorType, HubError};
-use crate::hub::{CallOutcome, CallRequest};
+use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question};
 
 /// Run `task` from step `start` to its end. The caller holds `task.driving`.
 /// `driving` is the task's run lock; it is released before `batch_complete`
@@ -248,62 +249,12 @@ async fn run_step(
             return record(engine, task, i, base, out, resumed, None).await;
         }
     };
-    // The safety gate: deny at once, or wait for a person's confirm. A tool
-    // that cannot be resolved is never called unchecked: the step fails.
-    let timeout = step.timeout.map(Duration::from_millis);
-    let resolved = engine
-        .flushed_if_waiting(
-            task,
-            hub.resolve_settled(&step.tool, timeout, &planned.retry, batch_cancel),
-        )
-        .await;
-    let info = match resolved {
-        Ok(info) => info,
-        Err(e) => {
-            let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(engine, task, i, base, out, resumed, Some(&params)).await;
-        }
-    };
-    {
-        let ask = super::confirm::Ask {
-            task_id: &task.id,
-            batch_id: Some(&task.batch_id),
-            step_index: i,
-            info: &info,
-            params: &params,
-            owner: task.owner(),
-            request_id: None,
-            call_key: None,
-        };
-        let waited = AtomicBool::new(false);
-        let verdict = tokio::select! {
-            v = super::confirm::gate(engine, ask, |reason| {
-                waited.store(true, Ordering::SeqCst);
-                enter_need_user(engine, task, i, reason, &params);
-            }) => v,
-            _ = batch_cancel.cancelled() => Err(HubError::new(ErrorType::Cancelled, "the task was cancelled while waiting for a confirmation")),
-        };
-        if waited.load(Ordering::SeqCst) {
-            leave_need_user(engine, task, i);
-        }
-        if let Err(e) = verdict {
-            let out = CallOutcome::failed(&step.tool, e, Duration::ZERO);
-            return record(engine, task, i, base, out, resumed, Some(&params)).await;
-        }
-    }
-    task.with(|d| {
-        if let Some(n) = d.steps[i].state.next(StepEvent::Start) {
-            d.steps[i].state = n;
-        }
-    });
-    engine.persist_step_started(task, i, &params);
     let session = task
         .session()
         .unwrap_or_else(|| format!("task:{}", task.id));
-    // Exactly the tool that passed the safety gate.
     let mut req = CallRequest::new(
-        info.qualified_name.clone(),
-        params.clone(),
+        step.tool.clone(),
+        params,
         session,
         batch_cancel.child_token(),
     );
@@ -321,13 +272,23 @@ async fn run_step(
             }
         }
     })));
+    // The pipeline: resolve, the safety gate (deny at once, or `need_user`
+    // and a person's confirm), then the call with the step's `expect` as
+    // the judge of each attempt.
+    let gate = StepGate {
+        engine,
+        task,
+        i,
+        params: &req.params,
+        asked: AtomicBool::new(false),
+    };
     let expect = planned.expect.clone();
-    let mut out = hub
-        .call_with(&req, move |r| match &expect {
-            None => r,
-            Some(x) => apply_expect(x, r),
-        })
-        .await;
+    let judge = move |r| match &expect {
+        None => r,
+        Some(x) => apply_expect(x, r),
+    };
+    let mut out = hub.call(&req, Approval::Ask(&gate), judge).await;
+    gate.answered();
     if task.state() == TaskState::Retrying && task.transition(TaskEvent::RetryDone).is_some() {
         engine.persist_state(task);
         emit_state(task, Some(i));
@@ -342,7 +303,65 @@ async fn run_step(
             .with_tool(&step.tool),
         );
     }
-    record(engine, task, i, base, out, resumed, Some(&params)).await
+    record(engine, task, i, base, out, resumed, Some(&req.params)).await
+}
+
+/// The gate's side of a step: a confirmation is the task's `need_user`
+/// (state, journal, the question to the owner), and the step starts
+/// (journaled before the call) once the gate lets it through.
+struct StepGate<'a> {
+    engine: &'a Engine,
+    task: &'a Arc<Task>,
+    i: usize,
+    params: &'a Value,
+    asked: AtomicBool,
+}
+
+impl StepGate<'_> {
+    /// The question, if one was asked, is over: back to running.
+    fn answered(&self) {
+        if self.asked.swap(false, Ordering::SeqCst) {
+            leave_need_user(self.engine, self.task, self.i);
+        }
+    }
+}
+
+impl Confirmer for StepGate<'_> {
+    fn confirm<'a>(&'a self, q: Question<'a>) -> Decision<'a> {
+        Box::pin(async move {
+            let (info, params, reason) = (q.info, q.params, q.reason);
+            let (engine, task) = (self.engine, self.task);
+            self.asked.store(true, Ordering::SeqCst);
+            enter_need_user(engine, task, self.i, &reason, params);
+            let ask = super::confirm::Ask {
+                subject: Subject::Step {
+                    task_id: &task.id,
+                    batch_id: &task.batch_id,
+                    step_index: self.i,
+                },
+                info,
+                params,
+                owner: task.owner(),
+            };
+            super::confirm::request(engine, &ask, &reason).await
+        })
+    }
+
+    /// Resolving waits for a server: nothing stays held meanwhile.
+    fn waiting(&self) {
+        self.engine.flush(self.task);
+    }
+
+    fn admitted(&self) {
+        self.answered();
+        let i = self.i;
+        self.task.with(|d| {
+            if let Some(n) = d.steps[i].state.next(StepEvent::Start) {
+                d.steps[i].state = n;
+            }
+        });
+        self.engine.persist_step_started(self.task, i, self.params);
+    }
 }
 
 /// Judge an attempt by the step's `expect`: a miss becomes ASSERTION_FAILED

@@ -97,14 +97,14 @@ pub(super) async fn settle_uncertain(
                 .and_then(|o| o.get("params").cloned())
                 .unwrap_or_else(|| step.params.clone());
             let ask = super::confirm::Ask {
-                task_id: &task.id,
-                batch_id: Some(&task.batch_id),
-                step_index: i,
+                subject: super::confirm::Subject::Step {
+                    task_id: &task.id,
+                    batch_id: &task.batch_id,
+                    step_index: i,
+                },
                 info: &info,
                 params: &params,
                 owner: task.owner(),
-                request_id: None,
-                call_key: None,
             };
             enter_need_user(engine, task, i, &reason, &params);
             let verdict = tokio::select! {

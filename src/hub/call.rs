@@ -1,6 +1,6 @@
-//! The call path: resolve a name, run one attempt against the built-in
-//! server or an MCP peer (with timeout and cancellation), apply the value
-//! rules, and let the retry manager decide about further attempts.
+//! The call path's parts: resolve a name (waiting for a starting server),
+//! run one attempt against the built-in server or an MCP peer (with timeout
+//! and cancellation), apply the value rules. `pipeline` puts them together.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::local::{LocalCall, Mounted, OfflineTools};
-use super::outcome::{Attempt, CallOutcome, CallRequest};
+use super::outcome::Attempt;
 use super::Hub;
 
 /// The longest a listing waits for servers still in their first start
@@ -42,49 +42,6 @@ enum Route {
 }
 
 impl Hub {
-    /// Resolve, gate, call with retries, and record in history.
-    pub async fn call(&self, req: &CallRequest) -> CallOutcome {
-        self.call_with(req, |r| r).await
-    }
-
-    /// Like [`Hub::call`], with `post` judging each attempt's result (a
-    /// batch step's `expect` turns a miss into ASSERTION_FAILED, retried).
-    pub async fn call_with<F>(&self, req: &CallRequest, post: F) -> CallOutcome
-    where
-        F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
-    {
-        let started = tokio::time::Instant::now();
-        let resolved = self
-            .resolve_settled(&req.tool, req.timeout, &req.retry, &req.cancel)
-            .await;
-        let info = match resolved {
-            Ok(info) => info,
-            Err(e) => {
-                let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
-                out.call_key = req.call_key.clone();
-                out.context = Some(req.context.clone());
-                self.history
-                    .record(&req.session, &req.params, &out, &self.config().security);
-                return out;
-            }
-        };
-        if let Err(e) = self.pin_check(&info) {
-            let mut out = CallOutcome::failed(&req.tool, e, started.elapsed());
-            out.qualified_name = Some(info.qualified_name.clone());
-            out.server = Some(info.server.clone());
-            out.call_key = req.call_key.clone();
-            out.context = Some(req.context.clone());
-            self.history
-                .record(&req.session, &req.params, &out, &self.config().security);
-            return out;
-        }
-        let mut out = self.run_with(&info, req, post).await;
-        out.duration_ms = started.elapsed().as_millis() as u64;
-        self.history
-            .record(&req.session, &req.params, &out, &self.config().security);
-        out
-    }
-
     /// Resolve a tool name; when its server is starting or restarting, wait
     /// for it to settle (bounded by the call's timeout) and resolve again.
     pub async fn resolve_settled(

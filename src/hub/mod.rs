@@ -17,12 +17,14 @@ pub mod local;
 pub mod observe;
 pub mod outcome;
 mod pins;
+pub mod pipeline;
 mod reload;
 mod retrying;
 pub use reload::spawn_watcher as reload_watcher;
 
 pub use call::Caller;
 pub use outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
+pub use pipeline::{Approval, Confirmer, Decision, Question, Watch};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

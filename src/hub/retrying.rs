@@ -2,16 +2,23 @@
 //! what to do after a failure, and carry out its action (wait, extend the
 //! timeout, rebuild the server's context, refresh a snapshot).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::outcome::{CallOutcome, CallRequest};
+use super::pipeline::Approval;
 use super::Hub;
 use crate::config::RetryAction;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
 use crate::retry::{action_name, decide, RetryOverride, RetryRecord, MAX_EXTENDED_TIMEOUT};
+
+/// The longest one helper call may take.
+const HELPER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How long `rebuild_context` waits for a restarted server to come back.
 const REBUILD_WAIT: Duration = Duration::from_secs(30);
@@ -176,57 +183,68 @@ fn outcome(
 }
 
 /// Call a configured helper tool of the same server (recovery or snapshot)
-/// through the safety gate; `Some(what happened)` unless it ran and
-/// succeeded.
-async fn helper_call(
-    hub: &Hub,
-    info: &ToolInfo,
-    role: &str,
-    tool: &str,
-    req: &CallRequest,
-) -> Option<String> {
-    let snapshot = hub.tools();
-    let Some(helper) = snapshot
-        .by_server(&info.server)
-        .into_iter()
-        .find(|t| t.name == tool)
-        .cloned()
-    else {
-        tracing::warn!(server = %info.server, tool, "configured helper tool is not offered by the server");
-        return Some(format!(
-            "{role} \"{tool}\" is not offered by server \"{}\"",
-            info.server
-        ));
-    };
-    let params = Value::Object(Default::default());
-    if let Err(why) = crate::safety::check_helper(&hub.config().safety, &helper, &params) {
-        tracing::warn!(server = %info.server, tool, reason = %why, "helper tool not called: refused by the safety gate");
-        return Some(format!(
-            "{role} {} was not called: {why}",
-            helper.qualified_name
-        ));
-    }
-    let a = hub
-        .attempt(
-            &helper,
-            &params,
-            Duration::from_secs(30),
-            &req.cancel,
-            super::Caller {
-                session: "hub",
-                context: &req.context,
-            },
-        )
-        .await;
-    match &a.result {
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(server = %info.server, tool, error = %e, "helper tool failed");
-            Some(format!(
-                "{role} {} failed: {}",
-                helper.qualified_name, e.message
-            ))
+/// through the call pipeline as the hub's own call; `Some(what happened)`
+/// unless it ran and succeeded.
+///
+/// A boxed future of a named type: the pipeline runs the attempt loop
+/// again for the helper (whose retries are off, so it goes no deeper), and
+/// an `async fn` here would make the loop's future contain itself.
+fn helper_call<'a>(
+    hub: &'a Hub,
+    info: &'a ToolInfo,
+    role: &'a str,
+    tool: &'a str,
+    outer: &'a CallRequest,
+) -> BoxFuture<'a, Option<String>> {
+    Box::pin(async move {
+        let Some(helper) = hub.helper_tool(&info.server, tool) else {
+            tracing::warn!(server = %info.server, tool, "configured helper tool is not offered by the server");
+            return Some(format!(
+                "{role} \"{tool}\" is not offered by server \"{}\"",
+                info.server
+            ));
+        };
+        // In the context of the call it serves: that call's instance of a
+        // per-context server.
+        let mut req = Hub::helper_request(&helper, outer.cancel.child_token());
+        req.context = outer.context.clone();
+        let out = hub
+            .call_resolved(&helper, &req, Approval::Helper, |r| r)
+            .await;
+        let e = out.error?;
+        let q = &helper.qualified_name;
+        if e.error_type == ErrorType::SafetyBlocked {
+            tracing::warn!(server = %info.server, tool, reason = %e.message, "helper tool not called: refused by the safety gate");
+            return Some(format!("{role} {q} was not called: {}", e.message));
         }
+        tracing::warn!(server = %info.server, tool, error = %e, "helper tool failed");
+        Some(format!("{role} {q} failed: {}", e.message))
+    })
+}
+
+impl Hub {
+    /// A server's configured helper tool (`recoveryTool`, `snapshotTool`,
+    /// `screenshotTool`): its bare name among that server's tools.
+    pub fn helper_tool(&self, server: &str, tool: &str) -> Option<Arc<ToolInfo>> {
+        self.tools()
+            .by_server(server)
+            .into_iter()
+            .find(|t| t.name == tool)
+            .cloned()
+    }
+
+    /// The request of a helper call: `{}` as the hub itself, one attempt of
+    /// at most 30 s. It passes the gate with [`Approval::Helper`].
+    pub fn helper_request(helper: &ToolInfo, cancel: CancellationToken) -> CallRequest {
+        let mut req = CallRequest::new(
+            helper.qualified_name.clone(),
+            Value::Object(Default::default()),
+            "hub".into(),
+            cancel,
+        );
+        req.timeout = Some(HELPER_TIMEOUT);
+        req.retry = RetryOverride::Disabled;
+        req
     }
 }
 

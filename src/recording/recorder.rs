@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
-use crate::hub::Hub;
+use crate::hub::{Approval, Hub};
 use crate::protocol::recording::{ListReq, StartReq};
 use crate::store::offload::{blocking, Serial};
 use crate::store::recordings as store;
@@ -376,7 +376,8 @@ fn finish(a: &mut Active, reason: &str) -> Value {
     json!({"totalDuration": total, "successRate": rate})
 }
 
-/// Call the server's configured screenshot tool; the first image item.
+/// Call the server's configured screenshot tool (the hub's own call,
+/// through the call pipeline); the first image item.
 async fn screenshot(
     hub: &Hub,
     server: &str,
@@ -388,37 +389,22 @@ async fn screenshot(
         .get(server)?
         .screenshot_tool
         .clone()?;
-    let info = hub
-        .tools()
-        .by_server(server)
-        .into_iter()
-        .find(|t| t.name == tool)?
-        .clone();
-    let params = json!({});
+    let info = hub.helper_tool(server, &tool)?;
+    let mut req = Hub::helper_request(&info, tokio_util::sync::CancellationToken::new());
+    // The step's own instance: a per-context browser shows its page.
+    if let Some(c) = context {
+        req.context = c.clone();
+    }
     // The same gate as any call; no one can confirm in the middle of a
     // recording, so a rule that would ask refuses it (logged).
-    if let Err(why) = crate::safety::check_helper(&hub.config().safety, &info, &params) {
-        tracing::warn!(server, tool, reason = %why, "screenshot for the recording not taken: refused by the safety gate");
-        return None;
-    }
-    let cancel = tokio_util::sync::CancellationToken::new();
-    // The step's own instance: a per-context browser shows its page.
-    let hub_context = crate::client_context::ClientContext::hub();
-    let caller = crate::hub::Caller {
-        session: "hub",
-        context: context.unwrap_or(&hub_context),
-    };
-    let a = hub
-        .attempt(
-            &info,
-            &params,
-            std::time::Duration::from_secs(30),
-            &cancel,
-            caller,
-        )
-        .await;
-    if let Err(e) = &a.result {
-        tracing::warn!(server, tool, error = %e, "screenshot for the recording failed");
+    let a = Box::pin(hub.call_resolved(&info, &req, Approval::Helper, |r| r)).await;
+    match &a.error {
+        Some(e) if e.error_type == ErrorType::SafetyBlocked => {
+            tracing::warn!(server, tool, reason = %e.message, "screenshot for the recording not taken: refused by the safety gate");
+            return None;
+        }
+        Some(e) => tracing::warn!(server, tool, error = %e, "screenshot for the recording failed"),
+        None => {}
     }
     let content = a.raw?.get("content")?.as_array()?.clone();
     let data = content

@@ -10,10 +10,9 @@ use super::session::Session;
 use crate::app::App;
 use crate::callkeys::{self, Claim, KeyGuard};
 use crate::client_context::{self, ClientContext};
-use crate::engine::Engine;
+use crate::engine::confirm::SingleCall;
 use crate::errors::{ErrorType, HubError};
-use crate::hub::observe::Capture;
-use crate::hub::{CallOutcome, CallRequest};
+use crate::hub::{Approval, CallRequest, Watch};
 use crate::protocol::{self, ClientMsg, MsgId, Outbox, ResumeSessionReq, ToolCallReq};
 use crate::retry::RetryOverride;
 
@@ -219,57 +218,38 @@ async fn keyed_call(job: Job, key: String) {
     }
 }
 
-/// One `tool_call`: resolve (waiting for a restarting server), the safety
-/// gate, the call with retries, then the recording (if any) and the reply.
+/// One `tool_call` through the call pipeline (resolve, the safety gate
+/// with `need_user`, the call, the observers), then the reply.
 async fn single_call(job: Job, key: Option<KeyGuard>) {
     let Job {
         app,
         out,
         id,
-        mut call,
+        call,
         save_images,
         running,
     } = job;
-    let hub = &app.hub;
-    let started_at = std::time::SystemTime::now();
-    // The gate's and the call's futures are boxed: inline, they made this
-    // task's future 12.5 KB, copied whole on every spawn and every move
-    // (memmove was 8 % of the hub's CPU at 16 calls in flight); boxed it
-    // is about 1 KB and each is written once, where it runs.
-    let outcome = match Box::pin(gate_single(&app.engine, &out, &call, &id)).await {
-        // A tool that cannot be resolved or is refused never runs unchecked.
-        Err(e) => {
-            let mut outcome = CallOutcome::failed(&call.tool, e, Duration::ZERO);
-            outcome.call_key = call.call_key.clone();
-            hub.history.record(
-                &call.session,
-                &call.params,
-                &outcome,
-                &hub.config().security,
-            );
-            outcome
-        }
-        Ok(qualified) => {
-            // Call exactly the tool that passed the gate, even if a reload
-            // changed what the bare name means while a person was deciding.
-            let asked = std::mem::replace(&mut call.tool, qualified);
-            let mut o = Box::pin(hub.call(&call)).await;
-            o.tool = asked;
-            o
-        }
+    let confirmer = SingleCall {
+        engine: &app.engine,
+        owner: &out,
+        request_id: id.as_ref(),
+        call_key: call.call_key.as_deref(),
     };
-    let (session, params) = (&call.session, &call.params);
-    if app.observer.watches(session) {
-        let capture = Capture::single(
-            "tool_call",
-            params,
-            &outcome,
-            started_at,
-            save_images.as_ref(),
-        );
-        if let Some(ev) = app.observer.finished(session, capture).await {
-            out.send(ev);
-        }
+    let watch = Watch {
+        observer: app.observer.as_ref(),
+        kind: "tool_call",
+        save_images: save_images.as_ref(),
+    };
+    // Boxed: inline, the pipeline made this task's future several KB,
+    // copied whole on every spawn and every move (memmove was 8 % of the
+    // hub's CPU at 16 calls in flight); boxed it is written once, where it
+    // runs.
+    let piped = app
+        .hub
+        .call_watched(&call, Approval::Ask(&confirmer), watch);
+    let (outcome, event) = Box::pin(piped).await;
+    if let Some(ev) = event {
+        out.send(ev);
     }
     // A cancelled call (its session ended) leaves its key free: a repeat
     // runs it then, rather than getting "cancelled".
@@ -284,39 +264,4 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
         Some(text) => out.send_text(text),
         None => out.send(protocol::tool_result_msg(&id, outcome.to_json())),
     };
-}
-
-async fn gate_single(
-    engine: &Engine,
-    out: &Outbox,
-    call: &CallRequest,
-    id: &MsgId,
-) -> Result<String, HubError> {
-    let info = engine
-        .hub()
-        .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
-        .await?;
-    let task_id = crate::util::call_id();
-    let ask = crate::engine::confirm::Ask {
-        task_id: &task_id,
-        batch_id: None,
-        step_index: 0,
-        info: &info,
-        params: &call.params,
-        owner: Some(out.clone()),
-        request_id: id.as_ref(),
-        call_key: call.call_key.as_deref(),
-    };
-    // A session that ends withdraws its call's pending confirmation.
-    tokio::select! {
-        r = crate::engine::confirm::gate(engine, ask, |_| {}) => r?,
-        _ = call.cancel.cancelled() => {
-            engine.approvals.forget(&task_id);
-            return Err(HubError::new(
-                ErrorType::Cancelled,
-                "the call was cancelled before it ran: its session ended",
-            ));
-        }
-    }
-    Ok(info.qualified_name.clone())
 }

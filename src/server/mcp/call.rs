@@ -1,12 +1,9 @@
-//! `tools/call` at `/mcp`: the same path as a `/ws` `tool_call` (resolve,
-//! safety gate, `Hub::call` with retries and history, the recorder when the
-//! session records), with the MCP client's own means: a `confirm` rule asks
-//! by elicitation, and the server's progress, logs, sampling and
+//! `tools/call` at `/mcp`: the call pipeline of every call
+//! (`hub::pipeline`), with the MCP client's own means: a `confirm` rule
+//! asks by elicitation, and the server's progress, logs, sampling and
 //! elicitation requests come back on this call's stream.
 
 #![allow(deprecated)] // sampling and logging: deprecated by SEP-2577, still spoken
-
-use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use rmcp::model::{
@@ -19,9 +16,10 @@ use serde_json::{json, Value};
 use super::Endpoint;
 use crate::app::App;
 use crate::errors::HubError;
-use crate::hub::observe::Capture;
-use crate::hub::{CallOutcome, CallRequest};
+use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question, Watch};
+use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
+use crate::safety::blocked;
 
 /// Run one `tools/call` to its result (a failure is `isError: true`).
 pub async fn call_tool(
@@ -47,15 +45,34 @@ pub async fn call_tool(
     call.link = Some(link);
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
-    let work = run(app, &cx.peer, call, can_elicit);
-    tokio::pin!(work);
+    let confirmer = Elicit {
+        app,
+        peer: &cx.peer,
+        can_elicit,
+    };
+    let watch = Watch {
+        observer: app.observer.as_ref(),
+        kind: "mcp_call",
+        save_images: None,
+    };
+    // Boxed: the pipeline's future is several KB, moved whole each time
+    // this one moves.
+    let mut work = Box::pin(
+        app.hub
+            .call_watched(&call, Approval::Ask(&confirmer), watch),
+    );
     // Answers to the server's requests run here, inside this handler's
     // task, so rmcp sends them on this call's stream.
     let mut asks = FuturesUnordered::new();
     let mut client_gone = false;
     let outcome = loop {
         tokio::select! {
-            outcome = &mut work => break outcome,
+            (outcome, event) = &mut work => {
+                if let Some(ev) = event {
+                    tracing::info!(%session, event = %ev, "recording event for an MCP session");
+                }
+                break outcome;
+            }
             Some(f) = forwards.recv() => {
                 if let Some(ask) = forward(&cx, &token, f).await {
                     asks.push(ask);
@@ -127,96 +144,60 @@ async fn answer(
     }
 }
 
-/// Resolve, gate, call, record: the steps of `server::dispatch::single_call`.
-async fn run(
-    app: &App,
-    peer: &Peer<RoleServer>,
-    call: CallRequest,
+/// A `confirm` rule asks the MCP client's user by elicitation.
+struct Elicit<'a> {
+    app: &'a App,
+    peer: &'a Peer<RoleServer>,
     can_elicit: bool,
-) -> CallOutcome {
-    let hub = &app.hub;
-    let started_at = std::time::SystemTime::now();
-    let tool = call.tool.clone();
-    let mut call = call;
-    // Boxed, as in `dispatch::single_call`: inline, these futures make
-    // this one several KB, moved whole each time it moves.
-    let outcome = match Box::pin(gate(app, peer, &call, can_elicit)).await {
-        Err(e) => {
-            let outcome = CallOutcome::failed(&tool, e, Duration::ZERO);
-            hub.history.record(
-                &call.session,
-                &call.params,
-                &outcome,
-                &hub.config().security,
-            );
-            outcome
-        }
-        Ok(qualified) => {
-            call.tool = qualified;
-            let mut o = Box::pin(hub.call(&call)).await;
-            o.tool = tool;
-            o
-        }
-    };
-    let session = &call.session;
-    if app.observer.watches(session) {
-        let capture = Capture::single("mcp_call", &call.params, &outcome, started_at, None);
-        if let Some(ev) = app.observer.finished(session, capture).await {
-            tracing::info!(%session, event = %ev, "recording event for an MCP session");
-        }
-    }
-    outcome
 }
 
-/// Resolve (waiting for a restarting server) and apply the safety rules;
-/// a `confirm` asks the client's user by elicitation.
-async fn gate(
-    app: &App,
-    peer: &Peer<RoleServer>,
-    call: &CallRequest,
-    can_elicit: bool,
-) -> Result<String, HubError> {
-    let info = app
-        .hub
-        .resolve_settled(&call.tool, call.timeout, &call.retry, &call.cancel)
-        .await?;
-    let ask =
-        |reason: String| confirm_by_elicitation(app, peer, can_elicit, &info, &call.params, reason);
-    crate::engine::confirm::gate_asking(&app.engine, &info, &call.params, ask).await?;
-    Ok(info.qualified_name.clone())
+impl Confirmer for Elicit<'_> {
+    fn confirm<'a>(&'a self, q: Question<'a>) -> Decision<'a> {
+        Box::pin(async move {
+            let (info, params, reason) = (q.info, q.params, q.reason);
+            tracing::warn!(tool = %info.qualified_name, %reason, "asking the MCP client's user to confirm");
+            match self.ask(info, params, &reason).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(blocked(info, format!("the user declined: {reason}"))),
+                Err(why) => Err(blocked(
+                    info,
+                    format!("this call needs a person's confirmation ({reason}), but {why}"),
+                )
+                .with_suggestion(
+                    "use an MCP client that supports elicitation, send the call over /ws where need_user/confirm applies, or change safety.rules in config.json",
+                )),
+            }
+        })
+    }
 }
 
-async fn confirm_by_elicitation(
-    app: &App,
-    peer: &Peer<RoleServer>,
-    can_elicit: bool,
-    info: &crate::mcp::registry::ToolInfo,
-    params: &Value,
-    reason: String,
-) -> Result<bool, String> {
-    if !can_elicit {
-        return Err("this MCP client does not support elicitation".into());
-    }
-    let shown = crate::history::redact(params, &app.hub.config().security);
-    let message = format!(
-        "toolhub: allow {} with {}? ({reason})",
-        info.qualified_name,
-        crate::util::truncate(&shown.to_string(), 400)
-    );
-    let request: ElicitRequestParams = serde_json::from_value(json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {"approve": {"type": "boolean", "title": "Run this call", "default": false}},
-            "required": ["approve"]
+impl Elicit<'_> {
+    /// `Ok(approved)`, or why nobody could be asked.
+    async fn ask(&self, info: &ToolInfo, params: &Value, reason: &str) -> Result<bool, String> {
+        if !self.can_elicit {
+            return Err("this MCP client does not support elicitation".into());
         }
-    }))
-    .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
-    match peer.create_elicitation(request).await {
-        Ok(r) => Ok(r.action == ElicitationAction::Accept
-            && r.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))),
-        Err(e) => Err(format!("asking the MCP client failed: {e}")),
+        let shown = crate::history::redact(params, &self.app.hub.config().security);
+        let message = format!(
+            "toolhub: allow {} with {}? ({reason})",
+            info.qualified_name,
+            crate::util::truncate(&shown.to_string(), 400)
+        );
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"approve": {"type": "boolean", "title": "Run this call", "default": false}},
+                "required": ["approve"]
+            }
+        }))
+        .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
+        match self.peer.create_elicitation(request).await {
+            Ok(r) => Ok(r.action == ElicitationAction::Accept
+                && r.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))),
+            Err(e) => Err(format!("asking the MCP client failed: {e}")),
+        }
     }
 }
 

@@ -1,0 +1,204 @@
+//! The call pipeline. Every call goes through it: a `/ws` `tool_call`, an
+//! `/mcp` `tools/call`, a batch step, and the calls the hub makes by itself
+//! (a server's `recoveryTool`, `snapshotTool`, `screenshotTool`). It
+//! resolves the tool once (waiting for a starting server), passes the
+//! safety gate on what it resolved, calls exactly that tool (pins, attempts,
+//! retries, history), and tells the observers when someone watches. The
+//! callers differ only in how a `confirm` rule is answered ([`Approval`]).
+
+use std::time::{Duration, SystemTime};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::observe::{CallObserver, Capture};
+use super::outcome::{CallOutcome, CallRequest};
+use super::Hub;
+use crate::errors::{ErrorType, HubError};
+use crate::mcp::registry::ToolInfo;
+use crate::safety::{self, Verdict};
+
+/// How a `confirm` safety rule is answered for a call.
+#[derive(Clone, Copy)]
+pub enum Approval<'a> {
+    /// The hub's own call: nobody can be asked in the middle of a retry or
+    /// a recording, so a rule that would ask refuses it.
+    Helper,
+    /// A caller with a person behind it (`need_user` over `/ws`, an
+    /// elicitation over `/mcp`).
+    Ask(&'a dyn Confirmer),
+}
+
+/// The seam through which a caller above the call layer asks its person,
+/// and hears of the moments around the gate it acts on.
+pub trait Confirmer: Send + Sync {
+    /// A rule wants a person's yes: `Ok` runs the call, else the
+    /// `SAFETY_BLOCKED` error says why not.
+    fn confirm<'a>(&'a self, q: Question<'a>) -> Decision<'a>;
+
+    /// Resolving the tool did not finish at once (its server is starting):
+    /// the pipeline waits now.
+    fn waiting(&self) {}
+
+    /// The call passed the gate and runs now.
+    fn admitted(&self) {}
+}
+
+/// What the gate asks a person about: the resolved tool, the params, and
+/// the rule's reason.
+pub struct Question<'a> {
+    pub info: &'a ToolInfo,
+    pub params: &'a Value,
+    pub reason: String,
+}
+
+/// A person's answer, to wait for.
+pub type Decision<'a> = BoxFuture<'a, Result<(), HubError>>;
+
+/// Who watches a single client call's end, and how it is captured.
+pub struct Watch<'a> {
+    pub observer: &'a dyn CallObserver,
+    /// The capture's source: `tool_call`, `mcp_call`.
+    pub kind: &'static str,
+    pub save_images: Option<&'a crate::protocol::SaveImages>,
+}
+
+impl Hub {
+    /// [`Hub::call`] of a single client call, then its observers when one
+    /// watches the session; the event they return goes to the client
+    /// before the call's own answer.
+    pub async fn call_watched(
+        &self,
+        req: &CallRequest,
+        approval: Approval<'_>,
+        watch: Watch<'_>,
+    ) -> (CallOutcome, Option<Value>) {
+        let started_at = SystemTime::now();
+        let outcome = self.call(req, approval, |r| r).await;
+        let session = &req.session;
+        if !watch.observer.watches(session) {
+            return (outcome, None);
+        }
+        let capture = Capture::single(
+            watch.kind,
+            &req.params,
+            &outcome,
+            started_at,
+            watch.save_images,
+        );
+        let event = watch.observer.finished(session, capture).await;
+        (outcome, event)
+    }
+
+    /// Resolve `req.tool` once (waiting for a starting server, bounded by
+    /// the call's timeout), then [`Hub::call_resolved`]. `post` judges each
+    /// attempt's result (a batch step's `expect`).
+    pub async fn call<F>(&self, req: &CallRequest, approval: Approval<'_>, post: F) -> CallOutcome
+    where
+        F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
+    {
+        let resolve = self.resolve_settled(&req.tool, req.timeout, &req.retry, &req.cancel);
+        let resolved = crate::util::on_pending(resolve, || {
+            if let Approval::Ask(c) = approval {
+                c.waiting();
+            }
+        })
+        .await;
+        match resolved {
+            // A tool that cannot be resolved is never called unchecked.
+            Err(e) => self.refused(req, e),
+            Ok(info) => self.call_resolved(&info, req, approval, post).await,
+        }
+    }
+
+    /// The gate, then exactly the tool that passed it, even if a reload
+    /// changed what the asked name means while a person was deciding: the
+    /// pins, the attempts with retries, history. The hub's own helper
+    /// calls come in here with the tool they found.
+    pub async fn call_resolved<F>(
+        &self,
+        info: &ToolInfo,
+        req: &CallRequest,
+        approval: Approval<'_>,
+        post: F,
+    ) -> CallOutcome
+    where
+        F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
+    {
+        // A session that ends withdraws its call's pending confirmation.
+        let gated = tokio::select! {
+            r = gate(self, info, &req.params, approval) => r,
+            _ = req.cancel.cancelled() => Err(HubError::new(
+                ErrorType::Cancelled,
+                "the call was cancelled while waiting for a confirmation",
+            )),
+        };
+        if let Err(e) = gated {
+            return self.refused(req, e);
+        }
+        if let Approval::Ask(c) = approval {
+            c.admitted();
+        }
+        let started = tokio::time::Instant::now();
+        let mut out = match self.pin_check(info) {
+            Err(e) => {
+                let mut out = CallOutcome::failed(&req.tool, e, Duration::ZERO);
+                out.qualified_name = Some(info.qualified_name.clone());
+                out.server = Some(info.server.clone());
+                out.call_key = req.call_key.clone();
+                out.context = Some(req.context.clone());
+                out
+            }
+            // Boxed: the attempt loop's future is several KB.
+            Ok(()) => Box::pin(self.run_with(info, req, post)).await,
+        };
+        out.duration_ms = started.elapsed().as_millis() as u64;
+        self.history
+            .record(&req.session, &req.params, &out, &self.config().security);
+        out
+    }
+
+    /// A call that never ran: not resolved, refused by the gate, or
+    /// cancelled while it waited. History keeps it too.
+    fn refused(&self, req: &CallRequest, e: HubError) -> CallOutcome {
+        let mut out = CallOutcome::failed(&req.tool, e, Duration::ZERO);
+        out.call_key = req.call_key.clone();
+        out.context = Some(req.context.clone());
+        self.history
+            .record(&req.session, &req.params, &out, &self.config().security);
+        out
+    }
+}
+
+/// The safety gate on the resolved tool: `deny` fails at once; `confirm`
+/// asks the caller's person, or refuses a helper call.
+async fn gate(
+    hub: &Hub,
+    info: &ToolInfo,
+    params: &Value,
+    approval: Approval<'_>,
+) -> Result<(), HubError> {
+    match safety::check(&hub.config().safety, info, params) {
+        Verdict::Allow => Ok(()),
+        Verdict::Deny(reason) => Err(safety::blocked(
+            info,
+            format!("denied by a safety rule: {reason}"),
+        )),
+        Verdict::Confirm(reason) => match approval {
+            Approval::Ask(c) => {
+                c.confirm(Question {
+                    info,
+                    params,
+                    reason,
+                })
+                .await
+            }
+            Approval::Helper => Err(safety::blocked(
+                info,
+                format!(
+                    "a safety rule asks for confirmation, which a helper call cannot get: {reason}"
+                ),
+            )),
+        },
+    }
+}
