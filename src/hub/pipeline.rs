@@ -128,10 +128,13 @@ impl Hub {
         // A session that ends withdraws its call's pending confirmation.
         let gated = tokio::select! {
             r = gate(self, info, &req.params, approval) => r,
-            _ = req.cancel.cancelled() => Err(HubError::new(
-                ErrorType::Cancelled,
-                "the call was cancelled while waiting for a confirmation",
-            )),
+            _ = req.cancel.cancelled() => {
+                tracing::info!(session = %req.session, tool = %info.qualified_name, "call cancelled at the safety gate; a question it waited on is withdrawn");
+                Err(HubError::new(
+                    ErrorType::Cancelled,
+                    "the call was cancelled while waiting for a confirmation",
+                ))
+            }
         };
         if let Err(e) = gated {
             return self.refused(req, e);

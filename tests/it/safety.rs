@@ -117,6 +117,53 @@ async fn deny_rules_and_declines_are_safety_blocked() {
         .contains("declined"));
 }
 
+/// A single call whose session ends while it waits for a person is
+/// cancelled, and its question goes with it: a late `confirm` finds
+/// nothing to approve.
+#[tokio::test]
+async fn a_single_calls_question_is_withdrawn_when_its_session_ends() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "server": {"sessionGraceMs": 0},
+            "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+            "safety": {"confirmTimeout": 300_000, "rules": [
+                {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
+            ]}
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    c.send(
+        json!({"type": "tool_call", "id": "q", "tool": "t__echo", "params": {"message": "danger"}}),
+    )
+    .await;
+    let ask = c.recv_type("need_user").await;
+    assert!(
+        ask["taskId"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("call-")),
+        "{ask}"
+    );
+    assert_eq!(ask["requestId"], "q", "{ask}");
+    drop(c);
+    hub.wait_log("call cancelled at the safety gate").await;
+    let mut other = hub.connect().await;
+    let late = other
+        .request(json!({"type": "confirm", "taskId": ask["taskId"], "approve": true}))
+        .await;
+    assert_eq!(late["type"], "error", "{late}");
+    assert!(
+        call_log(&hub.path(), "t")
+            .iter()
+            .all(|l| l["arguments"]["message"] != "danger"),
+        "a withdrawn call must not run"
+    );
+}
+
 #[tokio::test]
 async fn an_unanswered_confirmation_expires_as_safety_blocked() {
     let (_hub, mut c) = hub_with_rules(200).await;
@@ -216,6 +263,13 @@ async fn a_helper_tool_is_gated_like_any_call_and_the_step_says_why() {
         log.iter().all(|l| l["tool"] != "image"),
         "a denied helper must not run"
     );
+    // The helper went through the call pipeline: history keeps it as the
+    // hub's own call.
+    let h = c.request(json!({"type": "history", "limit": 50})).await;
+    let refused = h["entries"].as_array().into_iter().flatten().filter(|e| {
+        e["session"] == "hub" && e["tool"] == "t__image" && e["errorType"] == "SAFETY_BLOCKED"
+    });
+    assert_eq!(refused.count(), 2, "{h}");
 }
 
 /// Issue 16.5: the screenshot a recording takes after each step
