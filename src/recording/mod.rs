@@ -60,8 +60,11 @@ pub fn handle(
     }
     let recorder_ = recorder.clone();
     let cfg = engine.hub().config();
+    // A call sent after start_recording waits for it before it is captured.
+    let mark = matches!(msg, RecordingMsg::Start(_)).then(|| recorder.starting.mark(&session));
     let job = recorder.io.run(&keys, move || {
         answer(&recorder_, &cfg, &out, &id, msg);
+        drop(mark);
         Ok(())
     });
     tokio::spawn(job);

@@ -39,11 +39,13 @@ pub struct Recorder {
     /// The recording messages' file work, in order per connection and per
     /// recording, off the runtime's threads (`recording::handle`).
     pub io: Serial,
+    /// Sessions with a `start_recording` queued on `io`.
+    pub starting: crate::store::offload::Marks,
 }
 
 impl CallObserver for Recorder {
     fn watches(&self, session: &str) -> bool {
-        self.active.contains_key(session)
+        self.active.contains_key(session) || self.starting.is_marked(session)
     }
 
     fn finished<'a>(
@@ -62,6 +64,7 @@ impl Recorder {
             active: Arc::default(),
             index: Arc::new(Index::new()),
             io: Serial::default(),
+            starting: Default::default(),
         }
     }
 
@@ -250,6 +253,11 @@ impl Recorder {
             .is_some_and(|q| q.starts_with("hub__record_"))
         {
             return None;
+        }
+        // A start_recording sent before this call may still be queued: it
+        // comes first.
+        if !self.active.contains_key(session) && self.starting.is_marked(session) {
+            self.io.barrier(session).await;
         }
         let active = self.active.get(session)?.clone();
         let cfg = hub.config();

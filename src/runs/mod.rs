@@ -77,6 +77,8 @@ pub struct Runs {
     /// The run messages' file work, in order per connection, off the
     /// runtime's threads (`handle`).
     io: Serial,
+    /// Sessions with a `set_run` queued on `io`.
+    setting: crate::store::offload::Marks,
 }
 
 impl Runs {
@@ -96,6 +98,7 @@ impl Runs {
             locks: DashMap::new(),
             index: index::Index::default(),
             io: Serial::default(),
+            setting: Default::default(),
         }
     }
 
@@ -348,6 +351,10 @@ impl Runs {
         if tools::is_run_tool(tool) {
             return None;
         }
+        // A set_run sent before this call may still be queued: it comes first.
+        if self.setting.is_marked(session) {
+            self.io.barrier(session).await;
+        }
         let run_id = match self.current(session) {
             Current::Set(id) => id,
             Current::Unset => return None,
@@ -495,6 +502,7 @@ impl CallObserver for Runs {
     /// [`Runs::current`]'s to say.
     fn watches(&self, session: &str) -> bool {
         self.sessions.contains_key(session)
+            || self.setting.is_marked(session)
             || self.env.is_some()
             || self.default.lock().map_or(true, |d| d.is_some())
     }
@@ -551,9 +559,12 @@ fn enum_field<T: serde::de::DeserializeOwned + serde::Serialize>(
 /// them; the reply goes out from the job.
 pub fn handle(runs: &Arc<Runs>, out: &Outbox, id: MsgId, msg: RunMsg) {
     let (me, owner) = (runs.clone(), out.clone());
+    // A call sent after set_run waits for it before it is logged.
+    let mark = matches!(msg, RunMsg::Set(_)).then(|| runs.setting.mark(&out.session));
     let job = runs.io.run(&[out.session.as_str()], move || {
         let out = owner;
         answer(&me, &out, &id, msg);
+        drop(mark);
         Ok(())
     });
     tokio::spawn(job);

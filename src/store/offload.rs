@@ -91,6 +91,56 @@ impl Serial {
     pub fn busy_keys(&self) -> usize {
         self.tails.lock().map(|t| t.len()).unwrap_or(0)
     }
+
+    /// Resolves once every job queued under `key` so far has run.
+    pub fn barrier(&self, key: &str) -> impl Future<Output = ()> + Send + 'static {
+        let done = self.run(&[key], || Ok(()));
+        async move {
+            let _ = done.await;
+        }
+    }
+}
+
+/// Keys (sessions) with a job queued that changes what a call's observer
+/// does (`start_recording`, `set_run`). A call that finishes meanwhile
+/// waits for that job ([`Serial::barrier`]) before its observer decides,
+/// so a call sent right after `start_recording` is recorded: it never
+/// overtakes the job on its way to the blocking pool.
+#[derive(Default)]
+pub struct Marks(Arc<Mutex<HashMap<String, usize>>>);
+
+/// One queued job's mark; dropping it (when the job has run) clears it.
+pub struct Mark {
+    marks: Arc<Mutex<HashMap<String, usize>>>,
+    key: String,
+}
+
+impl Marks {
+    pub fn mark(&self, key: &str) -> Mark {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        *m.entry(key.to_string()).or_default() += 1;
+        Mark {
+            marks: self.0.clone(),
+            key: key.to_string(),
+        }
+    }
+
+    pub fn is_marked(&self, key: &str) -> bool {
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.contains_key(key)
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        let mut m = self.marks.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.key);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

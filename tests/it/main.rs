@@ -13,6 +13,7 @@ mod gate;
 mod lifecycle;
 mod mcp;
 mod messages;
+mod ordering;
 mod playwright;
 mod protocol;
 mod recording;
