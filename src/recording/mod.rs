@@ -109,7 +109,17 @@ fn answer(recorder: &Recorder, cfg: &Config, out: &Outbox, id: &MsgId, msg: Reco
         }
         RecordingMsg::Update(r) => {
             let id = r.recording_id.clone();
-            let done = update(storage, r, &cfg.security);
+            // Rewriting a file that is being appended to would lose the
+            // appends (and renumber the steps under the recorder).
+            let done = if recorder.is_being_recorded(&id) {
+                Err(HubError::new(
+                    ErrorType::InvalidMessage,
+                    format!("recording {id} is being recorded right now; update_recording would lose the steps still being appended"),
+                )
+                .with_suggestion("send stop_recording on the connection that records it, then update_recording"))
+            } else {
+                update(storage, r, &cfg.security)
+            };
             if done.is_ok() {
                 recorder.rewritten(&id);
             }

@@ -139,6 +139,15 @@ impl Recorder {
         self.active.contains_key(session)
     }
 
+    /// Whether some connection is recording into `id` right now.
+    pub fn is_being_recorded(&self, id: &str) -> bool {
+        self.active.iter().any(|a| {
+            a.value()
+                .lock()
+                .is_ok_and(|a| a.id == id && a.stopped.is_none())
+        })
+    }
+
     /// Start recording for `session`; the header is written and synced.
     pub fn start(&self, session: &str, req: StartReq) -> Result<Value, HubError> {
         let StartReq {

@@ -74,3 +74,38 @@ async fn a_call_sent_right_after_set_run_is_logged_into_that_run() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_recording_being_recorded_is_not_rewritten_under_the_recorder() {
+    let (_hub, mut c) = hub_with_t(json!({})).await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    let r = c.call("t__echo", json!({"message": "one"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    let refused = c
+        .request(json!({"type": "update_recording", "recordingId": id, "name": "renamed"}))
+        .await;
+    assert_eq!(
+        refused["error"]["errorType"], "INVALID_MESSAGE",
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["suggestion"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stop_recording"),
+        "{refused}"
+    );
+    c.call("t__echo", json!({"message": "two"})).await;
+    c.request(json!({"type": "stop_recording"})).await;
+    let updated = c
+        .request(json!({"type": "update_recording", "recordingId": id, "name": "renamed"}))
+        .await;
+    assert_eq!(updated["type"], "recording_updated", "{updated}");
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let steps = got["recording"]["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 2, "no step was lost: {got}");
+    assert_eq!(got["recording"]["header"]["name"], "renamed", "{got}");
+}
