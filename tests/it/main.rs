@@ -6,6 +6,7 @@ mod support;
 mod artifacts;
 mod assertions;
 mod batch;
+mod browser_tabs;
 mod durable;
 mod extension;
 mod faults;

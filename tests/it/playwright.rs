@@ -12,6 +12,12 @@ const PAGE: &str = "<!doctype html><html><head><title>Toolhub test page</title><
 
 /// A one-page HTTP server on 127.0.0.1:0; returns its URL.
 async fn serve_page() -> String {
+    serve_html(PAGE).await
+}
+
+/// An HTTP server on 127.0.0.1:0 answering every request with `page`;
+/// returns its URL.
+pub async fn serve_html(page: &'static str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -22,8 +28,8 @@ async fn serve_page() -> String {
                 let mut buf = [0u8; 4096];
                 let _ = s.read(&mut buf).await;
                 let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{PAGE}",
-                    PAGE.len()
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
                 );
                 let _ = s.write_all(resp.as_bytes()).await;
             });

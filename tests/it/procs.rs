@@ -71,10 +71,36 @@ pub fn tree(leader: i32) -> Vec<Proc> {
     mine
 }
 
+/// Every descendant of `pid` (not `pid` itself).
+pub fn descendants(pid: i32) -> Vec<Proc> {
+    let every = all();
+    let mut mine: Vec<i32> = vec![pid];
+    let mut out: Vec<Proc> = Vec::new();
+    loop {
+        let more: Vec<Proc> = every
+            .iter()
+            .filter(|p| !mine.contains(&p.pid) && mine.contains(&p.ppid))
+            .cloned()
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        mine.extend(more.iter().map(|p| p.pid));
+        out.extend(more);
+    }
+    out.retain(|p| p.state != 'Z');
+    out
+}
+
 /// Is this very process (same pid, same start) still alive? A zombie
 /// counts as dead: some sandboxes' PID 1 never reaps orphans.
 pub fn alive(p: &Proc) -> bool {
     stat(p.pid).is_some_and(|now| now.start == p.start && now.state != 'Z')
+}
+
+/// How many of `procs` are named like a chromium process.
+pub fn chromium_count(procs: &[Proc]) -> usize {
+    procs.iter().filter(|p| p.comm.contains("chrom")).count()
 }
 
 /// Wait (polling /proc every 50 ms, up to `limit`) until none of `procs`
