@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 
 use crate::instances::{health_until, server_health, session_id};
 use crate::mcp::driver::{text_of, Driver};
-use crate::playwright::{playwright_entry, serve_html};
+use crate::pages::serve_html;
+use crate::playwright::playwright_entry;
 use crate::procs::{self, wait_gone, Proc};
 use crate::servers::wait_running;
 use crate::support::{with_test_defaults, Client, TestHub};

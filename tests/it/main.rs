@@ -16,6 +16,7 @@ mod lifecycle;
 mod mcp;
 mod messages;
 mod ordering;
+mod pages;
 mod playwright;
 mod procs;
 mod protocol;

@@ -2,8 +2,8 @@
 //! recording with screenshots, and the browser health check.
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::pages::serve_html;
 use crate::servers::wait_running;
 use crate::support::{npm_bin, TestHub};
 
@@ -13,29 +13,6 @@ const PAGE: &str = "<!doctype html><html><head><title>Toolhub test page</title><
 /// A one-page HTTP server on 127.0.0.1:0; returns its URL.
 async fn serve_page() -> String {
     serve_html(PAGE).await
-}
-
-/// An HTTP server on 127.0.0.1:0 answering every request with `page`;
-/// returns its URL.
-pub async fn serve_html(page: &'static str) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                let _ = s.read(&mut buf).await;
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-                let _ = s.write_all(resp.as_bytes()).await;
-            });
-        }
-    });
-    format!("http://{addr}/")
 }
 
 pub fn playwright_entry(out: &std::path::Path, exe: &str) -> Value {
