@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 #[path = "common/hub.rs"]
 mod hub;
-use hub::{Client, Running};
+use hub::{flag, Client, Running};
 
 const CLIENTS: usize = 4;
 /// One cycle of load: `ACTIVE` of work, then a quiet gap.
@@ -58,14 +58,6 @@ fn write_config(dir: &Path, n: u64) -> PathBuf {
     std::fs::write(&tmp, config.to_string()).expect("config");
     std::fs::rename(&tmp, &path).expect("config rename");
     path
-}
-
-fn flag(name: &str) -> Option<u64> {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
 }
 
 /// Is a reply a success (a `tool_result` or a `batch_complete`)?

@@ -20,6 +20,15 @@ use tokio_tungstenite::tungstenite::Message;
 pub type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// The number after `name` on the command line (`--secs 300`), if any.
+pub fn flag(name: &str) -> Option<u64> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+}
+
 /// A hub process on a folder, with its log kept for waiting on lines.
 pub struct Running {
     child: Child,
@@ -123,6 +132,11 @@ impl Running {
     pub fn count_log(&self, needle: &str) -> usize {
         let log = self.log.lock().expect("log");
         log.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// The hub's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("pid")
     }
 
     pub fn rss_kib(&self) -> u64 {
