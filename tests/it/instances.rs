@@ -623,3 +623,41 @@ async fn mcp_sessions_get_their_own_instances_and_lose_them_when_they_end() {
     let t = health_of_t(&mut c).await;
     assert_eq!(instance_count(&t), 1, "{t}");
 }
+
+#[tokio::test]
+async fn a_running_batch_holds_its_context_past_its_session_then_lets_it_go() {
+    let (hub, mut c) = start(8, 600_000).await;
+    c.send(
+        json!({"type": "tool_batch", "id": "held", "context": "tab", "steps": [
+            {"tool": "t__memo", "params": {"value": "held"}},
+            {"tool": "t__slow", "params": {"ms": 1500}},
+            {"tool": "t__memo", "params": {}}
+        ]}),
+    )
+    .await;
+    let s0 = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["batchId"] == "held" && v["stepIndex"] == 0
+        })
+        .await;
+    let pid = s0["result"]["pid"].as_i64().expect("pid") as i32;
+    let procs = live(pid);
+    // The session ends (sessionGraceMs 0) while step 1 runs.
+    c.ws.close(None).await.expect("close");
+    drop(c);
+    wait_gone(
+        &procs,
+        Duration::from_millis(1500) + GONE,
+        "a batch's instance",
+    )
+    .await;
+    // It went only once the batch's last step had run in it.
+    let log = crate::support::call_log(&hub.path(), "t");
+    let last = log.last().expect("calls");
+    assert_eq!(
+        (&last["tool"], &last["pid"]),
+        (&json!("memo"), &json!(pid)),
+        "{log:?}"
+    );
+    assert_eq!(log.len(), 3, "{log:?}");
+}
