@@ -298,7 +298,12 @@ async fn main() {
     }
     let left: Vec<&Proc> = noted.iter().filter(|p| procs::alive(p)).collect();
     let extra_now = extra(&hub, &baseline);
-    let h = watcher.request(json!({"type": "health_check"})).await;
+    // A fresh socket: one silent for minutes is dropped (server.idleTimeout).
+    let h = hub
+        .connect()
+        .await
+        .request(json!({"type": "health_check"}))
+        .await;
     let instances = h["servers"][0]["instances"]
         .as_array()
         .map(Vec::len)
@@ -322,7 +327,6 @@ async fn main() {
     if !left.is_empty() || !extra_now.is_empty() {
         println!("left behind: {left:?} {extra_now:?}");
     }
-    drop(watcher);
     Arc::try_unwrap(hub)
         .ok()
         .expect("hub still shared")
