@@ -1,0 +1,138 @@
+//! Client contexts beyond single calls (issue 31): a live replay runs in a
+//! context of its own, whose instance stops when the replay ends, or in
+//! the one it names; `resume_task` with `context` moves the rest of a task
+//! into that context.
+
+use serde_json::{json, Value};
+
+use crate::recording::replay;
+use crate::servers::wait_running;
+use crate::support::{testserver_entry, Client, TestHub};
+
+async fn start() -> (TestHub, Client) {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut t = testserver_entry(dir.path(), "t", &[]);
+    t["scope"] = json!("context");
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": t}, "server": {"sessionGraceMs": 0}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    (hub, c)
+}
+
+/// The contexts of `t`'s instances now, as health lists them.
+async fn instances(c: &mut Client) -> Vec<String> {
+    let h = c.request(json!({"type": "health_check"})).await;
+    let t = h["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .find(|s| s["name"] == "t")
+        .cloned()
+        .expect("t");
+    let mut out: Vec<String> = t["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| i["context"].as_str().expect("context").to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn pid(r: &Value) -> i64 {
+    r["result"]["pid"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no pid: {r}"))
+}
+
+#[tokio::test]
+async fn a_replay_runs_in_a_context_of_its_own_or_in_the_one_it_names() {
+    let (_hub, mut c) = start().await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    let mine = c
+        .call("t__memo", json!({"value": "the session's page"}))
+        .await;
+    c.request(json!({"type": "stop_recording"})).await;
+    let session = mine["context"].as_str().expect("context").to_string();
+
+    let (steps, done) = replay(&mut c, json!({"recordingId": id})).await;
+    assert_eq!(done["type"], "replay_complete", "{done}");
+    let actual = &steps[0]["actual"]["result"];
+    assert_ne!(
+        actual["pid"].as_i64(),
+        Some(pid(&mine)),
+        "its own instance: {actual}"
+    );
+    assert_eq!(
+        actual["memo"], "the session's page",
+        "it replayed the recorded value into a fresh memo: {actual}"
+    );
+    assert_eq!(
+        instances(&mut c).await,
+        vec![session.clone()],
+        "the replay's own instance stopped with it"
+    );
+    let again = c.call("t__memo", json!({})).await;
+    assert_eq!(again["result"]["memo"], "the session's page", "{again}");
+    assert_eq!(pid(&again), pid(&mine), "the session kept its instance");
+
+    let (steps, _) = replay(&mut c, json!({"recordingId": id, "context": "tab-7"})).await;
+    let in_tab = c
+        .request(json!({"type": "tool_call", "tool": "t__memo", "params": {}, "context": "tab-7"}))
+        .await;
+    assert_eq!(
+        steps[0]["actual"]["result"]["pid"].as_i64(),
+        Some(pid(&in_tab)),
+        "the named context's instance ran the replay and stays: {in_tab}"
+    );
+    assert_eq!(
+        instances(&mut c).await,
+        vec![session.clone(), format!("{session}/tab-7")]
+    );
+}
+
+#[tokio::test]
+async fn resume_task_with_a_context_runs_the_rest_there() {
+    let (_hub, mut c) = start().await;
+    c.send(
+        json!({"type": "tool_batch", "id": "b", "context": "tab-a", "steps": [
+            {"tool": "t__flaky", "params": {"key": "once", "failures": 1}, "retry": false},
+            {"tool": "t__memo", "params": {"value": "resumed"}}
+        ]}),
+    )
+    .await;
+    let done = c
+        .recv_where("batch b", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "b"
+        })
+        .await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let task = done["taskId"].as_str().expect("taskId").to_string();
+    // No reply: the task's events follow.
+    c.send(json!({"type": "resume_task", "id": "again", "taskId": task, "context": "tab-b"}))
+        .await;
+    let step = c
+        .recv_where("the memo step", |v| {
+            v["type"] == "batch_step_result"
+                && v["taskId"] == task
+                && v["tool"] == "t__memo"
+                && v["skipped"] != true
+        })
+        .await;
+    assert_eq!(step["success"], true, "{step}");
+    let in_b = c
+        .request(json!({"type": "tool_call", "tool": "t__memo", "params": {}, "context": "tab-b"}))
+        .await;
+    assert_eq!(
+        in_b["result"]["memo"], "resumed",
+        "the rest ran in tab-b: {in_b}"
+    );
+    assert_eq!(step["result"]["pid"].as_i64(), Some(pid(&in_b)));
+    let ctx = instances(&mut c).await;
+    assert!(ctx.iter().any(|c| c.ends_with("/tab-a")), "{ctx:?}");
+}
