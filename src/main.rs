@@ -99,6 +99,7 @@ fn main() -> ExitCode {
             }
         };
     }
+    toolhub::trim::limit_arenas(config.server.runtime_workers());
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(config.server.runtime_workers())
         .thread_name("toolhub-worker")

@@ -6,6 +6,13 @@
 //! worth of RSS for good. Once the frees have been quiet for half a second,
 //! `malloc_trim(0)` returns the free pages to the system (a few
 //! milliseconds, on the blocking pool, off any request path).
+//!
+//! And [`limit_arenas`]: glibc gives threads that allocate at the same
+//! moment arenas of their own, up to 8 per core, and never gives an arena
+//! back. A hub's runtime threads come and go (the blocking pool), so under
+//! a long load it kept opening arenas, each holding a few MiB of
+//! fragments: RSS crept up for half an hour (issue 33's soak). The hub
+//! caps them at one per runtime worker.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,6 +23,25 @@ use tokio::sync::Notify;
 const QUIET: Duration = Duration::from_millis(500);
 
 static WAKE: OnceLock<Arc<Notify>> = OnceLock::new();
+
+/// Cap glibc's malloc arenas at `workers` (at least 2), unless
+/// `MALLOC_ARENA_MAX` (or `GLIBC_TUNABLES`) says otherwise. Called once,
+/// before the runtime's threads start.
+pub fn limit_arenas(workers: usize) {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some()
+        || std::env::var_os("GLIBC_TUNABLES").is_some()
+    {
+        return;
+    }
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; no memory is
+    // touched.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, workers.clamp(2, 64) as libc::c_int);
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = workers;
+}
 
 /// Memory was freed in bulk (a connection ended, tasks were pruned): trim
 /// once the frees settle.
