@@ -136,3 +136,51 @@ async fn resume_task_with_a_context_runs_the_rest_there() {
     let ctx = instances(&mut c).await;
     assert!(ctx.iter().any(|c| c.ends_with("/tab-a")), "{ctx:?}");
 }
+
+#[tokio::test]
+async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context() {
+    let (hub, mut c) = start().await;
+    c.send(
+        json!({"type": "tool_batch", "id": "job", "context": "tab-r", "steps": [
+            {"tool": "t__memo", "params": {"value": "the old page"}},
+            {"tool": "t__slow", "params": {"ms": 800, "message": "slow done"}},
+            {"tool": "t__memo", "params": {}}
+        ]}),
+    )
+    .await;
+    let s0 = c
+        .recv_where("step 0", |v| {
+            v["type"] == "batch_step_result" && v["batchId"] == "job" && v["stepIndex"] == 0
+        })
+        .await;
+    let context = format!("{}/tab-r", crate::instances::session_id(&c));
+    let task_id = s0["taskId"].clone();
+    hub.wait_log("testserver t call slow").await;
+    let hub = hub.crash_and_restart().await;
+    let journal = std::fs::read_to_string(hub.path().join(format!(
+        "state/tasks/{}.jsonl",
+        task_id.as_str().unwrap_or("?")
+    )))
+    .expect("journal");
+    assert!(
+        journal.contains(&context),
+        "the journal records the context"
+    );
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    let (steps, done) = crate::durable::resume_to_end(&mut c, &task_id, json!({})).await;
+    assert_eq!(done["state"], "success", "{done}");
+    assert!(
+        steps.iter().any(|s| s["stepIndex"] == 1),
+        "the step cut by the crash is run again (after its uncertain confirm): {steps:?}"
+    );
+    let last = steps.last().expect("steps");
+    assert_eq!(last["stepIndex"], 2, "{steps:?}");
+    assert_eq!(
+        last["result"]["memo"],
+        Value::Null,
+        "a fresh instance: the old page is gone with the old hub: {last}"
+    );
+    assert_ne!(last["result"]["pid"], s0["result"]["pid"], "{last}");
+    assert_eq!(instances(&mut c).await, vec![context]);
+}
