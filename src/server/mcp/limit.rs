@@ -5,6 +5,10 @@
 //! (`handler::HubServer::initialize`), which holds it until rmcp drops the
 //! session (DELETE, idle reaping, shutdown, a handshake never finished);
 //! a request that never reaches the handler drops it on the way.
+//!
+//! It also keeps each session's idleness for the reaper (`idle`): the
+//! sessions an `initialize` opens, and each request of a session while it
+//! is in flight.
 
 use std::sync::{Arc, Mutex};
 
@@ -40,7 +44,8 @@ pub async fn limit(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) ->
         if let Some(refused) = era_mismatch(&ep, sid, req.headers()) {
             return refused;
         }
-        return next.run(req).await;
+        let busy = sid.to_str().ok().and_then(|id| ep.idle.busy(id));
+        return super::idle::hold(next.run(req).await, busy);
     }
     if req.method() != Method::POST {
         return next.run(req).await;
@@ -50,18 +55,31 @@ pub async fn limit(State(ep): State<Arc<Endpoint>>, req: Request, next: Next) ->
         Ok(b) => b,
         Err(resp) => return resp,
     };
-    if let Some(id) = initialize_id(&bytes) {
-        match Slot::reserve(&ep.app.hub) {
-            Ok(slot) => {
-                parts
-                    .extensions
-                    .insert(Ticket(Arc::new(Mutex::new(Some(slot)))));
-            }
-            Err(e) => return super::refusal(StatusCode::SERVICE_UNAVAILABLE, id, e),
+    let Some(id) = initialize_id(&bytes) else {
+        return next
+            .run(Request::from_parts(parts, Body::from(bytes)))
+            .await;
+    };
+    match Slot::reserve(&ep.app.hub) {
+        Ok(slot) => {
+            parts
+                .extensions
+                .insert(Ticket(Arc::new(Mutex::new(Some(slot)))));
         }
+        Err(e) => return super::refusal(StatusCode::SERVICE_UNAVAILABLE, id, e),
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    let resp = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    // The session it opened is idle from now on until its next request.
+    if let Some(sid) = resp
+        .headers()
+        .get(super::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        ep.idle.opened(sid);
+    }
+    resp
 }
 
 /// A request of a session (whose `initialize` negotiated a version with a

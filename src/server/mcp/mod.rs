@@ -11,6 +11,7 @@
 
 mod call;
 mod handler;
+mod idle;
 mod limit;
 pub mod names;
 mod paging;
@@ -45,6 +46,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 pub struct Endpoint {
     pub app: App,
     sessions: Arc<Sessions>,
+    /// The sessions' idleness (`server.mcpSessionIdle`), kept by `limit`.
+    idle: Arc<idle::Idle>,
     names: NameCache,
     /// Exposed prompt name -> (server, the server's own name), as last listed.
     prompt_names: Mutex<BTreeMap<String, (String, String)>>,
@@ -114,13 +117,17 @@ pub fn router(app: App, gate: Gate) -> Router {
     let sessions = Sessions::new(hub.clone());
     hub.set_relay(sessions.clone());
     sessions::spawn_tool_watch(hub.clone(), sessions.clone());
-    // rmcp ends a session idle for `server.mcpSessionIdle` (read at start).
+    // The hub, not rmcp, ends a session idle for `server.mcpSessionIdle`
+    // (read at start): rmcp's clock would end it during a long call.
     let mut manager = LocalSessionManager::default();
-    manager.session_config.keep_alive = Some(hub.config().server.mcp_session_idle);
+    manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
+    let idle = idle::Idle::new(hub.config().server.mcp_session_idle);
+    idle::spawn_reaper(idle.clone(), manager.clone(), hub.shutdown.child_token());
     let ep = Arc::new(Endpoint {
         app,
         sessions,
+        idle,
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
     });

@@ -104,3 +104,38 @@ async fn a_reaped_idle_mcp_session_frees_its_slot() {
     let r = post(&hub, None, true, initialize(22)).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+/// A call longer than `mcpSessionIdle` keeps its session (rmcp's own clock
+/// ended it mid-call); once nothing of the session is in flight, the idle
+/// time runs and the session ends, and its id is unknown afterwards.
+#[tokio::test]
+async fn a_call_longer_than_mcp_session_idle_keeps_its_session_then_it_is_reaped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let t = crate::support::testserver_entry(dir.path(), "t", &[]);
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": t}, "server": {"mcpSessionIdle": 1000}}),
+    )
+    .await;
+    let mut ws = hub.connect().await;
+    crate::servers::wait_running(&mut ws, "t").await;
+    let a = open(&hub, json!({})).await;
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "t__slow", "arguments": {"ms": 2500, "message": "slow done"}}});
+    let r = post(&hub, Some(&a), true, call).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let answer = super::direct::message(&r);
+    assert_eq!(answer["id"], 5, "{answer}");
+    assert!(
+        answer["result"].to_string().contains("slow done"),
+        "{answer}"
+    );
+    let list = json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"});
+    let r = post(&hub, Some(&a), true, list.clone()).await;
+    assert_eq!(r.status, 200, "the session outlived its call: {}", r.body);
+
+    hub.wait_log("MCP session idle").await;
+    hub.wait_log("MCP session closed").await;
+    let r = post(&hub, Some(&a), true, list).await;
+    assert_eq!(r.status, 404, "a reaped session is gone: {}", r.body);
+}
