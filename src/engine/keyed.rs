@@ -63,12 +63,19 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
         }
         Claim::New(guard) => {
             // Known from a journal (a restart, or the key left memory).
-            if let Some(t) = engine.by_call_key(&key) {
-                if t.call_key.get().is_some_and(|k| k.hash != hash) {
+            if let Some((task_id, mark)) = engine.by_call_key(&key) {
+                if mark.hash != hash {
                     return reply_err(&out, &id, conflict(&key));
                 }
-                guard.finish(json!({"taskId": t.id}));
-                tokio::spawn(answer_repeat(out, id, t));
+                guard.finish(json!({"taskId": task_id}));
+                // A finished task's journal is read off the runtime's thread.
+                let engine = engine.clone();
+                tokio::spawn(async move {
+                    match engine.load(&task_id).await {
+                        Some(t) => answer_repeat(out, id, t).await,
+                        None => reply_err(&out, &id, gone(&key, &task_id)),
+                    }
+                });
                 return;
             }
             let batch_id = id
@@ -121,6 +128,16 @@ fn reply_err(out: &Outbox, id: &MsgId, e: HubError) {
 
 fn invalid(m: String) -> HubError {
     HubError::new(ErrorType::InvalidMessage, m)
+}
+
+/// The task a key names is no longer kept (pruned between the lookup
+/// and the read).
+fn gone(key: &str, task_id: &str) -> HubError {
+    HubError::new(
+        ErrorType::NotFound,
+        format!("the task {task_id} that callKey \"{key}\" started is no longer kept"),
+    )
+    .with_suggestion("send the batch again with a new callKey to run it again")
 }
 
 /// A key sent again with another request.

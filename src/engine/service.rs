@@ -10,6 +10,7 @@ use super::task::Task;
 use super::template::Templates;
 use crate::hub::observe::CallObserver;
 use crate::hub::Hub;
+use crate::store::journal::CallKeyMark;
 
 /// The task engine: live and finished tasks of this hub run. A cheap handle;
 /// it reaches the call layer through its [`Hub`] and tells the observer
@@ -87,27 +88,28 @@ impl Engine {
         }
     }
 
-    /// The task a batch with `callKey` `key` started, in memory or in the
-    /// finished-task index (after a restart the in-memory keys are gone,
-    /// the journals keep them).
-    pub fn by_call_key(&self, key: &str) -> Option<Arc<Task>> {
-        let live = self
-            .tasks
-            .iter()
-            .find(|t| t.call_key.get().is_some_and(|k| k.key == key))
-            .map(|t| t.clone());
+    /// The id and key mark of the task a batch with `callKey` `key`
+    /// started, in memory or in the finished-task index (after a restart
+    /// the in-memory keys are gone, the journals keep them). Reads no
+    /// file: [`load`](Self::load) the task by its id.
+    pub fn by_call_key(&self, key: &str) -> Option<(String, CallKeyMark)> {
+        let live = self.tasks.iter().find_map(|t| {
+            t.call_key
+                .get()
+                .filter(|k| k.key == key)
+                .map(|k| (t.id.clone(), k.clone()))
+        });
         if live.is_some() {
             return live;
         }
-        let id = {
-            let ix = self.store.finished.lock();
-            let found = ix
-                .entries()
-                .find(|e| e.call_key.as_ref().is_some_and(|k| k.key == key))
-                .map(|e| e.id.clone());
-            found
-        }?;
-        self.get(&id)
+        let ix = self.store.finished.lock();
+        let found = ix.entries().find_map(|e| {
+            e.call_key
+                .as_ref()
+                .filter(|k| k.key == key)
+                .map(|k| (e.id.clone(), k.clone()))
+        });
+        found
     }
 
     /// [`get`](Self::get), with a finished task's journal read back on the
