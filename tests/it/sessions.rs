@@ -341,16 +341,25 @@ async fn a_session_past_its_grace_is_gone_and_grace_zero_drops_at_once() {
 }
 
 /// Single calls belong to their session: when it ends they are cancelled
-/// (the command is killed before it appends); a batch goes on as a task.
+/// (each of 100 commands is killed before it appends, and the server sees
+/// a `notifications/cancelled` for each of its calls); a batch goes on as
+/// a task.
 #[tokio::test]
 async fn a_session_that_ends_cancels_its_calls_but_not_its_batches() {
-    let hub = hub_with(json!({"server": {"sessionGraceMs": 0}})).await;
+    let hub =
+        hub_with(json!({"server": {"sessionGraceMs": 0, "maxInFlightPerSession": 128}})).await;
     let ws = hub.dir.path().join("workspace");
     let mut a = Sock::open(&hub).await;
-    for i in 0..10 {
+    for i in 0..100 {
         a.send(json!({"type": "tool_call", "id": i, "tool": "run_command", "params": {"command": "sleep 2; echo late >> dropped.txt"}}))
             .await;
     }
+    for i in 0..20 {
+        a.send(json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__slow", "params": {"ms": 5000}}))
+            .await;
+    }
+    // Every slow call reached the server before the socket drops.
+    hub.wait_log_count("testserver t call slow", 20).await;
     a.send(json!({"type": "tool_batch", "id": "survives", "steps": [
         {"tool": "run_command", "params": {"command": "sleep 1; echo batch >> batch.txt"}}
     ]}))
@@ -381,6 +390,7 @@ async fn a_session_that_ends_cancels_its_calls_but_not_its_batches() {
         !ws.join("dropped.txt").exists(),
         "a cancelled call still ran to its end"
     );
+    hub.wait_log_count("testserver t cancelled slow", 20).await;
 }
 
 #[tokio::test]
@@ -481,30 +491,32 @@ async fn a_batch_call_key_outlives_a_restart() {
 
 #[tokio::test]
 async fn calls_over_the_session_cap_fail_at_once() {
-    let hub = hub_with(json!({"server": {"maxInFlightPerSession": 8}})).await;
+    // The default cap (server.maxInFlightPerSession 64) against 200 calls.
+    let hub = hub_with(json!({})).await;
     let mut s = Sock::open(&hub).await;
-    for i in 0..20 {
-        s.send(json!({"type": "tool_call", "id": i, "tool": "t__slow", "params": {"ms": 2000}}))
+    for i in 0..200 {
+        s.send(json!({"type": "tool_call", "id": i, "tool": "t__slow", "params": {"ms": 3000}}))
             .await;
     }
-    let mut ok = 0;
-    let mut limited = 0;
-    for _ in 0..20 {
+    let (mut ok, mut limited) = (0, 0);
+    for _ in 0..200 {
         let r = s
             .until(|v| v["type"] == "tool_result" || v["type"] == "error")
             .await;
         if r["success"] == true {
             ok += 1;
-        } else {
-            assert_eq!(r["error"]["errorType"], "LIMIT_EXCEEDED", "{r}");
-            assert!(r["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("maxInFlightPerSession"));
-            limited += 1;
+            continue;
         }
+        assert_eq!(r["error"]["errorType"], "LIMIT_EXCEEDED", "{r}");
+        assert!(r["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("maxInFlightPerSession"));
+        // At once: refused while the first 64 are still running.
+        assert_eq!(ok, 0, "a refusal came after a call finished: {r}");
+        limited += 1;
     }
-    assert_eq!((ok, limited), (8, 12));
+    assert_eq!((ok, limited), (64, 136));
 }
 
 /// Sessions waiting for a resume are bounded apart (they hold no slot):
