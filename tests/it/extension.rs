@@ -8,8 +8,8 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
+use crate::node_script::{self, NodeScript};
 use crate::support::{testserver_entry, write_config, TestHub};
 
 /// The id the manifest's `key` gives the extension.
@@ -20,9 +20,7 @@ fn root() -> PathBuf {
 }
 
 fn screenshots() -> PathBuf {
-    let out = root().join("target/extension-screenshots");
-    std::fs::create_dir_all(&out).expect("screenshot folder");
-    out
+    node_script::screenshots("extension-screenshots")
 }
 
 /// The hub the browser tests use: test servers `t` (on) and `u` (off, with
@@ -58,61 +56,28 @@ async fn the_block_parser_passes_its_unit_tests() {
 }
 
 /// `node tests/extension/run.mjs` against `hub`, answering its `ask:` lines.
-struct Script {
-    node: tokio::process::Child,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    seen: Vec<String>,
-}
+struct Script(NodeScript);
 
 impl Script {
     fn start(hub: &TestHub, env: &[(&str, String)]) -> Script {
-        let mut cmd = tokio::process::Command::new("node");
-        cmd.arg(root().join("tests/extension/run.mjs"))
-            .env("HUB_WS", hub.url())
-            .env("TOKEN", hub.token.clone().expect("token"))
-            .env("HUB_DIR", hub.path())
-            .env("OUT", screenshots())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut node = cmd
-            .spawn()
-            .expect("node (tests need Node.js and npm ci --prefix tests)");
-        let stdout = node.stdout.take().expect("stdout");
-        Script {
-            node,
-            lines: BufReader::new(stdout).lines(),
-            seen: Vec::new(),
-        }
-    }
-
-    async fn next_line(&mut self) -> Option<String> {
-        let l = tokio::time::timeout(Duration::from_secs(300), self.lines.next_line())
-            .await
-            .expect("the browser script said nothing for 300 s")
-            .ok()
-            .flatten()?;
-        eprintln!("[extension] {l}");
-        self.seen.push(l.clone());
-        Some(l)
-    }
-
-    async fn say(&mut self, line: &str) {
-        let stdin = self.node.stdin.as_mut().expect("stdin");
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .expect("write to the script");
+        let mut all = vec![
+            ("HUB_WS", hub.url()),
+            ("TOKEN", hub.token.clone().expect("token")),
+            ("HUB_DIR", hub.path().display().to_string()),
+        ];
+        all.extend(env.iter().cloned());
+        Script(NodeScript::start(
+            "tests/extension/run.mjs",
+            "extension",
+            screenshots(),
+            &all,
+        ))
     }
 
     /// Run to the end, answering `ask:` lines; the hub may be replaced
     /// (`restart-hub`), so it is given back.
     async fn run(mut self, mut hub: TestHub) -> TestHub {
-        while let Some(l) = self.next_line().await {
+        while let Some(l) = self.0.next_line().await {
             let Some(cmd) = l.strip_prefix("ask: ") else {
                 continue;
             };
@@ -127,22 +92,9 @@ impl Script {
             } else {
                 format!("unknown request {cmd:?}")
             };
-            self.say(&answer).await;
+            self.0.say(&answer).await;
         }
-        let status = tokio::time::timeout(crate::support::WAIT, self.node.wait())
-            .await
-            .expect("the browser script did not exit")
-            .expect("wait");
-        let mut err = String::new();
-        if let Some(mut e) = self.node.stderr.take() {
-            let _ = e.read_to_string(&mut err).await;
-        }
-        assert!(
-            status.success() && self.seen.last().map(String::as_str) == Some("done"),
-            "the extension failed (screenshots in {}):\n{}\n{err}",
-            screenshots().display(),
-            self.seen.join("\n")
-        );
+        self.0.finish().await;
         hub
     }
 }
@@ -290,17 +242,7 @@ async fn the_extension_keeps_its_socket_through_60_s_of_idleness() {
 
 impl Script {
     /// The profile-only run (SETUP_ONLY): no requests, `done` at the end.
-    async fn run_setup(mut self) {
-        while self.next_line().await.is_some() {}
-        let status = self.node.wait().await.expect("wait");
-        let mut err = String::new();
-        if let Some(mut e) = self.node.stderr.take() {
-            let _ = e.read_to_string(&mut err).await;
-        }
-        assert!(
-            status.success(),
-            "setting up the profile failed:\n{}\n{err}",
-            self.seen.join("\n")
-        );
+    async fn run_setup(self) {
+        self.0.finish().await;
     }
 }

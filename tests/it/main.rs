@@ -16,6 +16,7 @@ mod instances;
 mod lifecycle;
 mod mcp;
 mod messages;
+mod node_script;
 mod ordering;
 mod pages;
 mod playwright;

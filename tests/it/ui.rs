@@ -3,12 +3,12 @@
 //! against this hub and the fault-injecting test server.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::gate::upgrade_status;
+use crate::node_script::{self, NodeScript};
 use crate::servers::{hub_with, wait_running};
 use crate::support::{call_log, testserver_entry, write_config, TestHub};
 
@@ -117,82 +117,22 @@ async fn toolhub_ui_prints_the_ready_link() {
 }
 
 fn screenshots() -> PathBuf {
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ui-screenshots");
-    std::fs::create_dir_all(&out).expect("screenshot folder");
-    out
+    node_script::screenshots("ui-screenshots")
 }
 
-/// `node tests/ui/dashboard.mjs` against `hub`: its output line by line,
-/// its stdin to answer a `restart-now`.
-struct Page {
-    node: tokio::process::Child,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-    seen: Vec<String>,
-}
+/// `node tests/ui/dashboard.mjs` against `hub`: its output line by line
+/// (`ok: …`, `restart-now`, `done`, `FAILED: …`), its stdin to answer a
+/// `restart-now`.
+struct Page;
 
 impl Page {
-    fn start(hub: &TestHub, env: &[(&str, String)]) -> Page {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ui/dashboard.mjs");
-        let mut cmd = tokio::process::Command::new("node");
-        cmd.arg(&script)
-            .env("HUB", format!("http://{}", hub.addr))
-            .env("TOKEN", hub.token.clone().expect("token"))
-            .env("OUT", screenshots())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut node = cmd
-            .spawn()
-            .expect("node (tests need Node.js and npm ci --prefix tests)");
-        let stdout = node.stdout.take().expect("stdout");
-        Page {
-            node,
-            lines: BufReader::new(stdout).lines(),
-            seen: Vec::new(),
-        }
-    }
-
-    /// The script's next line (`ok: …`, `restart-now`, `done`, `FAILED: …`).
-    async fn next_line(&mut self) -> Option<String> {
-        let l = tokio::time::timeout(std::time::Duration::from_secs(300), self.lines.next_line())
-            .await
-            .expect("the browser script said nothing for 300 s")
-            .ok()
-            .flatten()?;
-        eprintln!("[ui] {l}");
-        self.seen.push(l.clone());
-        Some(l)
-    }
-
-    async fn say(&mut self, line: &str) {
-        let stdin = self.node.stdin.as_mut().expect("stdin");
-        stdin
-            .write_all(format!("{line}\n").as_bytes())
-            .await
-            .expect("write to the script");
-    }
-
-    /// Wait for the script to end and require success.
-    async fn finish(mut self) {
-        while self.next_line().await.is_some() {}
-        let status = tokio::time::timeout(crate::support::WAIT, self.node.wait())
-            .await
-            .expect("the browser script did not exit")
-            .expect("wait");
-        let mut err = String::new();
-        if let Some(mut e) = self.node.stderr.take() {
-            let _ = e.read_to_string(&mut err).await;
-        }
-        assert!(
-            status.success() && self.seen.last().map(String::as_str) == Some("done"),
-            "the page failed (screenshots in {}):\n{}\n{err}",
-            screenshots().display(),
-            self.seen.join("\n")
-        );
+    fn start(hub: &TestHub, env: &[(&str, String)]) -> NodeScript {
+        let mut all = vec![
+            ("HUB", format!("http://{}", hub.addr)),
+            ("TOKEN", hub.token.clone().expect("token")),
+        ];
+        all.extend(env.iter().cloned());
+        NodeScript::start("tests/ui/dashboard.mjs", "ui", screenshots(), &all)
     }
 }
 
@@ -328,7 +268,7 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
 /// page's socket with 1001), let `between` change its folder, pin its port
 /// in the config and start it again there (as after an upgrade).
 async fn restart_on_same_address(
-    page: &mut Page,
+    page: &mut NodeScript,
     mut hub: TestHub,
     between: impl FnOnce(&Path),
 ) -> TestHub {
