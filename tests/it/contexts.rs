@@ -184,3 +184,41 @@ async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context(
     assert_ne!(last["result"]["pid"], s0["result"]["pid"], "{last}");
     assert_eq!(instances(&mut c).await, vec![context]);
 }
+
+/// A recording's steps and a run's log entries note the context each call
+/// ran in (`source.context`, `data.source.context`), a tab's as well as the
+/// session's own.
+#[tokio::test]
+async fn recordings_and_runs_note_each_calls_context() {
+    let (_hub, mut c) = start().await;
+    let session = crate::instances::session_id(&c);
+    let run = crate::runs::create_and_set(&mut c, "contexts").await;
+    let started = c.request(json!({"type": "start_recording"})).await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    c.call("t__memo", json!({"value": "own"})).await;
+    let tab = c
+        .request(json!({"type": "tool_call", "tool": "t__memo", "params": {"value": "tab"}, "context": "tab-3"}))
+        .await;
+    assert_eq!(tab["success"], true, "{tab}");
+    c.request(json!({"type": "stop_recording"})).await;
+
+    let got = c
+        .request(json!({"type": "get_recording", "recordingId": id}))
+        .await;
+    let steps = got["recording"]["steps"].as_array().expect("steps").clone();
+    let contexts: Vec<&Value> = steps.iter().map(|s| &s["source"]["context"]).collect();
+    let tab_ctx = format!("{session}/tab-3");
+    assert_eq!(contexts, vec![&json!(session), &json!(tab_ctx)], "{got}");
+
+    let entries = crate::runs::entries(&mut c, &run, 10).await;
+    let logged: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["data"]["tool"] == "t__memo")
+        .map(|e| &e["data"]["source"]["context"])
+        .collect();
+    assert_eq!(
+        logged,
+        vec![&json!(session), &json!(tab_ctx)],
+        "{entries:?}"
+    );
+}
