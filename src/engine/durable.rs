@@ -307,6 +307,11 @@ impl Engine {
                         r.changed += 1;
                         ix.remove(&id);
                     }
+                    // Sessions do not outlive the hub: the one the task ran
+                    // for is gone, so a resume's instances stop with the task.
+                    if let Some(c) = task.set_context_of() {
+                        self.hub().instances().owner_gone(c.owner());
+                    }
                     recovered += 1;
                     self.tasks.insert(task.id.clone(), task);
                 }

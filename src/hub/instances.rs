@@ -13,7 +13,7 @@
 //! process group. Its supervisor's events come here, not to the hub's
 //! event task, so an instance never rebuilds the tool list.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
@@ -30,6 +30,9 @@ use crate::mcp::supervisor::{Envelope, ServerHandle, ServerState, SupervisorEven
 
 /// The longest the reaper sleeps between two looks.
 const REAP_MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// How many ended owners the pool remembers (the oldest are forgotten).
+const MAX_ENDED_OWNERS: usize = 4096;
 
 /// One running (or starting) instance.
 pub struct Slot {
@@ -67,6 +70,29 @@ struct Pool {
     /// Contexts a running task holds (its instance outlives its owner
     /// and idleness until the task is done).
     holds: HashMap<ClientContext, usize>,
+    /// Owners known to have ended (sessions that closed, and the sessions
+    /// of tasks recovered after a restart), oldest first, at most
+    /// [`MAX_ENDED_OWNERS`]: an instance started later for one of their
+    /// contexts (a task still running there) is an orphan from birth and
+    /// stops when its last call or task lets it go, not at idleness.
+    ended: HashSet<Arc<str>>,
+    ended_order: VecDeque<Arc<str>>,
+}
+
+impl Pool {
+    fn note_ended(&mut self, owner: &str) {
+        if self.ended.contains(owner) {
+            return;
+        }
+        let owner: Arc<str> = owner.into();
+        self.ended.insert(owner.clone());
+        self.ended_order.push_back(owner);
+        while self.ended_order.len() > MAX_ENDED_OWNERS {
+            if let Some(old) = self.ended_order.pop_front() {
+                self.ended.remove(&old);
+            }
+        }
+    }
 }
 
 /// The hub's per-context instances (one per hub, behind an `Arc`).
@@ -249,7 +275,17 @@ impl Instances {
     /// The owner (a session) ended: stop its instances now, or once the
     /// calls and tasks still using them are done.
     pub fn end_owner(&self, owner: &str) {
+        self.lock().note_ended(owner);
         self.end_where(|c| c.owner() == owner, "its session ended");
+    }
+
+    /// `owner` is gone though nothing said so in this hub run: a task
+    /// recovered from its journal after a restart names a session of the
+    /// run before. Its instances stop once the task lets them go.
+    pub fn owner_gone(&self, owner: &str) {
+        if owner != crate::client_context::HUB_OWNER {
+            self.lock().note_ended(owner);
+        }
     }
 
     /// Stop the instances of every context `which` picks, now or once the
@@ -462,6 +498,9 @@ impl Hub {
         }
         let slot = self.spawn_instance(&template.spec, context);
         slot.active.fetch_add(1, Ordering::AcqRel);
+        if p.ended.contains(context.owner()) {
+            slot.orphan.store(true, Ordering::Release);
+        }
         p.by_gen.insert(slot.handle.generation, slot.clone());
         p.slots.insert(key, slot.clone());
         drop(p);

@@ -182,7 +182,52 @@ async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context(
         "a fresh instance: the old page is gone with the old hub: {last}"
     );
     assert_ne!(last["result"]["pid"], s0["result"]["pid"], "{last}");
-    assert_eq!(instances(&mut c).await, vec![context]);
+    // Its session did not survive the restart: the instance stops with the
+    // task, not after instanceIdleMs.
+    crate::instances::health_until(&mut c, "t", |t| {
+        t["instances"].as_array().is_some_and(|i| i.is_empty())
+    })
+    .await;
+    hub.wait_log(&format!("context={context}")).await;
+}
+
+/// A task resumed by another session in the context of a session that has
+/// ended runs there in a fresh instance, which stops when the task is
+/// done instead of lingering until instanceIdleMs.
+#[tokio::test]
+async fn a_resumed_task_of_an_ended_session_lets_its_instance_go_when_done() {
+    let (hub, mut a) = start().await;
+    let owner = crate::instances::session_id(&a);
+    a.send(json!({"type": "tool_batch", "id": "b", "steps": [
+        {"tool": "t__memo", "params": {"value": "a's page"}},
+        {"tool": "t__flaky", "params": {"key": "ended", "failures": 1}, "retry": false},
+        {"tool": "t__memo", "params": {}}
+    ]}))
+    .await;
+    let done = a
+        .recv_where("batch b", |v| {
+            v["type"] == "batch_complete" && v["batchId"] == "b"
+        })
+        .await;
+    assert_eq!(done["state"], "failed", "{done}");
+    let task = done["taskId"].clone();
+    drop(a);
+    // Grace 0: the session ends with its socket, and its instance with it.
+    hub.wait_log(&format!("context={owner} reason=its session ended"))
+        .await;
+    let mut b = hub.connect().await;
+    let (steps, done) = crate::durable::resume_to_end(&mut b, &task, json!({})).await;
+    assert_eq!(done["state"], "success", "{done}");
+    let last = steps.last().expect("steps");
+    assert_eq!(
+        last["result"]["memo"],
+        Value::Null,
+        "a fresh instance: {last}"
+    );
+    crate::instances::health_until(&mut b, "t", |t| {
+        t["instances"].as_array().is_some_and(|i| i.is_empty())
+    })
+    .await;
 }
 
 /// A recording's steps and a run's log entries note the context each call
