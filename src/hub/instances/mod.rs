@@ -22,11 +22,15 @@ use serde::Serialize;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+mod background;
+
+pub(in crate::hub) use background::{run_events, run_reaper};
+
 use super::Hub;
 use crate::client_context::ClientContext;
 use crate::config::{Scope, ServerSpec};
 use crate::errors::{ErrorType, HubError};
-use crate::mcp::supervisor::{Envelope, ServerHandle, ServerState, SupervisorEvent};
+use crate::mcp::supervisor::{Envelope, ServerHandle, ServerState};
 
 /// The longest the reaper sleeps between two looks.
 const REAP_MAX_WAIT: Duration = Duration::from_secs(30);
@@ -565,57 +569,5 @@ impl Hub {
             std::mem::take(&mut p.slots).into_values().collect()
         };
         futures::future::join_all(all.iter().map(|s| s.handle.stop())).await;
-    }
-}
-
-/// The single consumer of the instances' supervisor events: applies each
-/// state to its instance and wakes the calls waiting for it.
-pub(super) async fn run_events(pool: Arc<Instances>, mut rx: mpsc::UnboundedReceiver<Envelope>) {
-    while let Some(env) = rx.recv().await {
-        let SupervisorEvent::Status(status) = env.event else {
-            continue; // every instance offers the template's tools
-        };
-        let slot = pool.lock().by_gen.get(&env.generation).cloned();
-        let Some(slot) = slot else { continue };
-        slot.handle.apply_state(&status);
-        let state = slot
-            .handle
-            .status()
-            .map(|s| s.state)
-            .unwrap_or(status.state);
-        tracing::info!(server = %status.name, context = %slot.context, state = ?state,
-            restarts = status.restarts, error = status.last_error.as_deref().unwrap_or(""),
-            "server instance status");
-        slot.state.send_replace(state);
-        if state == ServerState::Stopped {
-            pool.lock().by_gen.remove(&env.generation);
-        }
-    }
-}
-
-/// Stop instances unused past their server's `instanceIdleMs`; sleeps
-/// until the next one falls due (or something changes), never polls fast.
-pub(super) async fn run_reaper(hub: Hub) {
-    loop {
-        let cfg = hub.config();
-        let idle_of = |server: &str| {
-            cfg.mcp_servers
-                .get(server)
-                .map(|s| s.instances.idle)
-                .unwrap_or(REAP_MAX_WAIT)
-        };
-        let (due, next) = hub.instances.idle_sweep(Instant::now(), idle_of);
-        for s in due {
-            stop_slot(s, "it was idle for instanceIdleMs".to_string());
-        }
-        let wait = next
-            .map(|n| n.saturating_duration_since(Instant::now()))
-            .unwrap_or(REAP_MAX_WAIT)
-            .min(REAP_MAX_WAIT);
-        tokio::select! {
-            _ = hub.shutdown.cancelled() => return,
-            _ = hub.instances.wake.notified() => {}
-            _ = tokio::time::sleep(wait) => {}
-        }
     }
 }
