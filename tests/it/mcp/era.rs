@@ -119,3 +119,31 @@ async fn a_stateless_2026_07_28_request_gets_2026_07_28_results() {
     let m = message(&stateless(&hub, sub, Some("test://static-text")).await);
     assert_eq!(m["error"]["code"], -32601, "{m}");
 }
+
+/// A stateless 2026-07-28 request has no session to keep an instance of a
+/// `scope: "context"` server for: its call runs in an instance of its own,
+/// which stops when the request ends (no memo survives to the next one).
+#[tokio::test]
+async fn a_stateless_call_to_a_per_context_server_runs_in_an_instance_of_its_own() {
+    let hub = hub_with(
+        |d| {
+            let mut t = testserver_entry(d, "t", &[]);
+            t["scope"] = json!("context");
+            json!({ "t": t })
+        },
+        json!({}),
+    )
+    .await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["t"]).await;
+    let memo = |id, v: Value| call(id, "t__memo", v);
+    let first =
+        message(&stateless(&hub, memo(1, json!({"value": "kept?"})), Some("t__memo")).await);
+    let pid1 = first["result"]["structuredContent"]["pid"].clone();
+    assert!(pid1.is_i64(), "{first}");
+    hub.wait_log("reason=its session ended").await;
+    let second = message(&stateless(&hub, memo(2, json!({})), Some("t__memo")).await);
+    let s = &second["result"]["structuredContent"];
+    assert_eq!(s["memo"], Value::Null, "{second}");
+    assert_ne!(s["pid"], pid1, "{second}");
+}
