@@ -495,7 +495,7 @@ async fn calls_over_the_session_cap_fail_at_once() {
     let hub = hub_with(json!({})).await;
     let mut s = Sock::open(&hub).await;
     for i in 0..200 {
-        s.send(json!({"type": "tool_call", "id": i, "tool": "t__slow", "params": {"ms": 3000}}))
+        s.send(json!({"type": "tool_call", "id": i, "tool": "t__slow", "params": {"ms": 5000}}))
             .await;
     }
     let (mut ok, mut limited) = (0, 0);

@@ -114,14 +114,14 @@ async fn a_call_longer_than_mcp_session_idle_keeps_its_session_then_it_is_reaped
     let t = crate::support::testserver_entry(dir.path(), "t", &[]);
     let hub = TestHub::start_in(
         dir,
-        json!({"mcpServers": {"t": t}, "server": {"mcpSessionIdle": 1000}}),
+        json!({"mcpServers": {"t": t}, "server": {"mcpSessionIdle": 2000}}),
     )
     .await;
     let mut ws = hub.connect().await;
     crate::servers::wait_running(&mut ws, "t").await;
     let a = open(&hub, json!({})).await;
     let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
-        "params": {"name": "t__slow", "arguments": {"ms": 2500, "message": "slow done"}}});
+        "params": {"name": "t__slow", "arguments": {"ms": 4500, "message": "slow done"}}});
     let r = post(&hub, Some(&a), true, call).await;
     assert_eq!(r.status, 200, "{}", r.body);
     let answer = super::direct::message(&r);
