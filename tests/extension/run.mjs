@@ -374,6 +374,24 @@ scenario("tabs", async () => {
   await chatB.close();
 });
 
+scenario("tab-instances", async () => {
+  // pc is a `scope: "context"` server: the extension sends each call's tab
+  // as its context, so each tab's calls run in an instance of its own (a
+  // browser per tab); its memo stands for the tab's page.
+  const chatB = await newChat("three");
+  await say(chatA, block({ tool: "pc__memo", params: { value: "page-of-one" } }));
+  await resultWith(chatA, "page-of-one");
+  await say(chatB, block({ tool: "pc__memo", params: { value: "page-of-two" } }));
+  await resultWith(chatB, "page-of-two");
+  // Read back after the other tab wrote: a shared instance would say two.
+  await say(chatA, "What is on my page?\n\n" + block({ tool: "pc__memo", params: {} }));
+  await chatA.locator(resultSel("success"), { hasText: "page-of-one" }).nth(1).waitFor({ timeout: WAIT });
+  const crossed = await chatA.locator(".toolhub-result", { hasText: "page-of-two" }).count();
+  check(crossed === 0, "each tab's calls ran in its own instance of the per-context server (the first tab reads back its own memo)");
+  check((await logCount("starting a server instance for a new context")) >= 2, "the hub started one instance per tab");
+  await chatB.close();
+});
+
 scenario("insert", async () => {
   await optionsPage.check("#insertResult");
   await optionsPage.check("#autoSubmit");

@@ -29,9 +29,12 @@ fn screenshots() -> PathBuf {
 fn config(dir: &Path) -> Value {
     let mut u = testserver_entry(dir, "u", &["--extra-tool", "u_extra"]);
     u["disabled"] = json!(true);
+    // One instance per tab (a browser's stand-in: its memo is its page).
+    let mut pc = testserver_entry(dir, "pc", &[]);
+    pc["scope"] = json!("context");
     json!({
         "server": {"allowedOrigins": [format!("chrome-extension://{EXTENSION_ID}")]},
-        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u},
+        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u, "pc": pc},
         "safety": {"rules": [
             {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
         ]}
