@@ -569,10 +569,13 @@ mod tests {
             pw.screenshot_tool.as_deref(),
             Some("browser_take_screenshot")
         );
+        // A browser per chat tab, each with a profile of its own.
+        assert_eq!(pw.scope, Scope::Context);
         match &pw.transport {
             Transport::Stdio { command, args, .. } => {
                 assert_eq!(command, "npx");
                 assert!(args.iter().any(|a| a == "@playwright/mcp@latest"));
+                assert!(args.iter().any(|a| a == "--isolated"));
                 assert!(args
                     .windows(2)
                     .any(|w| w == ["--executable-path", "/usr/bin/chromium"]));
