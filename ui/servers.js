@@ -2,13 +2,14 @@
 // stderr tail, the health checks with their fix, reload and pin approval;
 // a per-context server's instances (one per client context), each of
 // which can be stopped.
-// Live from server_status; the full report (checks, stderr) is asked for
-// again whenever a server changes state.
+// Live from server_status and instance_status; the full report (checks,
+// stderr) is asked for again whenever a server or an instance changes state.
 
 import { badge, fill, h, ms } from "./dom.js";
 
-/** How often the view reads health again while per-context servers run
- * (instances come and go without a server_status event). */
+/** How often the view reads health again while per-context servers run,
+ * to keep their instances' uptime and idle time current (their starts,
+ * state changes and stops arrive as instance_status events). */
 const INSTANCE_REFRESH_MS = 5000;
 
 export function mount(root, { hub, store, setHealth }) {
@@ -103,6 +104,7 @@ export function mount(root, { hub, store, setHealth }) {
     if ([...store.servers.values()].some((s) => s.scope === "context")) refresh();
   }, INSTANCE_REFRESH_MS);
   const offs = [store.sub("servers", render), hub.on("server_status", onStatus),
+    hub.on("instance_status", onStatus),
     // A re-listed tool may have changed its definition (changedTools).
     hub.on("tools_updated", onStatus)];
   return () => {

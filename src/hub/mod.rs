@@ -114,7 +114,7 @@ impl Hub {
         let (tools_tx, _) = watch::channel(empty.clone());
         let config = Arc::new(config);
         let (config_tx, _) = watch::channel(config.clone());
-        let (instances, instance_events) = instances::Instances::new();
+        let (instances, instance_events) = instances::Instances::new(bus.clone());
         let hub = Hub(Arc::new(Inner {
             started_config: config.clone(),
             restart_needed: Mutex::new(Vec::new()),

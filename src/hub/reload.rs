@@ -58,8 +58,6 @@ impl Hub {
             *slot = restart;
         }
         let diff = config::reload::diff_servers(&old, &new);
-        tracing::info!(added = ?diff.added, removed = ?diff.removed, changed = ?diff.changed,
-            "config reloaded");
         self.set_config(new.clone());
         // In-process tools take up their settings (builtin.*) before the
         // tool list is rebuilt below.
@@ -89,6 +87,10 @@ impl Hub {
             }
         }
         self.rebuild_tools("config reload");
+        // Logged once it is in force: whoever reads this line (a person, a
+        // test) and asks the hub next sees the new config applied.
+        tracing::info!(added = ?diff.added, removed = ?diff.removed, changed = ?diff.changed,
+            "config reloaded");
         None
     }
 }

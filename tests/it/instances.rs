@@ -250,6 +250,26 @@ async fn an_idle_instance_is_stopped_and_its_process_is_gone() {
     );
     let t = health_of_t(&mut c).await;
     assert_eq!(instance_count(&t), 0, "{t}");
+    // Every client heard of its start, its running and its stop.
+    c.recv_where("the idle instance's stop", |v| {
+        v["type"] == "instance_status" && v["state"] == "stopped"
+    })
+    .await;
+    let heard: Vec<(Value, Value)> = c
+        .seen
+        .iter()
+        .filter(|v| v["type"] == "instance_status" && v["context"] == m.context.as_str())
+        .map(|v| (v["state"].clone(), v["reason"].clone()))
+        .collect();
+    assert_eq!(
+        heard,
+        vec![
+            (json!("starting"), json!("a new context")),
+            (json!("running"), Value::Null),
+            (json!("stopped"), json!("it was idle for instanceIdleMs")),
+        ],
+        "{heard:?}"
+    );
     // The context's next call starts a fresh one: its memo is gone.
     let fresh = memo(&mut c, Some("idle"), None).await;
     assert_ne!(fresh.pid, m.pid);
@@ -476,7 +496,9 @@ async fn a_reload_of_the_entry_restarts_instances_and_a_limit_change_keeps_them(
     hub.wait_log_count("config reloaded", 1).await;
     let reloaded = hub.wait_log("config reloaded").await;
     assert!(reloaded.contains("changed=[]"), "{reloaded}");
-    let t = health_until(&mut c, "t", |t| t["maxInstances"] == 5).await;
+    // The line is logged once the reload is in force.
+    let t = server_health(&mut c, "t").await;
+    assert_eq!(t["maxInstances"], 5, "{t}");
     assert_eq!(t["instanceIdleMs"], 300_000, "{t}");
     for (m, v) in [(&a, "x"), (&b, "y")] {
         let i = instance(&t, &m.context).expect("instance");
@@ -512,25 +534,23 @@ async fn a_reload_of_the_entry_restarts_instances_and_a_limit_change_keeps_them(
     assert!(logged.iter().any(|l| l["tool"] == "memo"), "{logged:?}");
 }
 
-/// Ask `health_status` every 50 ms until `server`'s entry satisfies `ok`
-/// (a reload applies just after its log line; an /mcp session ends a
-/// moment after its DELETE is answered).
+/// `server`'s health entry once it satisfies `ok`: asked again after each
+/// `instance_status` event of that server (the hub sends one when an
+/// instance starts, changes state or stops, once health shows it).
 pub(crate) async fn health_until(
     c: &mut Client,
     server: &str,
     ok: impl Fn(&Value) -> bool,
 ) -> Value {
-    let deadline = tokio::time::Instant::now() + crate::support::WAIT;
     loop {
         let t = server_health(c, server).await;
         if ok(&t) {
             return t;
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "health never got there: {t}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        c.recv_where(&format!("an instance_status of {server} (now {t})"), |v| {
+            v["type"] == "instance_status" && v["server"] == server
+        })
+        .await;
     }
 }
 

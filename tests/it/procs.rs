@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use toolhub::process::ExitWatch;
+
 /// One process, identified by its pid *and* start time (so a reused pid
 /// is not mistaken for it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,22 +105,26 @@ pub fn chromium_count(procs: &[Proc]) -> usize {
     procs.iter().filter(|p| p.comm.contains("chrom")).count()
 }
 
-/// Wait (polling /proc every 50 ms, up to `limit`) until none of `procs`
-/// is alive; fails naming the survivors. Returns how long it took.
+/// Wait (up to `limit`) until none of `procs` is alive, on a pidfd per
+/// process (readable when it exits, a zombie too; no polling); fails
+/// naming the survivors. Returns how long it took.
 pub async fn wait_gone(procs: &[Proc], limit: Duration, what: &str) -> Duration {
     let t0 = Instant::now();
-    loop {
-        let left: Vec<&Proc> = procs.iter().filter(|p| alive(p)).collect();
-        if left.is_empty() {
-            return t0.elapsed();
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "{what}: {} of {} processes still alive after {} ms: {left:?}",
-            left.len(),
-            procs.len(),
-            limit.as_millis()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // A pidfd opened while the very process (same start time) still holds
+    // its pid; one that is gone already needs no watch.
+    let watches: Vec<ExitWatch> = procs
+        .iter()
+        .filter_map(|p| ExitWatch::open(p.pid).filter(|_| alive(p)))
+        .collect();
+    let all_exited = futures::future::join_all(watches.into_iter().map(ExitWatch::exited));
+    let _ = tokio::time::timeout(limit, all_exited).await;
+    let left: Vec<&Proc> = procs.iter().filter(|p| alive(p)).collect();
+    assert!(
+        left.is_empty(),
+        "{what}: {} of {} processes still alive after {} ms: {left:?}",
+        left.len(),
+        procs.len(),
+        limit.as_millis()
+    );
+    t0.elapsed()
 }

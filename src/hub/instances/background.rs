@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tokio::sync::mpsc;
 
-use super::{stop_slot, Instances, REAP_MAX_WAIT};
+use super::{Instances, REAP_MAX_WAIT};
 use crate::hub::Hub;
 use crate::mcp::supervisor::{Envelope, ServerState, SupervisorEvent};
 
@@ -31,7 +31,12 @@ pub(in crate::hub) async fn run_events(
         tracing::info!(server = %status.name, context = %slot.context, state = ?state,
             restarts = status.restarts, error = status.last_error.as_deref().unwrap_or(""),
             "server instance status");
-        slot.state.send_replace(state);
+        let before = slot.state.send_replace(state);
+        // A change of an instance still in the pool (a retired one was
+        // announced stopped when it left; it starts as `starting`).
+        if before != state && pool.holds_slot(&slot) {
+            pool.announce(&slot, state, None);
+        }
         if state == ServerState::Stopped {
             pool.lock().by_gen.remove(&env.generation);
         }
@@ -51,7 +56,8 @@ pub(in crate::hub) async fn run_reaper(hub: Hub) {
         };
         let (due, next) = hub.instances.idle_sweep(Instant::now(), idle_of);
         for s in due {
-            stop_slot(s, "it was idle for instanceIdleMs".to_string());
+            hub.instances
+                .retire(s, "it was idle for instanceIdleMs".to_string());
         }
         let wait = next
             .map(|n| n.saturating_duration_since(Instant::now()))
