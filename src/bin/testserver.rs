@@ -29,6 +29,8 @@ mod cli;
 mod conformance;
 #[path = "testserver/fast.rs"]
 mod fast;
+#[path = "testserver/reply.rs"]
+mod reply;
 #[path = "testserver/state.rs"]
 mod state;
 #[path = "testserver/tools.rs"]
@@ -53,6 +55,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use cli::{parse_cli, Cli};
+use reply::{internal, invalid, text, write_garbage_line};
 use state::{CallLog, Counters};
 use tools::{builtin_tools, echo_like_tool, Args as ToolArgs, PNG_1X1_BASE64};
 
@@ -573,28 +576,6 @@ impl ServerHandler for TestServer {
             }
         }
     }
-}
-
-fn text(message: impl Into<String>) -> CallToolResult {
-    CallToolResult::success(vec![ContentBlock::text(message)])
-}
-
-fn invalid(message: String) -> ErrorData {
-    ErrorData::invalid_params(message, None)
-}
-
-fn internal(message: String) -> ErrorData {
-    ErrorData::internal_error(message, None)
-}
-
-/// Writes a non-JSON line to fd 1, past the MCP transport. Going through
-/// `std::io::stdout()` shares the lock tokio's stdout takes per write, so the
-/// garbage lands between messages rather than inside one.
-fn write_garbage_line() -> std::io::Result<()> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(b"this is not json-rpc: testserver garbage\n")?;
-    out.flush()
 }
 
 #[cfg(test)]

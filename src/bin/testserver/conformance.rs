@@ -17,6 +17,8 @@ use rmcp::{ErrorData, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
+use super::reply::text;
+
 /// The suite's 1x1 red PNG and minimal WAV.
 const IMAGE: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -119,10 +121,6 @@ pub fn tools() -> Vec<Tool> {
         .collect()
 }
 
-fn text(t: &str) -> CallToolResult {
-    CallToolResult::success(vec![rmcp::model::ContentBlock::text(t)])
-}
-
 /// Run a conformance tool; `None` when `name` is not one.
 pub async fn call(
     name: &str,
@@ -176,7 +174,7 @@ pub async fn call(
                 "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
                     "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}},
                 "required": []}})).await,
-        "json_schema_2020_12_tool" => Ok(text(&format!(
+        "json_schema_2020_12_tool" => Ok(text(format!(
             "JSON Schema 2020-12 tool called with: {}",
             Value::Object(args.clone())
         ))),
@@ -253,7 +251,7 @@ async fn elicit(
     let params: ElicitRequestParams = match from(request) {
         Ok(p) => p,
         Err(e) => {
-            return Ok(text(&format!(
+            return Ok(text(format!(
                 "Elicitation not supported or error: {}",
                 e.message
             )))

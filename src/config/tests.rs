@@ -1,0 +1,91 @@
+//! The config module's unit tests (the shipped config.json among them).
+
+use super::*;
+
+#[test]
+fn shipped_config_parses_without_warnings() {
+    let l = parse(
+        include_str!("../../config.json"),
+        Path::new("/opt/toolhub/config.json"),
+    )
+    .unwrap_or_else(|e| panic!("shipped config.json is invalid: {e}"));
+    assert_eq!(l.warnings, Vec::<String>::new());
+    let c = l.config;
+    assert_eq!(c.server.listen.to_string(), "127.0.0.1:8765");
+    // Exactly the reference extension (its manifest `key` fixes its id).
+    assert_eq!(
+        c.server.allowed_origins,
+        vec!["chrome-extension://ogalccghdnhlhiecjohlmgmaembolcgn"]
+    );
+    assert_eq!(c.builtin.workspace, PathBuf::from("/opt/toolhub/workspace"));
+    assert_eq!(c.task_engine.state_dir, PathBuf::from("/opt/toolhub/state"));
+    assert_eq!(
+        c.recording.storage_path,
+        PathBuf::from("/opt/toolhub/recordings")
+    );
+    let names: Vec<&str> = c.mcp_servers.keys().map(String::as_str).collect();
+    assert_eq!(names, ["filesystem", "playwright"]);
+    assert!(c.mcp_servers.values().all(|s| s.disabled));
+    let pw = &c.mcp_servers["playwright"];
+    assert_eq!(pw.recovery_tool.as_deref(), Some("browser_close"));
+    assert_eq!(pw.snapshot_tool.as_deref(), Some("browser_snapshot"));
+    assert_eq!(
+        pw.screenshot_tool.as_deref(),
+        Some("browser_take_screenshot")
+    );
+    // A browser per chat tab, each with a profile of its own.
+    assert_eq!(pw.scope, Scope::Context);
+    match &pw.transport {
+        Transport::Stdio { command, args, .. } => {
+            assert_eq!(command, "npx");
+            assert!(args.iter().any(|a| a == "@playwright/mcp@latest"));
+            assert!(args.iter().any(|a| a == "--isolated"));
+            assert!(args
+                .windows(2)
+                .any(|w| w == ["--executable-path", "/usr/bin/chromium"]));
+        }
+        other => panic!("playwright is not stdio: {other:?}"),
+    }
+}
+
+#[test]
+fn debug_output_hides_the_token() {
+    let shown = format!("{:?}", TokenSetting::Fixed("s3cret".into()));
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
+fn rules_match_argv_arrays_and_non_strings() {
+    let rule = SafetyRule {
+        tool: "*".into(),
+        matches: vec![("command".into(), regex::Regex::new(r"^rm -rf /$").unwrap())],
+        action: SafetyAction::Confirm,
+        reason: None,
+    };
+    assert!(rule.applies("x", &serde_json::json!({"command": ["rm", "-rf", "/"]})));
+    assert!(!rule.applies("x", &serde_json::json!({"command": null})));
+    assert!(!rule.applies("x", &serde_json::json!({})));
+    let n = SafetyRule {
+        matches: vec![("n".into(), regex::Regex::new(r"^42$").unwrap())],
+        ..rule
+    };
+    assert!(n.applies("x", &serde_json::json!({"n": 42})));
+    // Any of a tool's names: the qualified one alone is enough.
+    let fs = SafetyRule {
+        tool: "fs__*".into(),
+        ..n
+    };
+    let p = serde_json::json!({"n": 42});
+    assert!(fs.applies_to_any(&["delete", "fs__delete"], &p));
+    assert!(!fs.applies_to_any(&["delete", "git__delete"], &p));
+    assert!(!fs.applies_to_any(&["delete", "fs__delete"], &serde_json::json!({"n": 4})));
+}
+
+#[test]
+fn config_error_accessors() {
+    let e = parse("{\n  \"server\": 1}", Path::new("c.json")).unwrap_err();
+    assert_eq!((e.line(), e.column()), (Some(2), Some(13)));
+    assert_eq!(e.path(), Path::new("c.json"));
+    assert_eq!(e.to_string(), format!("c.json:2:13: {}", e.message()));
+    assert!(!e.is_not_found());
+}
