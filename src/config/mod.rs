@@ -315,6 +315,9 @@ pub struct RetryConfig {
     /// Only recoverable classes; the defaults merged with the file's overrides.
     pub strategies: BTreeMap<ErrorType, Strategy>,
     pub retry_destructive_on_timeout: bool,
+    /// `retry.safeToRepeat`: globs of qualified tool names that may run
+    /// again after an outcome-unknown failure, whatever their annotations.
+    pub safe_to_repeat: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -210,6 +210,7 @@ pub struct RawRetry {
     /// Keys are ErrorType wire names ("TIMEOUT"), checked in `validate`.
     pub strategies: Option<BTreeMap<String, RawStrategy>>,
     pub retry_destructive_on_timeout: Option<bool>,
+    pub safe_to_repeat: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -218,9 +218,17 @@ pub(super) fn retry(ctx: &Ctx, r: RawRetry) -> Result<RetryConfig, ConfigError> 
         };
         strategies.insert(class, merged);
     }
+    let safe_to_repeat = r.safe_to_repeat.unwrap_or_default();
+    if let Some((i, g)) = safe_to_repeat.iter().enumerate().find(|(_, g)| bad_glob(g)) {
+        return Err(ctx.err(
+            &format!("/retry/safeToRepeat/{i}"),
+            format!("retry.safeToRepeat[{i}] \"{g}\" is not a valid glob; expected a qualified tool name with * and ? wildcards"),
+        ));
+    }
     Ok(RetryConfig {
         strategies,
         retry_destructive_on_timeout: r.retry_destructive_on_timeout.unwrap_or(false),
+        safe_to_repeat,
     })
 }
 
@@ -309,7 +317,7 @@ mod tests {
         let c = ok(r#"{"retry": {"strategies": {
             "TIMEOUT": {"maxRetries": 5},
             "NETWORK": {"delay": 10, "backoff": 1.5, "jitter": 0, "action": "rebuild_context"}
-        }, "retryDestructiveOnTimeout": true}}"#)
+        }, "retryDestructiveOnTimeout": true, "safeToRepeat": ["t__*"]}}"#)
         .config;
         let s = &c.retry.strategies;
         let t = &s[&ErrorType::Timeout];
@@ -329,6 +337,9 @@ mod tests {
         );
         assert_eq!(s.len(), 8);
         assert!(c.retry.retry_destructive_on_timeout);
+        assert_eq!(c.retry.safe_to_repeat, ["t__*"]);
+        let (_, _, m) = bad(r#"{"retry": {"safeToRepeat": ["t__[ab]"]}}"#);
+        assert!(m.starts_with("retry.safeToRepeat[0]"), "{m}");
     }
 
     #[test]
