@@ -17,6 +17,7 @@ mod lifecycle;
 mod mcp;
 mod messages;
 mod node_script;
+mod once;
 mod ordering;
 mod pages;
 mod playwright;
