@@ -128,6 +128,15 @@ async function checkSite(ctx, sites, id) {
   const real = { chatgpt: /\bProseMirror\b/, claude: /\bProseMirror\b/, gemini: /\bql-editor\b/ }[id];
   check(comp.editable && comp.visible && !comp.clipboard && (real ? real.test(comp.cls) : comp.tag === "TEXTAREA"), t(`the composer is the real editor (${comp.tag}.${String(comp.cls).split(/\s+/).join(".")})`));
 
+  if (id === "gemini") {
+    // the trap the real page sets: Quill's hidden clipboard is the last
+    // contenteditable in rich-textarea
+    const trap = await page.evaluate(() => {
+      const eds = [...document.querySelectorAll('rich-textarea [contenteditable="true"]')];
+      return eds.length === 2 && eds[1].matches(".ql-clipboard") && eds[0] === document.querySelector(A.composer);
+    });
+    check(trap, t("rich-textarea has the hidden div.ql-clipboard after .ql-editor, and the composer is .ql-editor"));
+  }
   await page.evaluate(() => {
     const e = document.querySelector(A.composer);
     e.focus();
@@ -196,6 +205,14 @@ export async function checkSites({ only } = {}) {
     const ctx = await browser.newContext({ viewport: { width: 1000, height: 800 } });
     const ids = (only || sites.sites).filter((s) => sites.sites.includes(s));
     await Promise.all(ids.map((id) => checkSite(ctx, sites, id)));
+    if (ids.includes("genspark")) {
+      // genspark.ai (no www) is the same site
+      const page = await ctx.newPage();
+      await page.goto(sites.url("genspark", "/agents?id=bare").replace("www.", ""));
+      await ready(page);
+      check(await loadAdapter(page, "genspark"), "genspark: https://genspark.ai serves the fixture and the adapter takes that origin");
+      await page.close();
+    }
   } finally {
     await browser.close();
     await sites.close();
