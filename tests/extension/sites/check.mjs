@@ -80,12 +80,21 @@ async function checkSite(ctx, sites, id) {
     const watch = () => {
       const all = document.querySelectorAll(A.assistant);
       const m = all[all.length - 1];
-      if (all.length > before && m && A.streaming(m, document)) window.__seen.streaming = true;
+      if (all.length > before && m && A.streaming(m, document) && !window.__seen.streaming) {
+        window.__seen.streaming = true;
+        // at once, while it streams: the site re-renders the thread
+        fixture.rerender();
+        const now = document.querySelectorAll(A.assistant);
+        const n = now[now.length - 1];
+        window.__seen.again = now.length === all.length && n !== m && A.streaming(n, document) && fixture.isStreaming();
+      }
     };
     new MutationObserver(watch).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
   }, REPLY);
   await page.waitForFunction(() => window.__seen.streaming, null, { timeout: WAIT });
   ok(t("adapter.streaming is true while the message streams"));
+  // the site re-rendered the thread (new nodes) while the reply streamed
+  check(await page.evaluate(() => window.__seen.again), t("after a re-render mid-stream the new message nodes are still streaming"));
   await page.evaluate(() => window.__done);
   const after = await page.evaluate(() => [...document.querySelectorAll(A.assistant)].map((m) => A.streaming(m, document)));
   check(after.length === 1 && after.every((s) => s === false), t("adapter.streaming is false once it is done"));

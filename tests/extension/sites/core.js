@@ -155,6 +155,13 @@ export function fixture(site) {
     const share = !!site.isShare(location);
     document.documentElement.dataset.fixtureShare = share ? "1" : "0";
     site.shareMode && site.shareMode(share);
+    // a re-render while a reply streams: the new nodes carry on streaming
+    if (streamingNow && streamingNow.key === convKey() && entries[streamingNow.index]) {
+      const ne = entries[streamingNow.index];
+      streamingNow.e.el = ne.el;
+      streamingNow.e.body = ne.body;
+      site.streaming(streamingNow.e, true);
+    }
     site.afterRender && site.afterRender();
   }
 
@@ -181,15 +188,16 @@ export function fixture(site) {
     new Promise((resolve, reject) => {
       if (streamingNow) return reject(new Error("already streaming"));
       const key = convKey();
-      const m = { role: "assistant", text: "" };
-      const e = add(m);
+      const e = add({ role: "assistant", text: "" });
       const index = messages.length - 1;
-      streamingNow = e;
+      streamingNow = { e, index, key };
       site.streaming(e, true);
       let n = 0;
       const tick = () => {
-        // the person navigated away: the site stops rendering this turn
-        if (convKey() !== key || !e.el.isConnected) {
+        // the person navigated away: this tab stops rendering the turn
+        const m = messages[index];
+        if (convKey() !== key || !m || !e.el.isConnected) {
+          site.streaming(e, false);
           streamingNow = null;
           return resolve(index);
         }
