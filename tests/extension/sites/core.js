@@ -3,7 +3,7 @@
 // code, ``` fences with highlight spans that split the text, an unclosed
 // fence rendered as code while it streams, as the real sites do), streaming
 // chunk by chunk with a re-render of the message at every chunk, in-app
-// navigation, and the test API on window.fixture (see README.md here).
+// navigation, and the test API on window.fixture (docs/extension-sites.md).
 //
 // Each site's app.js (bundled by serve.mjs with esbuild, with its real
 // editor from npm) calls fixture(site) with its own DOM:
