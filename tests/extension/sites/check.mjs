@@ -214,6 +214,17 @@ export async function checkSites({ only } = {}) {
     const ctx = await browser.newContext({ viewport: { width: 1000, height: 800 } });
     const ids = (only || sites.sites).filter((s) => sites.sites.includes(s));
     await Promise.all(ids.map((id) => checkSite(ctx, sites, id)));
+    if (ids.includes("claude")) {
+      // a conversation seeded on the server side opens as history
+      sites.seed("claude", "/share/seeded-by-server", [{ role: "user", text: "hi" }, { role: "assistant", text: "from the server" }]);
+      const page = await ctx.newPage();
+      await page.goto(sites.url("claude", "/share/seeded-by-server"));
+      await ready(page);
+      await loadAdapter(page, "claude");
+      const got = await page.evaluate(() => [...document.querySelectorAll(A.assistant)].map((m) => m.innerText.trim()));
+      check(got.length === 1 && got[0] === "from the server", "claude: sites.seed() serves a conversation with the page");
+      await page.close();
+    }
     if (ids.includes("genspark")) {
       // genspark.ai (no www) is the same site
       const page = await ctx.newPage();
