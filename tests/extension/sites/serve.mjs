@@ -108,7 +108,11 @@ export async function startSites() {
     };
     if (a[u.pathname]) return send(...a[u.pathname]);
     if (u.pathname === "/_fixture/quill.core.css") return send("text/css", quillCss);
-    if (u.pathname.startsWith("/_fixture/") || u.pathname === "/favicon.ico") return send("text/plain", "not found\n", 404);
+    if (u.pathname === "/favicon.ico") {
+      res.writeHead(204, { "cache-control": "no-store" });
+      return res.end();
+    }
+    if (u.pathname.startsWith("/_fixture/")) return send("text/plain", "not found\n", 404);
     const seed = JSON.stringify(seeds[id] || {}).replace(/</g, "\\u003c");
     send("text/html", a.index.replace("<head>", `<head>\n<script>window.__fixtureSeeds = ${seed};</script>`));
   });
