@@ -1,8 +1,20 @@
-// toolhub extension: the content script. It finds Ω{…} blocks in the chat
-// page, waits until each is complete and has stopped changing, asks the
-// service worker to run it once, and shows the result in an element right
-// after the element that holds the block:
-//   <div data-toolhub-call="KEY" data-toolhub-state="running|success|error|need_user">
+// toolhub extension: the content script. It reads Ω{…} blocks out of the
+// assistant's messages of a chat page (the site adapter, sites.js and
+// sites/<site>.js, says which elements those are), and shows each block's
+// result in an element right after the element that holds the block:
+//   <div data-toolhub-call="KEY" data-toolhub-state="ready|running|success|error|need_user">
+//
+// What runs by itself: a complete block, stable for STABLE_MS, in an
+// assistant message of a LIVE turn (first seen while the site marked it as
+// streaming, or appeared after the person sent a message from this tab),
+// on a page that is not a share view, outside quoted text, whose tools the
+// site's policy lets run without asking (policy.js). Everything else, once
+// complete, is `ready`: the call is shown with a Run button (and "always
+// allow" for a tool that asks); only a person's click runs it. History (what
+// was on the page when it loaded, a conversation reached by in-app
+// navigation, a reload) never runs by itself. Blocks outside assistant
+// messages (user messages, the composer) are never read.
+//
 // A block's KEY is its page, content and position (blocks.js), so a
 // re-render, a scroll or a reload finds the same key and the stored result
 // instead of running the block again.
@@ -12,118 +24,24 @@
   window.__toolhubContent = true;
 
   const B = globalThis.ToolhubBlocks;
+  const { blocksIn } = globalThis.ToolhubScan;
+  const S = globalThis.ToolhubSites;
+  const R = globalThis.ToolhubRender;
   /** A complete block runs once its content has not changed for this long. */
   const STABLE_MS = 800;
   const SCAN_DEBOUNCE_MS = 100;
   const POLL_MS = 2000;
-  const SHOW_MAX = 4000;
+  /** A conversation the page moved to this soon after a send (a new chat
+   * getting its URL) keeps the turn live. */
+  const SEND_CARRIES_MS = 120000;
+  const LOCAL = /^https?:\/\/(127\.0\.0\.1|localhost)(:\d+)?$/;
 
-  const settings = { insertResult: false, autoSubmit: false };
-  chrome.storage.onChanged.addListener((ch, area) => {
-    if (area !== "local") return;
-    for (const k of ["insertResult", "autoSubmit"]) if (k in ch) settings[k] = !!ch[k].newValue;
-  });
+  const settings = { insertResult: false, autoSubmit: false, foldChars: 20000, hubUrl: null, localOrigins: [], sitesOff: [] };
+  /** The adapter in force on this page, or null while the extension is off here. */
+  let site = null;
 
-  /** key → {key, holder, block, content, since, requested, record, el, sig, startedHere, inserted} */
+  /** key → {key, holder, msg, block, content, since, checked, requested, record, el, sig, live, quoted, startedHere, inserted} */
   const known = new Map();
-
-  const SKIP_TAGS = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEXTAREA", "INPUT", "SELECT", "TEMPLATE"]);
-  const BLOCKISH = "pre, p, li, blockquote, td, th, h1, h2, h3, h4, h5, h6, div, article, section, main";
-
-  function isOmega(c) {
-    return c === "\u03A9" || c === "\u2126";
-  }
-
-  function excluded(el) {
-    for (let e = el; e && e !== document.body; e = e.parentElement) {
-      if (SKIP_TAGS.has(e.tagName) || e.hasAttribute("data-toolhub-call") || e.isContentEditable) return true;
-    }
-    return false;
-  }
-
-  /** The text of `root` as the parser sees it (our result elements, scripts
-   * and input boxes left out), and where each Ω is in it. */
-  function textOf(root) {
-    const parts = [];
-    const omegas = [];
-    let offset = 0;
-    const w = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
-      acceptNode(n) {
-        if (n.nodeType === Node.ELEMENT_NODE) {
-          return SKIP_TAGS.has(n.tagName) || n.hasAttribute("data-toolhub-call") || n.isContentEditable
-            ? NodeFilter.FILTER_REJECT
-            : NodeFilter.FILTER_SKIP;
-        }
-        return NodeFilter.FILTER_ACCEPT;
-      },
-    });
-    for (let n = w.nextNode(); n; n = w.nextNode()) {
-      const d = n.data;
-      for (let i = 0; i < d.length; i++) if (isOmega(d[i])) omegas.push({ node: n, idx: i, offset: offset + i });
-      parts.push(d);
-      offset += d.length;
-    }
-    return { text: parts.join(""), omegas };
-  }
-
-  /** Every Ω in the page, in document order, as {node, idx}. */
-  function pageOmegas() {
-    const out = [];
-    const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-    for (let n = w.nextNode(); n; n = w.nextNode()) {
-      const d = n.data;
-      if (!d.includes("\u03A9") && !d.includes("\u2126")) continue;
-      if (!n.parentElement || excluded(n.parentElement)) continue;
-      for (let i = 0; i < d.length; i++) if (isOmega(d[i])) out.push({ node: n, idx: i });
-    }
-    return out;
-  }
-
-  /**
-   * Complete blocks in the page, in document order: {holder, block}. The
-   * holder is the smallest block-level element (up to six levels above the
-   * Ω) whose text holds the whole block, so a block spread over several
-   * paragraphs or highlighted spans is found whole.
-   */
-  function scanBlocks() {
-    const handled = new Map(); // node → Set(idx)
-    const isHandled = (o) => handled.has(o.node) && handled.get(o.node).has(o.idx);
-    const mark = (o) => {
-      if (!handled.has(o.node)) handled.set(o.node, new Set());
-      handled.get(o.node).add(o.idx);
-    };
-    const found = [];
-    for (const om of pageOmegas()) {
-      if (isHandled(om)) continue;
-      let h = om.node.parentElement.closest(BLOCKISH) || om.node.parentElement;
-      let chosen = null;
-      for (let level = 0; h && level < 6; level++, h = h.parentElement) {
-        const t = textOf(h);
-        const at = t.omegas.find((o) => o.node === om.node && o.idx === om.idx);
-        if (!at) break;
-        const blocks = B.findBlocks(t.text);
-        const b = blocks.find((x) => x.start <= at.offset && at.offset < Math.max(x.end, x.start + 1));
-        if (!b) break; // an Ω that starts no block
-        if (b.complete) {
-          chosen = { holder: h, t, blocks };
-          break;
-        }
-        if (h === document.body) break;
-      }
-      mark(om);
-      if (!chosen) continue;
-      for (const b of chosen.blocks) {
-        if (!b.complete) continue;
-        const inside = chosen.t.omegas.filter((o) => o.offset >= b.start && o.offset < b.end);
-        const first = inside[0];
-        const fresh = first && !isHandled(first);
-        if (!fresh && first !== undefined && !(first.node === om.node && first.idx === om.idx)) continue;
-        inside.forEach(mark);
-        found.push({ holder: chosen.holder, block: b });
-      }
-    }
-    return found;
-  }
 
   /** The page part of a block's key: origin, path and query (some chat
    * sites name the conversation in the query, e.g. `?id=`). */
@@ -131,10 +49,75 @@
     return location.origin + location.pathname + location.search;
   }
 
+  // ------------------------------------------------------------ live turns
+
+  /** The conversation in view and what is known of its messages:
+   * message id → live (true) or history (false). */
+  const conv = { id: null, live: new Map(), historyKeys: null };
+  /** The person's last send from this tab: {at, count, conv}. */
+  let sent = null;
+
+  function conversationKey() {
+    return site.conversation ? site.conversation(location) : pageId();
+  }
+
+  function messages() {
+    return site.generic ? [document.body] : [...document.querySelectorAll(site.assistant)];
+  }
+
+  function messageId(m, i) {
+    return (site.messageId && site.messageId(m, i)) || m.getAttribute("data-message-id") || `#${i}`;
+  }
+
+  function streaming(m) {
+    try {
+      return !!site.streaming(m, document);
+    } catch {
+      return false;
+    }
+  }
+
+  function isShare() {
+    try {
+      return !!site.isShare(new URL(location.href));
+    } catch {
+      return true;
+    }
+  }
+
+  /** Everything on the page now is history, except (right after a send from
+   * this tab, as when a new chat gets its URL) a message still streaming. */
+  function enterConversation() {
+    const carry = sent && Date.now() - sent.at < SEND_CARRIES_MS;
+    conv.id = conversationKey();
+    conv.live = new Map();
+    conv.historyKeys = null;
+    messages().forEach((m, i) => conv.live.set(messageId(m, i), !!carry && !site.generic && streaming(m)));
+    sent = carry ? { ...sent, conv: conv.id } : null;
+  }
+
+  /** Is message `m` (the `i`th assistant message) part of a live turn? */
+  function liveMessage(m, i) {
+    const id = messageId(m, i);
+    if (!conv.live.has(id)) {
+      const afterSend = sent && sent.conv === conv.id && i >= sent.count;
+      conv.live.set(id, !isShare() && (streaming(m) || !!afterSend));
+    }
+    return conv.live.get(id);
+  }
+
+  function noteSent() {
+    if (!site) return;
+    sent = { at: Date.now(), count: site.generic ? 0 : messages().length, conv: conv.id };
+  }
+
+  // ------------------------------------------------------------ scanning
+
   let scanTimer = null;
   let rescanAt = 0;
 
   function scheduleScan(delay = SCAN_DEBOUNCE_MS) {
+    if (!site) return;
     const at = Date.now() + delay;
     if (scanTimer && rescanAt <= at) return;
     clearTimeout(scanTimer);
@@ -145,47 +128,58 @@
     }, delay);
   }
 
+  function quotedIn(holder, msg) {
+    const sel = site.quoted || "blockquote";
+    const q = holder.closest(sel);
+    return !!q && msg.contains(q) && q !== msg;
+  }
+
   function scan() {
+    if (!site) return;
+    if (conversationKey() !== conv.id) enterConversation();
     const now = Date.now();
     const seen = new Map(); // content → count
     let waitFor = Infinity;
     const byHolder = new Map();
-    for (const { holder, block } of scanBlocks()) {
-      const content = B.blockContent(block);
-      const n = seen.get(content) || 0;
-      seen.set(content, n + 1);
-      const key = B.blockKey(pageId(), content, n);
-      let k = known.get(key);
-      if (!k) {
-        k = { key, content, since: now, requested: false, record: null, el: null, sig: null };
-        known.set(key, k);
-      }
-      k.holder = holder;
-      k.block = block;
-      if (!byHolder.has(holder)) byHolder.set(holder, []);
-      byHolder.get(holder).push(k);
-      if (block.error) {
-        k.record = {
-          key,
-          state: "error",
-          kind: "invalid",
-          error: {
-            errorType: "INVALID_BLOCK",
-            message: block.error,
-            suggestion: 'write the block as strict JSON: Ω{"tool":"NAME","params":{…}} or Ω{"steps":[…],"options":{…}}',
-          },
-        };
-        continue;
-      }
-      if (!k.requested) {
-        const left = k.since + STABLE_MS - now;
-        if (left > 0) {
-          waitFor = Math.min(waitFor, left);
+    const firstScan = site.generic && conv.historyKeys === null;
+    if (firstScan) conv.historyKeys = new Set();
+    messages().forEach((msg, i) => {
+      const msgLive = site.generic ? true : liveMessage(msg, i);
+      for (const { holder, block } of blocksIn(msg)) {
+        const content = B.blockContent(block);
+        const n = seen.get(content) || 0;
+        seen.set(content, n + 1);
+        const key = B.blockKey(pageId(), content, n);
+        if (firstScan) conv.historyKeys.add(key);
+        let k = known.get(key);
+        if (!k) {
+          k = { key, content, since: now, checked: false, requested: false, record: null, el: null, sig: null };
+          known.set(key, k);
+        }
+        k.holder = holder;
+        k.msg = msg;
+        k.block = block;
+        // Live once, live for good (a re-render does not make it history);
+        // never live on a share view or in quoted text.
+        const liveNow = site.generic ? !conv.historyKeys.has(key) : msgLive;
+        k.live = (k.live || liveNow) && !isShare();
+        k.quoted = quotedIn(holder, msg);
+        if (!byHolder.has(holder)) byHolder.set(holder, []);
+        byHolder.get(holder).push(k);
+        if (block.error) {
+          k.record = invalidRecord(key, block.error);
           continue;
         }
-        request(k);
+        if (!k.checked) {
+          const left = k.since + STABLE_MS - now;
+          if (left > 0) {
+            waitFor = Math.min(waitFor, left);
+            continue;
+          }
+          check(k);
+        }
       }
-    }
+    });
     // Result elements, in block order, right after each holder.
     for (const [holder, ks] of byHolder) {
       let prev = holder;
@@ -193,11 +187,24 @@
         if (!k.record) continue;
         const el = elementFor(k);
         if (prev.nextElementSibling !== el) prev.after(el);
-        render(k);
+        paint(k);
         prev = el;
       }
     }
     if (waitFor < Infinity) scheduleScan(waitFor + 10);
+  }
+
+  function invalidRecord(key, message) {
+    return {
+      key,
+      state: "error",
+      kind: "invalid",
+      error: {
+        errorType: "INVALID_BLOCK",
+        message,
+        suggestion: 'write the block as strict JSON: the Ω sign, then {"tool":"NAME","params":{…}} or {"steps":[…],"options":{…}}',
+      },
+    };
   }
 
   function blockForHub(b) {
@@ -207,12 +214,104 @@
     return c;
   }
 
-  function request(k) {
+  function siteLabel() {
+    return location.host;
+  }
+
+  /** Why a block waits for a click, in words. */
+  function whyWaiting(k, policy) {
+    const ask = policy.tools.filter((t) => t.policy === "ask").map((t) => t.qualifiedName);
+    if (isShare()) return "This is a shared conversation: its blocks run only when you click Run.";
+    if (!k.live) return "This block was already on the page (history, a reload or another conversation): it runs only when you click Run.";
+    if (k.quoted) return "This block is inside quoted text: it runs only when you click Run.";
+    if (ask.length) return `${ask.join(", ")} may change things on your computer: it runs when you click Run, or by itself once you always allow it on ${siteLabel()}.`;
+    return "It runs when you click Run.";
+  }
+
+  function readyRecord(k, policy) {
+    const b = k.block;
+    return {
+      key: k.key,
+      state: "ready",
+      kind: b.kind,
+      tool: b.tool,
+      params: b.params,
+      steps0: b.kind === "batch" ? b.steps.map((s) => ({ tool: s.tool, params: s.params })) : undefined,
+      totalSteps: b.steps ? b.steps.length : 1,
+      askTools: policy.tools.filter((t) => t.policy === "ask").map((t) => t.qualifiedName),
+      site: siteLabel(),
+      why: whyWaiting(k, policy),
+    };
+  }
+
+  function refusedRecord(k, policy) {
+    const never = policy.tools.filter((t) => t.policy === "never").map((t) => t.qualifiedName);
+    return {
+      key: k.key,
+      state: "error",
+      kind: k.block.kind,
+      tool: k.block.tool,
+      totalSteps: k.block.steps ? k.block.steps.length : 1,
+      steps: {},
+      errorFromPolicy: true,
+      error: {
+        errorType: "SAFETY_BLOCKED",
+        message: `${never.join(", ")} is set to never run on ${siteLabel()}; nothing ran`,
+        suggestion: "change the tool's policy for this site in the toolhub popup if you want it to run",
+      },
+    };
+  }
+
+  /** Ask the worker what this block is: already run (its record), or how
+   * the site's policy treats its tools; then run it, or show it ready. */
+  function check(k) {
+    k.checked = true;
+    chrome.runtime
+      .sendMessage({ type: "check", key: k.key, block: blockForHub(k.block) })
+      .then((resp) => {
+        if (!resp || resp.error) throw new Error((resp && resp.error) || "no answer");
+        if (resp.record) return apply(k, resp.record);
+        if (resp.off) {
+          stop();
+          return;
+        }
+        decide(k, resp.policy);
+      })
+      .catch(() => {
+        // The extension was reloaded or the worker is starting: ask again.
+        k.checked = false;
+        k.since = 0;
+        scheduleScan(500);
+      });
+  }
+
+  function decide(k, policy) {
+    if (policy.policy === "never") {
+      k.record = refusedRecord(k, policy);
+    } else if (k.live && !k.quoted && !isShare() && policy.policy === "auto") {
+      request(k, "auto");
+      return;
+    } else {
+      k.record = readyRecord(k, policy);
+    }
+    scheduleScan(0);
+  }
+
+  /** Run a block: `mode` is "auto" (a live turn, tools that run without
+   * asking), "click" (the person pressed Run) or "allow" (pressed "always
+   * allow": the worker remembers the choice for this site, then runs). */
+  function request(k, mode) {
     k.requested = true;
     k.record = { key: k.key, state: "running", kind: k.block.kind, tool: k.block.tool, totalSteps: k.block.steps ? k.block.steps.length : 1, steps: {} };
     chrome.runtime
-      .sendMessage({ type: "run", key: k.key, block: blockForHub(k.block), page: pageId(), title: document.title })
+      .sendMessage({ type: "run", mode, key: k.key, block: blockForHub(k.block), page: pageId(), title: document.title })
       .then((resp) => {
+        if (resp && resp.policy) {
+          // The policy changed since the check: it waits for the person.
+          k.requested = false;
+          decide(k, resp.policy);
+          return;
+        }
         if (!resp || resp.error || !resp.record) {
           k.record = {
             key: k.key,
@@ -227,8 +326,10 @@
         scheduleScan(0);
       })
       .catch(() => {
-        // The extension was reloaded or the worker is starting: try again.
+        // The extension was reloaded or the worker is starting: ask again.
         k.requested = false;
+        k.checked = false;
+        k.record = null;
         k.since = 0;
         scheduleScan(500);
       });
@@ -240,7 +341,7 @@
     if (k.holder && k.holder.isConnected) {
       const el = elementFor(k);
       if (!el.isConnected) k.holder.after(el);
-      render(k);
+      paint(k);
     }
     if ((record.state === "success" || record.state === "error") && k.startedHere && !k.inserted) {
       k.inserted = true;
@@ -262,152 +363,75 @@
     return el;
   }
 
-  function show(v) {
-    if (v === undefined || v === null) return "";
-    const s = typeof v === "string" ? v : JSON.stringify(v, null, 2);
-    return s.length > SHOW_MAX ? s.slice(0, SHOW_MAX) + `\n… (${s.length - SHOW_MAX} more characters)` : s;
-  }
-
-  function errorText(e) {
-    if (!e) return "failed";
-    return `${e.errorType || "ERROR"}: ${e.message || ""}${e.suggestion ? "\nSuggestion: " + e.suggestion : ""}`;
-  }
-
-  function node(tag, cls, text) {
-    const n = document.createElement(tag);
-    if (cls) n.className = cls;
-    if (text !== undefined) n.textContent = text;
-    return n;
-  }
-
-  const LABEL = { running: "running…", success: "done", error: "failed", need_user: "waiting for approval" };
-
-  function render(k) {
+  function paint(k) {
     const r = k.record;
     if (!r || !k.el) return;
     const sig = JSON.stringify(r);
     if (k.sig === sig && k.el.getAttribute("data-toolhub-state") === r.state) return;
     k.sig = sig;
-    const el = k.el;
-    el.setAttribute("data-toolhub-state", r.state);
-    el.replaceChildren();
-    const what = r.kind === "batch" ? `batch of ${r.totalSteps} steps` : r.kind === "invalid" ? "invalid block" : r.tool || "call";
-    const head = node("div", "toolhub-head");
-    head.append(node("span", "toolhub-name", "toolhub"), node("span", "toolhub-what", what), node("span", "toolhub-label", LABEL[r.state] || r.state));
-    if (r.deduplicated) head.append(node("span", "toolhub-dedup", "(answered from the hub's record)"));
-    el.append(head);
-    if (r.kind === "batch") {
-      const ol = node("ol", "toolhub-steps");
-      const idx = Object.keys(r.steps || {}).map(Number).sort((a, b) => a - b);
-      for (const i of idx) {
-        const s = r.steps[i];
-        const st = s.skipped ? "skipped" : s.success ? "success" : "error";
-        const li = node("li", "toolhub-step");
-        li.value = i + 1;
-        li.setAttribute("data-step-index", String(i));
-        li.setAttribute("data-step-state", st);
-        const title = `${s.stepId ? s.stepId + " · " : ""}${s.tool} · ${st === "success" ? "✓" : st === "skipped" ? "skipped" : "✗"}`;
-        li.append(node("span", "toolhub-step-title", title));
-        const body = s.skipped ? s.reason || "" : s.success ? show(s.result) : errorText(s.error);
-        if (body) li.append(node("pre", "toolhub-body", body));
-        ol.append(li);
-      }
-      el.append(ol);
-      if (r.state === "error" && r.error) el.append(node("pre", "toolhub-body toolhub-error", errorText(r.error)));
-    } else if (r.state === "success") {
-      el.append(node("pre", "toolhub-body", show(r.result)));
-    } else if (r.state === "error") {
-      el.append(node("pre", "toolhub-body toolhub-error", errorText(r.error)));
-    }
-    if (r.state === "need_user" && r.needUser) {
-      el.append(node("div", "toolhub-note", `${r.needUser.tool} needs your approval: ${r.needUser.reason || ""}. Approve or deny it in the toolhub popup.`));
-    } else if (r.note) {
-      el.append(node("div", "toolhub-note", r.note));
-    }
+    R.render(k.el, r, settings.foldChars, {
+      run: () => !k.requested && request(k, "click"),
+      allow: () => !k.requested && request(k, "allow"),
+    });
   }
 
   // ------------------------------------------------------------ results into the chat
 
   function visible(el) {
-    return el.getClientRects().length > 0 && !excludedResult(el);
+    return el.getClientRects().length > 0 && !el.closest("[data-toolhub-call]");
   }
 
-  function excludedResult(el) {
-    return !!el.closest("[data-toolhub-call]");
-  }
-
+  /** The site's real editor (the adapter's composer), the last visible one. */
   function chatInput() {
-    const sels = [
-      "#prompt-textarea",
-      'div.ProseMirror[contenteditable="true"]',
-      'rich-textarea [contenteditable="true"]',
-      "textarea",
-      '[contenteditable="true"][role="textbox"]',
-      '[contenteditable="true"]',
-    ];
-    for (const s of sels) {
-      const all = [...document.querySelectorAll(s)].filter(visible);
-      if (all.length) return all[all.length - 1];
-    }
-    return null;
+    const all = [...document.querySelectorAll(site.composer)].filter(visible);
+    return all.length ? all[all.length - 1] : null;
   }
 
-  /** The result as text for the AI. A Ω followed by `{` is broken with a
-   * zero-width space so the result, once sent, is never a block itself. */
-  function resultText(k) {
-    const r = k.record;
-    const lines = [];
-    const what = r.kind === "batch" ? `batch of ${r.totalSteps} steps` : r.tool;
-    lines.push(`[toolhub result ${k.key} · ${what} · ${r.state === "success" ? "success" : "failed"}]`);
-    if (r.kind === "batch") {
-      const idx = Object.keys(r.steps || {}).map(Number).sort((a, b) => a - b);
-      for (const i of idx) {
-        const s = r.steps[i];
-        const body = s.skipped ? `skipped: ${s.reason || ""}` : s.success ? show(s.result) : errorText(s.error);
-        lines.push(`step ${i + 1}${s.stepId ? " (" + s.stepId + ")" : ""} ${s.tool}: ${body}`);
-      }
-      if (r.state === "error" && r.error) lines.push(errorText(r.error));
-    } else {
-      lines.push(r.state === "success" ? show(r.result) : errorText(r.error));
-    }
-    return lines.join("\n").replace(/([\u03A9\u2126])(\s*\{)/g, "$1\u200b$2");
-  }
-
-  function insertIntoChat(k) {
-    const input = chatInput();
-    if (!input) return;
-    const text = resultText(k);
+  /** Put `text` at the end of the composer, through the editor's own input
+   * handling (ProseMirror and Quill read `insertText` input events). */
+  function putText(input, text) {
     input.focus();
     if (input instanceof HTMLTextAreaElement || input instanceof HTMLInputElement) {
       const proto = Object.getPrototypeOf(input);
       const setter = Object.getOwnPropertyDescriptor(proto, "value").set;
       setter.call(input, input.value ? input.value + "\n\n" + text : text);
       input.dispatchEvent(new Event("input", { bubbles: true }));
-    } else {
-      const sel = window.getSelection();
-      sel.selectAllChildren(input);
-      sel.collapseToEnd();
-      if (!document.execCommand("insertText", false, (input.textContent ? "\n\n" : "") + text)) {
-        input.textContent += text;
-        input.dispatchEvent(new InputEvent("input", { bubbles: true }));
-      }
+      return;
     }
+    const sel = window.getSelection();
+    sel.selectAllChildren(input);
+    sel.collapseToEnd();
+    const before = input.textContent.trim() ? "\n\n" : "";
+    if (!document.execCommand("insertText", false, before + text)) {
+      input.textContent += before + text;
+      input.dispatchEvent(new InputEvent("input", { bubbles: true }));
+    }
+  }
+
+  function insertIntoChat(k) {
+    const input = chatInput();
+    if (!input) return;
+    putText(input, R.resultText(k.key, k.record, settings.foldChars));
     if (!settings.autoSubmit) return;
     // Submit once no other block this page started is still running.
     const busy = [...known.values()].some((x) => x.startedHere && x.record && (x.record.state === "running" || x.record.state === "need_user"));
     if (busy) return;
-    setTimeout(() => submit(input), 50);
+    waitForSend(input, Date.now() + 5000);
   }
 
-  function submit(input) {
-    const scope = input.closest("form") || document;
-    const btn = scope.querySelector(
-      'button[data-testid="send-button"], button[aria-label*="Send" i], button[aria-label*="发送"], button[type="submit"]',
-    );
-    if (btn && !btn.disabled) {
+  /** Press the site's send button once the editor has enabled it. */
+  function waitForSend(input, until) {
+    const btn = [...document.querySelectorAll(site.send)].filter(visible).pop();
+    if (btn && !btn.disabled && btn.getAttribute("aria-disabled") !== "true") {
+      noteSent();
       btn.click();
       return;
     }
+    if (Date.now() < until) {
+      setTimeout(() => waitForSend(input, until), 50);
+      return;
+    }
+    noteSent();
     const form = input.closest("form");
     if (form) form.requestSubmit();
     else input.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", code: "Enter", keyCode: 13, bubbles: true }));
@@ -456,21 +480,101 @@
     }
   });
 
-  // Start, unless this page is the hub's own (its dashboard shows params
-  // and results, which may hold blocks that must not run).
-  chrome.storage.local
-    .get(["insertResult", "autoSubmit", "hubUrl"])
-    .then((s) => {
-      settings.insertResult = !!s.insertResult;
-      settings.autoSubmit = !!s.autoSubmit;
-      const hub = (s.hubUrl || "ws://127.0.0.1:8765/ws").replace(/^ws(s?):\/\//, "http$1://").replace(/\/ws\/?$/, "");
-      let hubOrigin = null;
-      try {
-        hubOrigin = new URL(hub).origin;
-      } catch {}
-      if (location.origin === hubOrigin) return;
-      observer.observe(document.documentElement, { childList: true, subtree: true, characterData: true });
+  // A person sending a message from this tab: the next assistant messages
+  // are a live turn. Only real input counts (a page script's synthetic
+  // click or key is not trusted).
+  document.addEventListener(
+    "click",
+    (ev) => {
+      if (site && ev.isTrusted && ev.target instanceof Element && ev.target.closest(site.send)) noteSent();
+    },
+    true,
+  );
+  document.addEventListener(
+    "keydown",
+    (ev) => {
+      if (!site || !ev.isTrusted || ev.key !== "Enter" || ev.shiftKey || ev.isComposing) return;
+      if (ev.target instanceof Element && ev.target.closest(site.composer)) noteSent();
+    },
+    true,
+  );
+
+  function hubOrigin() {
+    const hub = (settings.hubUrl || "ws://127.0.0.1:8765/ws").replace(/^ws(s?):\/\//, "http$1://").replace(/\/ws\/?$/, "");
+    try {
+      return new URL(hub).origin;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The adapter for this page, or null when toolhub is off here: a
+   * supported site the person did not turn off, or a local origin they
+   * turned on; never the hub's own pages (its dashboard shows params and
+   * results, which may hold blocks). */
+  function adapterHere() {
+    const origin = location.origin;
+    if (origin === hubOrigin()) return null;
+    const a = S.forOrigin(origin);
+    if (a) return settings.sitesOff.includes(origin) ? null : a;
+    if (LOCAL.test(origin) && settings.localOrigins.includes(origin)) return S.generic;
+    return null;
+  }
+
+  function start() {
+    const a = adapterHere();
+    if (a === site) return;
+    if (!a) return stop();
+    site = a;
+    enterConversation();
+    observer.observe(document.documentElement, { childList: true, subtree: true, characterData: true, attributes: true });
+    scheduleScan(0);
+  }
+
+  function stop() {
+    site = null;
+    observer.disconnect();
+    clearTimeout(scanTimer);
+    scanTimer = null;
+  }
+
+  const KEYS = ["insertResult", "autoSubmit", "foldChars", "hubUrl", "localOrigins", "sitesOff"];
+
+  function take(s) {
+    settings.insertResult = !!s.insertResult;
+    settings.autoSubmit = !!s.autoSubmit;
+    settings.foldChars = Number(s.foldChars) > 0 ? Number(s.foldChars) : 20000;
+    settings.hubUrl = s.hubUrl || null;
+    settings.localOrigins = Array.isArray(s.localOrigins) ? s.localOrigins : [];
+    settings.sitesOff = Array.isArray(s.sitesOff) ? s.sitesOff : [];
+  }
+
+  chrome.storage.onChanged.addListener((ch, area) => {
+    if (area !== "local") return;
+    if (KEYS.some((k) => k in ch)) {
+      chrome.storage.local.get(KEYS).then((s) => {
+        take(s);
+        start();
+      });
+    }
+    if ("toolPolicy" in ch && site) {
+      // A tool allowed (or refused) since: blocks waiting look again (a
+      // block of a live turn may now run by itself; history still waits).
+      for (const k of known.values()) {
+        if (!k.requested && k.record && (k.record.state === "ready" || k.record.errorFromPolicy)) {
+          k.checked = false;
+          k.since = 0;
+        }
+      }
       scheduleScan(0);
+    }
+  });
+
+  chrome.storage.local
+    .get(KEYS)
+    .then((s) => {
+      take(s);
+      start();
     })
     .catch(() => {});
 })();

@@ -57,23 +57,29 @@
 
   /**
    * The instructions for `tools`, leaving out servers for which
-   * `off[server]` is true.
+   * `off[server]` is true and tools whose policy (`policyOf(tool)`: "auto",
+   * "ask" or "never"; all "ask" when not given) is "never". No example in
+   * them is a runnable block (the Ω sign is never followed by `{`), so
+   * pasting them into a chat runs nothing.
    */
-  function build(tools, off = {}) {
-    const kept = tools.filter((t) => !off[t.server]);
+  function build(tools, off = {}, policyOf = () => "ask") {
+    const kept = tools.filter((t) => !off[t.server] && policyOf(t) !== "never");
     const byServer = new Map();
     for (const t of kept) {
       if (!byServer.has(t.server)) byServer.set(t.server, []);
       byServer.get(t.server).push(t);
     }
+    const name = (t) => t.qualifiedName || t.name;
+    const auto = kept.filter((t) => policyOf(t) === "auto").map(name).sort();
+    const ask = kept.filter((t) => policyOf(t) !== "auto").map(name).sort();
     const lines = [
-      "You can use tools on my computer through toolhub. To call a tool, write a block in your reply, as strict JSON after the Ω sign:",
+      "You can use tools on my computer through toolhub. To call a tool, write a block in your reply: the Ω sign (Greek capital omega), immediately followed by a JSON object. The object for one call looks like this (written here without the Ω sign in front, so that this text itself calls nothing):",
       "",
-      'Ω{"tool":"NAME","params":{"arg":"value"}}',
+      '    {"tool":"NAME","params":{"arg":"value"}}',
       "",
-      "Several steps in one block (they run in order; saveAs keeps a step's result for later steps):",
+      "Several steps in one block (they run in order; saveAs keeps a step's result for later steps), again with the Ω sign to put in front:",
       "",
-      'Ω{"steps":[{"tool":"NAME","params":{…},"saveAs":"a"},{"tool":"NAME","params":{"x":"{{a.result}}"},"when":"{{a.success}}"}],"options":{"stopOnError":true}}',
+      '    {"steps":[{"tool":"NAME","params":{…},"saveAs":"a"},{"tool":"NAME","params":{"x":"{{a.result}}"},"when":"{{a.success}}"}],"options":{"stopOnError":true}}',
       "",
       "Rules:",
       "- Strict JSON: double quotes, no comments, no trailing commas. Use the exact tool names below.",
@@ -81,12 +87,17 @@
       "- After a block, stop and wait: the result is shown under your block and sent back to you. Never invent a result.",
       "- One block runs once. To run the same call again, write it again in a new message.",
       "- Write the Ω sign only to call a tool; to mention the syntax, leave out the Ω.",
+      "- A long result comes back as its start and its end, with the file that holds all of it: read that file with a tool if you need the middle.",
+      "",
+      "Which tools run at once and which wait for me:",
+      `- Run at once when you write them: ${auto.length ? auto.join(", ") : "none"}.`,
+      `- Wait until I click Run (so tell me why you need them): ${ask.length ? ask.join(", ") : "none"}.`,
       "",
       `Tools (${kept.length}), as name(param: type, optional?: type) – what it does:`,
     ];
     for (const [server, ts] of [...byServer.entries()].sort((a, b) => a[0].localeCompare(b[0]))) {
       lines.push(`[${server}]`);
-      for (const t of ts.slice().sort((a, b) => (a.qualifiedName || a.name).localeCompare(b.qualifiedName || b.name))) {
+      for (const t of ts.slice().sort((a, b) => name(a).localeCompare(name(b)))) {
         const s = summary(t.description);
         lines.push(`${signature(t)}${s ? " – " + s : ""}`);
       }

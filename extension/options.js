@@ -1,12 +1,14 @@
 // The options page: the hub's URL and token (chrome.storage.local keys
-// `hubUrl` and `token`), and whether results go into the chat's input box.
+// `hubUrl` and `token`), whether results go into the chat's input box, and
+// the length past which a result is folded (`foldChars`).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const DEFAULT_URL = "ws://127.0.0.1:8765/ws";
 
 async function load() {
-  const s = await chrome.storage.local.get(["hubUrl", "token", "insertResult", "autoSubmit"]);
+  const s = await chrome.storage.local.get(["hubUrl", "token", "insertResult", "autoSubmit", "foldChars"]);
+  $("foldChars").value = s.foldChars || 20000;
   $("hubUrl").value = s.hubUrl || DEFAULT_URL;
   $("token").value = s.token || "";
   $("insertResult").checked = !!s.insertResult;
@@ -43,6 +45,7 @@ $("form").onsubmit = async (ev) => {
     token: $("token").value.trim(),
     insertResult: $("insertResult").checked,
     autoSubmit: $("insertResult").checked && $("autoSubmit").checked,
+    foldChars: Math.max(1000, Number($("foldChars").value) || 20000),
   });
   $("saved").textContent = "Saved.";
   showConnection();

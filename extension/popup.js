@@ -1,5 +1,6 @@
 // The popup: connection state, servers and tools, running calls, approvals
-// (need_user) with Approve and Deny, and the instructions for the AI.
+// (need_user) with Approve and Deny, and the instructions for the AI. The
+// sites, local pages and per-site tool policy are in popup-sites.js.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -103,6 +104,7 @@ function render(s) {
   }
   if (!s.pending.length) run.append(el("li", { class: "muted" }, "nothing running from this browser"));
   $("session").textContent = s.sessionId ? `session ${s.sessionId.slice(0, 8)}` : "";
+  if (typeof PopupSites !== "undefined") PopupSites.renderPolicy(s.tools || []);
 }
 
 async function answer(taskId, approve, li) {
@@ -145,7 +147,8 @@ function refresh() {
 
 async function copyInstructions() {
   const s = last || (await ask({ type: "ui-state" }));
-  const text = ToolhubInstructions.build(s.tools || [], filter);
+  const policyOf = (t) => PopupSites.policyOf(t, s.tools || []);
+  const text = ToolhubInstructions.build(s.tools || [], filter, policyOf);
   const ta = $("instructions");
   ta.value = text;
   ta.hidden = false;
@@ -157,7 +160,7 @@ async function copyInstructions() {
     ta.select();
     ok = document.execCommand("copy");
   }
-  const n = (s.tools || []).filter((t) => !filter[t.server]).length;
+  const n = (s.tools || []).filter((t) => !filter[t.server] && policyOf(t) !== "never").length;
   $("copied").textContent = ok ? `Copied: instructions for ${n} tools.` : `Select and copy the text below (${n} tools).`;
   $("copied").dataset.tools = String(n);
 }

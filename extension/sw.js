@@ -20,7 +20,7 @@
 
 "use strict";
 
-importScripts("blocks.js");
+importScripts("blocks.js", "sites.js", "sites/chatgpt.js", "sites/claude.js", "sites/gemini.js", "sites/genspark.js", "policy.js", "trust.js");
 
 const DEFAULTS = { hubUrl: "ws://127.0.0.1:8765/ws", token: "" };
 /** A frame each way well inside Chrome's 30 s idle rule: the hub's own
@@ -581,7 +581,12 @@ async function handle(m) {
       const e = pending.get(m.batchId);
       if (!e) return;
       e.taskId = m.taskId || e.taskId;
-      e.steps[m.stepIndex] = slimStep(m);
+      const step = slimStep(m);
+      if (m.success && !m.skipped) {
+        const kept = await Trust.keep(`${e.key}-s${m.stepIndex}`, m.result, request);
+        if (kept) step.kept = kept;
+      }
+      e.steps[m.stepIndex] = step;
       await persistPending(e);
       push(e);
       return;
@@ -626,7 +631,9 @@ async function handle(m) {
 }
 
 function slimTool(t) {
-  return { name: t.name, server: t.server, qualifiedName: t.qualifiedName, description: t.description, inputSchema: t.inputSchema };
+  const s = { name: t.name, server: t.server, qualifiedName: t.qualifiedName, description: t.description, inputSchema: t.inputSchema };
+  if (t.annotations) s.annotations = t.annotations;
+  return s;
 }
 
 function slimStep(m) {
@@ -702,6 +709,10 @@ async function finish(key, m) {
     durationMs: m.durationMs,
     finishedAt: Date.now(),
   };
+  if (m.success && m.result !== undefined) {
+    const kept = await Trust.keep(key, m.result, request);
+    if (kept) record.kept = kept;
+  }
   await saveResult(record);
   pending.delete(key);
   await chrome.storage.session.remove("p:" + key);
@@ -765,6 +776,11 @@ async function onRun(msg, sender) {
   }
   const b = msg.block;
   if (!b || (b.kind !== "call" && b.kind !== "batch")) throw new Error("run needs a block of kind call or batch");
+  // Nothing runs without the site's consent: a page toolhub is off on is
+  // refused, a "never" tool is refused, and a run without a click ("auto")
+  // goes ahead only when every tool may run without asking.
+  const gate = await Trust.gate(await Trust.page(sender), msg.mode || "auto", tools.tools, b);
+  if (!gate.go) return { policy: gate.policy };
   e = {
     key,
     kind: b.kind,
@@ -795,6 +811,23 @@ async function onRun(msg, sender) {
   }
   notifyUi();
   return { record: recordOf(e) };
+}
+
+/** What a complete block is to this extension: already run or running (its
+ * record), or how the site's policy treats its tools. Runs nothing. */
+async function onCheck(msg, sender) {
+  if (!sender.tab) throw new Error("check comes from a tab's content script");
+  const page = await Trust.page(sender);
+  if (!page.on) return { off: true, why: page.why };
+  const key = String(msg.key);
+  const done = await getResult(key);
+  if (done) return { record: done };
+  const e = pending.get(key);
+  if (e) {
+    if (subscribe(e, sender)) await persistPending(e);
+    return { record: recordOf(e) };
+  }
+  return { policy: await Trust.policyOf(page.origin, tools.tools, msg.block) };
 }
 
 async function onStatus(msg, sender) {
@@ -886,6 +919,8 @@ async function onMessage(msg, sender) {
   switch (msg && msg.type) {
     case "run":
       return onRun(msg, sender);
+    case "check":
+      return onCheck(msg, sender);
     case "status":
       return onStatus(msg, sender);
     case "ui-state":
@@ -921,6 +956,13 @@ chrome.runtime.onMessage.addListener((msg, sender, sendResponse) => {
     (e) => sendResponse({ error: String((e && e.message) || e) }),
   );
   return true;
+});
+
+chrome.storage.onChanged.addListener((changes, area) => {
+  if (area !== "local" || !("localOrigins" in changes)) return;
+  const before = changes.localOrigins.oldValue || [];
+  const added = (changes.localOrigins.newValue || []).filter((o) => !before.includes(o));
+  Trust.syncLocal(added).catch((e) => console.warn("toolhub: registering the local pages' script failed:", e));
 });
 
 chrome.storage.onChanged.addListener((changes, area) => {
@@ -984,5 +1026,6 @@ const ready = (async () => {
   stats.starts++;
   await persistMisc();
   chrome.alarms.create("toolhub-wake", { periodInMinutes: 0.5 });
+  Trust.syncLocal().catch((e) => console.warn("toolhub: registering the local pages' script failed:", e));
   connect();
 })();

@@ -5,6 +5,7 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 const I = require("../../extension/instructions.js");
+const B = require("../../extension/blocks.js");
 
 const tools = [
   { name: "echo", server: "t", qualifiedName: "t__echo", description: "Echo the message back. More words here.",
@@ -21,7 +22,7 @@ test("one compact line per tool: qualified name, required params first, first se
   assert.match(text, /^t__echo\(message: string\) – Echo the message back\.$/m);
   assert.match(text, /^t__slow\(ms: int, message\?: string\) – Sleep\.$/m);
   assert.match(text, /^hub__read_file\(path: string, encoding\?: "utf8"\|"base64", lines\?: int\[\]\) – Read a file inside the workspace$/m);
-  assert.match(text, /Ω\{"tool":"NAME","params":\{"arg":"value"\}\}/);
+  assert.match(text, /\{"tool":"NAME","params":\{"arg":"value"\}\}/);
   assert.match(text, /Tools \(3\)/);
   assert.ok(text.indexOf("[hub]") < text.indexOf("[t]"), "servers sorted");
 });
@@ -36,4 +37,20 @@ test("a server switched off is left out", () => {
 test("long descriptions are cut", () => {
   const s = I.summary("x".repeat(300));
   assert.ok(s.length <= 110 && s.endsWith("…"));
+});
+
+test("the instructions hold no runnable block: pasted into a chat they call nothing", () => {
+  const text = I.build(tools);
+  assert.deepEqual(B.findBlocks(text), []);
+  assert.ok(!/[\u03A9\u2126]\s*\{/.test(text), "no Ω is followed by {");
+  assert.match(text, /Ω sign/);
+});
+
+test("they name the policy, and leave out the tools that never run", () => {
+  const policy = { t__echo: "auto", t__slow: "never" };
+  const text = I.build(tools, {}, (t) => policy[t.qualifiedName] || "ask");
+  assert.match(text, /Run at once when you write them: t__echo\./);
+  assert.match(text, /Wait until I click Run[^:]*: hub__read_file\./);
+  assert.ok(!text.includes("t__slow"), "a never tool is left out");
+  assert.match(text, /Tools \(2\)/);
 });

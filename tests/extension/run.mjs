@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const EXT = path.resolve(HERE, "../../extension");
+const EXT = process.env.EXTENSION_DIR || path.resolve(HERE, "../../extension");
 const EXT_ID = "ogalccghdnhlhiecjohlmgmaembolcgn";
 const HUB_WS = process.env.HUB_WS;
 const TOKEN = process.env.TOKEN;
@@ -259,7 +259,34 @@ scenario("setup", async () => {
   check(n > 10, `the popup shows the state, the servers and the tool count (${n} tools)`);
   await until(async () => (await badgeText()) === "on", "the badge to say on");
   ok("the badge says the connection is on");
+  // A local page is read only once its origin is turned on in the popup.
   chatA = await newChat("one");
+  await say(chatA, block({ tool: "t__echo", params: { message: "before the origin was turned on" } }));
+  await popup.fill("#local-origin", "http://example.com:8080");
+  await popup.click('button[data-action="add-origin"]');
+  await popup.waitForSelector("#local-error:has-text('127.0.0.1')", { timeout: WAIT });
+  ok("the popup refuses a non-local origin as a local page, saying what it takes");
+  await popup.fill("#local-origin", BASE);
+  await popup.click('button[data-action="add-origin"]');
+  await popup.waitForSelector(`#sites li[data-origin="${BASE}"][data-local="true"]`, { timeout: WAIT });
+  // The tools the fixture's blocks use run without asking on this page:
+  // one set in the popup as a person does, the rest as a backup would.
+  await popup.selectOption("#policy-site", BASE);
+  await popup.selectOption('#policy li[data-tool="t__echo"] select', "auto");
+  await until(async () => {
+    const { toolPolicy } = await popup.evaluate(() => chrome.storage.local.get("toolPolicy"));
+    return toolPolicy && toolPolicy[BASE] && toolPolicy[BASE].t__echo === "auto";
+  }, "the popup to store t__echo's policy");
+  await popup.evaluate((base) => chrome.storage.local.get("toolPolicy").then(({ toolPolicy }) => {
+    const mine = { ...toolPolicy[base] };
+    for (const t of ["t__slow", "t__counter", "pc__memo", "u__u_extra"]) mine[t] = "auto";
+    return chrome.storage.local.set({ toolPolicy: { ...toolPolicy, [base]: mine } });
+  }), BASE);
+  await say(chatA, block({ tool: "t__echo", params: { message: "after the origin was turned on" } }));
+  await resultWith(chatA, "after the origin was turned on");
+  check(callsWhere((c) => c.arguments.message === "before the origin was turned on").length === 0, "a local page ran nothing until its origin was turned on in the popup; then a new block ran");
+  const early = await chatA.locator(".toolhub-result", { hasText: "before the origin was turned on" }).getAttribute("data-toolhub-state");
+  check(early === "ready", `the block that was there before is offered, not run (${early})`);
 });
 
 scenario("single", async () => {
@@ -490,7 +517,7 @@ scenario("server-enabled", async () => {
   await popup.waitForSelector("#copied[data-tools]", { timeout: WAIT });
   const all = await popup.inputValue("#instructions");
   check(all.includes("u__u_extra(") && all.includes("t__echo(message: string)"), "the copied instructions list the new server's tools");
-  check(all.includes('Ω{"tool":"NAME","params":{"arg":"value"}}'), "they say what a block looks like");
+  check(all.includes('{"tool":"NAME","params":{"arg":"value"}}') && !/[ΩΩ][\s\u200b]*\{/.test(all), "they say what a block looks like, and hold no runnable block");
   await popup.uncheck('#servers input[data-server="t"]');
   await popup.click("#copy");
   await until(async () => !(await popup.inputValue("#instructions")).includes("t__echo"), "instructions without server t");

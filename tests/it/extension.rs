@@ -47,6 +47,7 @@ async fn the_block_parser_passes_its_unit_tests() {
         .arg("--test")
         .arg(root().join("tests/extension/blocks.test.mjs"))
         .arg(root().join("tests/extension/instructions.test.mjs"))
+        .arg(root().join("tests/extension/policy.test.mjs"))
         .output()
         .await
         .expect("node (the tests need Node.js)");
