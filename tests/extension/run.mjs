@@ -21,25 +21,14 @@ import { readFileSync, writeFileSync, renameSync, mkdtempSync, mkdirSync } from 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
+import { EXT_ID, WAIT, ok, check, until, launch, workerUrl, configure as configureAs, calls as callsIn } from "./browser.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const EXT = process.env.EXTENSION_DIR || path.resolve(HERE, "../../extension");
-const EXT_ID = "ogalccghdnhlhiecjohlmgmaembolcgn";
 const HUB_WS = process.env.HUB_WS;
 const TOKEN = process.env.TOKEN;
 const HUB_DIR = process.env.HUB_DIR;
 const OUT = process.env.OUT || tmpdir();
 const ONLY = process.env.ONLY ? new Set(process.env.ONLY.split(",")) : null;
-const WAIT = 30000;
-
-function ok(what) {
-  console.log(`ok: ${what}`);
-}
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-  ok(what);
-}
 
 // ------------------------------------------------------------ the Rust side
 
@@ -71,27 +60,10 @@ async function logCount(needle) {
 // ------------------------------------------------------------ hub files
 
 function calls(server = "t") {
-  try {
-    return readFileSync(path.join(HUB_DIR, `${server}.calls.jsonl`), "utf8")
-      .split("\n")
-      .filter(Boolean)
-      .map((l) => JSON.parse(l));
-  } catch {
-    return [];
-  }
+  return callsIn(HUB_DIR, server);
 }
 function callsWhere(pred, server = "t") {
   return calls(server).filter(pred);
-}
-/** Wait until `pred()` holds, checking every 50 ms, at most `ms`. */
-async function until(pred, what, ms = WAIT) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await pred();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 function editConfig(f) {
   const p = path.join(HUB_DIR, "config.json");
@@ -127,40 +99,8 @@ function startFixture() {
 
 // ------------------------------------------------------------ the browser
 
-async function launch(profile) {
-  return chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-    headless: false, // --headless=new below: the old headless mode has no extensions
-    viewport: { width: 1000, height: 800 },
-    args: [
-      "--headless=new",
-      `--disable-extensions-except=${EXT}`,
-      `--load-extension=${EXT}`,
-      "--no-sandbox",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-      "--disable-gpu",
-    ],
-  });
-}
-
-async function workerUrl(ctx) {
-  let [sw] = ctx.serviceWorkers();
-  if (!sw) sw = await ctx.waitForEvent("serviceworker", { timeout: WAIT });
-  return sw.url();
-}
-
-/** Save the hub URL and token through the options page, as a person does. */
-async function configure(ctx, token) {
-  const page = await ctx.newPage();
-  await page.goto(`chrome-extension://${EXT_ID}/options.html`);
-  await page.fill("#hubUrl", HUB_WS);
-  await page.fill("#token", token);
-  await page.click('button[type="submit"]');
-  await page.waitForSelector("#saved:has-text('Saved.')", { timeout: WAIT });
-  return page;
+function configure(ctx, token) {
+  return configureAs(ctx, HUB_WS, token);
 }
 
 if (process.env.SETUP_ONLY) {

@@ -153,6 +153,51 @@ async fn the_extension_runs_blocks_in_chromium() {
     assert!(screenshots().join("extension-chat.png").exists());
 }
 
+/// The chat sites the extension supports, each a fixture of its real DOM and
+/// editor under its real host name (tests/extension/sites.mjs): only the
+/// assistant's live turn runs by itself, only tools the site may run without
+/// asking; history, navigation, share views and user messages wait for a
+/// click; results go into the real ProseMirror and Quill editors. And the
+/// attack: a shared conversation that pipes the SSH key of the hub's HOME
+/// into curl runs nothing on open, and the sandbox refuses the read after a
+/// click, so the local listener gets no key material.
+#[tokio::test]
+async fn on_the_chat_sites_only_the_live_turn_runs_by_itself() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let home = p.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).expect("home");
+    let marker = format!("FAKE-ED25519-KEY-{}", std::process::id());
+    std::fs::write(
+        home.join(".ssh/id_ed25519"),
+        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{marker}\n-----END OPENSSH PRIVATE KEY-----\n"),
+    )
+    .expect("key");
+    let workspace = p.join("workspace");
+    std::fs::create_dir_all(&workspace).expect("workspace");
+    for id in ["chatgpt", "claude", "gemini", "genspark"] {
+        std::fs::write(workspace.join(format!("notes-{id}.txt")), format!("notes of {id}"))
+            .expect("notes");
+    }
+    let hub = TestHub::start_in_with(dir, config(&p), |cmd| {
+        cmd.env("HOME", &home);
+    })
+    .await;
+    let env = [
+        ("HUB_WS", hub.url()),
+        ("TOKEN", hub.token.clone().expect("token")),
+        ("HUB_DIR", hub.path().display().to_string()),
+        ("KEY_MARKER", marker),
+    ];
+    NodeScript::start("tests/extension/sites.mjs", "sites", screenshots(), &env)
+        .finish()
+        .await;
+    assert!(
+        !hub.logs().contains("FAKE-ED25519-KEY"),
+        "the key never reached the hub's log"
+    );
+}
+
 /// The worker stopped during a call for longer than the hub keeps its
 /// session: the hub cancels the call with the session, and the extension
 /// reports it so (from the hub's history) instead of sending it again,
