@@ -40,6 +40,8 @@ const KEY_MARKER = process.env.KEY_MARKER;
 const OUT = process.env.OUT || tmpdir();
 const ONLY = process.env.SITES ? process.env.SITES.split(",") : null;
 const WORKSPACE = path.join(HUB_DIR, "workspace");
+/** The length of the big result (the Rust side writes big-<site>.txt). */
+const BIG = 30000;
 
 const block = (v) => "Ω" + JSON.stringify(v);
 const fenced = (v) => "```json\n" + block(v) + "\n```";
@@ -154,6 +156,16 @@ async function site(id) {
   await page.waitForFunction((m) => fixture.submitted.some((s) => s.includes(m) && s.includes("[toolhub result")), `insert-${id}`, { timeout: WAIT });
   check((await page.evaluate(() => fixture.composerText())).trim() === "", t("the result went into the real editor and was sent with the send button"));
   check(ran(`insert-${id}`) === 1, t("and the call ran once"));
+  // A long result: folded in the page; its head, its tail and the file that
+  // holds all of it go into the chat.
+  await page.evaluate((text) => fixture.stream(text), `A long one:\n\n${fenced({ tool: "hub__read_file", params: { path: `big-${id}.txt` } })}`);
+  await page.waitForFunction((m) => fixture.submitted.some((s) => s.includes(m)), `BIG-HEAD-${id}`, { timeout: WAIT });
+  const sent = (await page.evaluate(() => fixture.submitted)).find((s) => s.includes(`BIG-HEAD-${id}`));
+  const kept = /\.toolhub\/results\/[A-Za-z0-9_-]+\.txt/.exec(sent);
+  check(sent.length < 8000 && sent.includes(`BIG-TAIL-${id}`) && kept, t(`a ${BIG} character result went into the chat as ${sent.length} characters: its head, its tail and ${kept && kept[0]}`));
+  const whole = readFileSync(path.join(WORKSPACE, kept[0]), "utf8");
+  check(whole.includes(`BIG-HEAD-${id}`) && whole.includes(`BIG-TAIL-${id}`) && whole.length >= BIG, t(`the whole result is in that file (${whole.length} characters), where hub__read_file reads it`));
+  check((await page.locator(".toolhub-result details.toolhub-fold", { hasText: `BIG-HEAD-${id}` }).count()) === 1, t("the page shows it folded"));
   await storage({ insertResult: false, autoSubmit: false });
   await page.screenshot({ path: path.join(OUT, `extension-${id}.png`) }).catch(() => {});
   await share.close();

@@ -178,6 +178,8 @@ async fn on_the_chat_sites_only_the_live_turn_runs_by_itself() {
     for id in ["chatgpt", "claude", "gemini", "genspark"] {
         std::fs::write(workspace.join(format!("notes-{id}.txt")), format!("notes of {id}"))
             .expect("notes");
+        let big = format!("BIG-HEAD-{id}\n{}\nBIG-TAIL-{id}", "x".repeat(30_000));
+        std::fs::write(workspace.join(format!("big-{id}.txt")), big).expect("big");
     }
     let hub = TestHub::start_in_with(dir, config(&p), |cmd| {
         cmd.env("HOME", &home);
