@@ -139,8 +139,19 @@ impl CommandRunner {
             Some(s) => s.writable(self.runs.as_ref().and_then(|r| r.folder(session))),
             None => Vec::new(),
         };
+        // Building the ruleset lists a few folders: off the async workers.
         let prepared = match &self.sandbox {
-            Some(s) => s.prepare(&writable)?,
+            Some(s) => {
+                let (s, w) = (s.clone(), writable.clone());
+                tokio::task::spawn_blocking(move || s.prepare(&w))
+                    .await
+                    .map_err(|e| {
+                        HubError::new(
+                            ErrorType::Unknown,
+                            format!("run_command's sandbox could not be built: {e}"),
+                        )
+                    })??
+            }
             None => None,
         };
         let mut cmd = tokio::process::Command::new("/bin/sh");

@@ -300,6 +300,9 @@ mod tests {
             max_read_bytes: 1024,
             sandbox: crate::config::SandboxMode::WorkspaceWrite,
             sandbox_network: true,
+            sandbox_deny_read: Vec::new(),
+            sandbox_allow_read: Vec::new(),
+            config_file: PathBuf::from("/cfg/config.json"),
         };
         let b = match Builtin::new(&cfg, dir.path(), None) {
             Ok(b) => b,
@@ -332,6 +335,9 @@ mod reload_tests {
             max_read_bytes: 1024,
             sandbox: crate::config::SandboxMode::WorkspaceWrite,
             sandbox_network: true,
+            sandbox_deny_read: Vec::new(),
+            sandbox_allow_read: Vec::new(),
+            config_file: PathBuf::from("/cfg/config.json"),
         };
         let b = Builtin::new(&cfg, dir.path(), None).expect("builtin");
         assert_eq!(b.tools().len(), 4);

@@ -12,25 +12,30 @@
 //!   only makes two system calls in the child: `prctl(PR_SET_NO_NEW_PRIVS)`
 //!   and `landlock_restrict_self(fd)`. Nothing in the child allocates.
 //!
-//! The ruleset handles every *write* right of the kernel's ABI (reads and
-//! execution stay unrestricted: "read anywhere") and grants them beneath the
-//! writable folders: the workspace, the calling connection's current run
-//! folder (`workspace-write`) and the hub's private temp dir (both modes),
-//! passed to the command as `TMPDIR`. A few device files (`/dev/null`, …)
-//! stay writable so ordinary redirections work. With
+//! The ruleset handles every *write* right of the kernel's ABI and the
+//! read rights (`ReadFile`, `ReadDir`; execution stays unrestricted). It
+//! grants the write rights beneath the writable folders: the workspace, the
+//! calling connection's current run folder (`workspace-write`) and the
+//! hub's private temp dir (both modes), passed to the command as `TMPDIR`.
+//! It grants reading everywhere but the denied paths
+//! (`builtin.sandboxDenyRead`, and the hub's own config file and state
+//! dir), by allowance around them ([`reads`]). A few device files
+//! (`/dev/null`, …) stay writable so ordinary redirections work. With
 //! `builtin.sandboxNetwork: false` TCP bind and connect are denied (ABI 4);
 //! from ABI 6 the command may not signal processes outside its sandbox
 //! (the hub among them), and with the network denied may not reach
 //! abstract unix sockets outside it.
 //!
 //! [`denied`] reads a failed command's stderr for the paths the sandbox
-//! refused, so the caller gets a `PERMISSION` error naming them.
+//! refused, so the caller gets a `PERMISSION` error naming them and the
+//! key that decides ([`explain`]).
 
 pub mod denied;
+mod explain;
+pub mod reads;
+mod rules;
 
 use std::path::{Path, PathBuf};
-
-use serde_json::{json, Value};
 
 use crate::config::{BuiltinConfig, SandboxMode};
 use crate::errors::{ErrorType, HubError};
@@ -146,6 +151,8 @@ pub struct Sandbox {
     workspace: PathBuf,
     /// The private temp dir (`TMPDIR` of every command).
     tmp: PathBuf,
+    /// What a confined command may not read.
+    reads: reads::ReadPolicy,
 }
 
 /// A ruleset ready to be applied in a child; closed when dropped.
@@ -177,12 +184,13 @@ impl Sandbox {
             std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))?;
         }
         let tmp = std::fs::canonicalize(&tmp).unwrap_or(tmp);
-        let sandbox = Sandbox::with_verdict(
+        let mut sandbox = Sandbox::with_verdict(
             cfg,
             workspace,
             tmp,
             decide(cfg.sandbox, cfg.sandbox_network, kernel_abi()),
         );
+        sandbox.reads.private.push(state_dir.to_path_buf());
         sandbox.log_start();
         Ok(sandbox)
     }
@@ -201,6 +209,11 @@ impl Sandbox {
             verdict,
             workspace: workspace.to_path_buf(),
             tmp,
+            reads: reads::ReadPolicy {
+                deny: cfg.sandbox_deny_read.clone(),
+                allow: cfg.sandbox_allow_read.clone(),
+                private: vec![cfg.config_file.clone()],
+            },
         }
     }
 
@@ -229,6 +242,34 @@ impl Sandbox {
         }
     }
 
+    /// What a confined command may not read, in words.
+    pub fn read_words(&self) -> String {
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| reads::tilde(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut s = format!(
+            "it may read everything but {} (builtin.sandboxDenyRead) and the hub's own {} (always)",
+            if self.reads.deny.is_empty() {
+                "nothing listed".to_string()
+            } else {
+                list(&self.reads.deny)
+            },
+            list(&self.reads.private)
+        );
+        if !self.reads.allow.is_empty() {
+            s.push_str(&format!(
+                ", re-granted: {} (builtin.sandboxAllowRead)",
+                list(&self.reads.allow)
+            ));
+        }
+        s.push_str("; names in a denied folder can be listed, not read");
+        s
+    }
+
     fn net_words(&self, abi: i32) -> String {
         let mut s = if self.network {
             "network allowed (builtin.sandboxNetwork)".to_string()
@@ -253,8 +294,9 @@ impl Sandbox {
                 name: "sandbox".into(),
                 ok: true,
                 message: format!(
-                    "run_command is confined by Landlock (ABI {abi}, builtin.sandbox \"{mode}\"): {}; {}",
+                    "run_command is confined by Landlock (ABI {abi}, builtin.sandbox \"{mode}\"): {}; {}; {}",
                     self.reach(),
+                    self.read_words(),
                     self.net_words(*abi)
                 ),
                 fix: None,
@@ -316,7 +358,7 @@ impl Sandbox {
             Verdict::Refused { .. } => Err(self.refusal().unwrap_or_else(|| {
                 HubError::new(ErrorType::Permission, "run_command is refused")
             })),
-            Verdict::Confined { abi } => ruleset(*abi, self.network, writable)
+            Verdict::Confined { abi } => rules::ruleset(*abi, self.network, writable, &self.reads)
                 .map(Some)
                 .map_err(|e| {
                     HubError::new(
@@ -327,154 +369,6 @@ impl Sandbox {
                 }),
         }
     }
-}
-
-impl Sandbox {
-    /// The `result` of a failed confined command (the caller checks that it
-    /// failed) whose stderr names paths the sandbox refused becomes a
-    /// `PERMISSION` failure in the ToolResult shape
-    /// (`{"ok": false, "error": {…}}` beside `exitCode`, `stdout`, `stderr`,
-    /// so nothing the command printed is lost), naming the paths and how to
-    /// allow them; with `sandboxNetwork: false`, a refused TCP connection
-    /// likewise. `None` for any other failure: no refused path, or a path
-    /// the hub's user could not write either.
-    pub fn explain(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
-        if !matches!(self.verdict, Verdict::Confined { .. }) {
-            return None;
-        }
-        let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
-        let refused: Vec<String> = denied::paths(stderr)
-            .into_iter()
-            .filter(|p| {
-                let abs = denied::absolute(p, cwd);
-                denied::outside(&abs, writable, &DEVICES) && denied::hub_could_write(&abs)
-            })
-            .collect();
-        let how = match result.get("exitCode").and_then(Value::as_i64) {
-            Some(code) => format!("exited with status {code}"),
-            None => "was killed".to_string(),
-        };
-        let mode = self.mode.as_str();
-        let Some(first) = refused.first() else {
-            if self.network || !denied::tcp_refused(stderr) {
-                return None;
-            }
-            return failure(
-                result,
-                format!("the sandbox refused a TCP connection: builtin.sandboxNetwork is false, so commands may not connect or listen over TCP; the command {how}"),
-                "this hub keeps commands off the network: fetch what you need another way (a tool of an MCP server), or have the operator set builtin.sandboxNetwork to true in config.json (a config reload applies it)".to_string(),
-                json!({"mode": mode, "network": false}),
-            );
-        };
-        let message = format!(
-            "the sandbox refused to write {}: builtin.sandbox is \"{mode}\", so {}; the command {how}",
-            refused.join(", "),
-            self.reach()
-        );
-        let suggestion = match self.mode {
-            SandboxMode::ReadOnly => "this hub lets commands only read (builtin.sandbox \"read-only\"): write files with write_file, or have the operator set builtin.sandbox to \"workspace-write\" in config.json (a config reload applies it)".to_string(),
-            _ => format!(
-                "write inside the workspace instead (a relative path, or $TMPDIR for scratch files); if commands must write to {first}, the operator can set builtin.sandbox to \"off\" in config.json (a config reload applies it)"
-            ),
-        };
-        failure(
-            result,
-            message,
-            suggestion,
-            json!({"mode": mode, "refusedPaths": refused}),
-        )
-    }
-}
-
-impl Sandbox {
-    /// A `PERMISSION` failure of a confined command that [`explain`]
-    /// could not pin on a path still gets the sandbox in its suggestion:
-    /// the refusal may be the sandbox's.
-    ///
-    /// [`explain`]: Sandbox::explain
-    pub fn hint(&self, e: HubError) -> HubError {
-        if e.error_type != ErrorType::Permission
-            || !matches!(self.verdict, Verdict::Confined { .. })
-        {
-            return e;
-        }
-        let mode = self.mode.as_str();
-        let suggestion = format!(
-            "{}; if the command wrote outside the folders it may write, run_command's sandbox refused it (builtin.sandbox \"{mode}\"): {}",
-            e.suggestion,
-            self.reach()
-        );
-        e.with_suggestion(suggestion)
-    }
-}
-
-/// `result` as a failed ToolResult of class `PERMISSION`, keeping every
-/// field the command produced.
-fn failure(result: &Value, message: String, suggestion: String, sandbox: Value) -> Option<Value> {
-    let mut out = result.clone();
-    let obj = out.as_object_mut()?;
-    obj.insert("ok".into(), json!(false));
-    obj.insert(
-        "error".into(),
-        json!({
-            "code": ErrorType::Permission.as_str(),
-            "message": message,
-            "retriable": false,
-            "suggestion": suggestion,
-        }),
-    );
-    obj.insert("sandbox".into(), sandbox);
-    Some(out)
-}
-
-#[cfg(target_os = "linux")]
-fn ruleset(abi: i32, network: bool, writable: &[PathBuf]) -> Result<Prepared, String> {
-    use landlock::{
-        AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-        RulesetCreatedAttr, Scope, ABI,
-    };
-    let level = ABI::from(abi);
-    let write = AccessFs::from_write(level);
-    let mut rs = Ruleset::default()
-        .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(write)
-        .map_err(|e| e.to_string())?;
-    if !network && abi >= NET_ABI {
-        rs = rs
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(|e| e.to_string())?;
-    }
-    if abi >= SCOPE_ABI {
-        rs = rs.scope(Scope::Signal).map_err(|e| e.to_string())?;
-        if !network {
-            rs = rs
-                .scope(Scope::AbstractUnixSocket)
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    let mut created = rs.create().map_err(|e| e.to_string())?;
-    for dir in writable {
-        let fd = PathFd::new(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        created = created
-            .add_rule(PathBeneath::new(fd, write))
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    let device = write & AccessFs::from_file(level);
-    for dev in DEVICES {
-        // A device this machine lacks is simply not granted.
-        let Ok(fd) = PathFd::new(dev) else { continue };
-        created = created
-            .add_rule(PathBeneath::new(fd, device))
-            .map_err(|e| format!("{dev}: {e}"))?;
-    }
-    let fd: Option<std::os::fd::OwnedFd> = created.into();
-    fd.map(|fd| Prepared { fd })
-        .ok_or_else(|| "the kernel returned no ruleset".to_string())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn ruleset(_abi: i32, _network: bool, _writable: &[PathBuf]) -> Result<Prepared, String> {
-    Err("Landlock exists only on Linux".into())
 }
 
 /// Make `cmd`'s child confine itself between fork and exec: no new

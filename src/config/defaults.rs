@@ -47,6 +47,24 @@ pub const WORKSPACE: &str = "./workspace";
 pub const COMMAND_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 pub const MAX_READ_BYTES: usize = 10 * 1024 * 1024;
+/// `builtin.sandboxDenyRead`: what `run_command` may not read (`~` is the
+/// hub's `HOME`): credential stores and browser profiles.
+pub const SANDBOX_DENY_READ: [&str; 14] = [
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.kube",
+    "~/.docker",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.npmrc",
+    "~/.pypirc",
+    "~/.config/chromium",
+    "~/.config/google-chrome",
+    "~/.mozilla",
+];
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 pub const MAX_RETRIES: u32 = 3;

@@ -224,6 +224,15 @@ pub struct BuiltinConfig {
     /// `builtin.sandboxNetwork`: false denies TCP connect and bind to
     /// `run_command` (Landlock ABI 4 or newer).
     pub sandbox_network: bool,
+    /// `builtin.sandboxDenyRead`: what `run_command` may not read (absolute,
+    /// `~` expanded); the hub's own config file and state dir are denied
+    /// besides, whatever this says.
+    pub sandbox_deny_read: Vec<PathBuf>,
+    /// `builtin.sandboxAllowRead`: re-granted even beneath a denied path.
+    pub sandbox_allow_read: Vec<PathBuf>,
+    /// The config file these settings were read from (absolute): never
+    /// readable by `run_command`.
+    pub config_file: PathBuf,
 }
 
 /// `builtin.sandbox`: what a `run_command` may write.

@@ -143,6 +143,8 @@ pub struct RawBuiltin {
     pub max_read_bytes: Option<usize>,
     pub sandbox: Option<SandboxMode>,
     pub sandbox_network: Option<bool>,
+    pub sandbox_deny_read: Option<Vec<String>>,
+    pub sandbox_allow_read: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

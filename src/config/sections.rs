@@ -1,5 +1,6 @@
 //! Validation of the sections other than `server` and `mcpServers`.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use regex::Regex;
@@ -63,7 +64,55 @@ pub(super) fn builtin(ctx: &Ctx, r: RawBuiltin) -> Result<BuiltinConfig, ConfigE
         )?,
         sandbox: r.sandbox.unwrap_or_default(),
         sandbox_network: r.sandbox_network.unwrap_or(true),
+        sandbox_deny_read: read_paths(ctx, r.sandbox_deny_read, "/builtin/sandboxDenyRead")?,
+        sandbox_allow_read: read_paths(
+            ctx,
+            Some(r.sandbox_allow_read.unwrap_or_default()),
+            "/builtin/sandboxAllowRead",
+        )?,
+        config_file: ctx
+            .path
+            .file_name()
+            .map(|name| ctx.base_dir.join(name))
+            .unwrap_or_default(),
     })
+}
+
+/// `builtin.sandboxDenyRead` / `sandboxAllowRead`: each entry resolved
+/// like any configured path (`~` is the hub's `HOME`); absent means the
+/// default deny list, whose `~` entries are left out when `HOME` is unset.
+fn read_paths(
+    ctx: &Ctx,
+    list: Option<Vec<String>>,
+    ptr: &str,
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+    let Some(list) = list else {
+        return Ok(d::SANDBOX_DENY_READ
+            .iter()
+            .filter_map(|p| Some(Path::new(home.as_ref()?).join(p.strip_prefix("~/")?)))
+            .collect());
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, p) in list.iter().enumerate() {
+        let at = format!("{ptr}/{i}");
+        if p == "~" || p.starts_with("~/") {
+            let Some(home) = &home else {
+                return Err(ctx.err(
+                    &at,
+                    format!(
+                        "{} starts with ~ but the hub has no HOME; write the path in full",
+                        super::ctx::dotted(&at)
+                    ),
+                ));
+            };
+            let rest = p.trim_start_matches('~').trim_start_matches('/');
+            out.push(super::ctx::normalize(&Path::new(home).join(rest)));
+            continue;
+        }
+        out.push(ctx.resolve(p, &at)?);
+    }
+    Ok(out)
 }
 
 pub(super) fn task_engine(ctx: &Ctx, r: RawTaskEngine) -> Result<TaskEngineConfig, ConfigError> {

@@ -89,3 +89,43 @@ fn config_error_accessors() {
     assert_eq!(e.to_string(), format!("c.json:2:13: {}", e.message()));
     assert!(!e.is_not_found());
 }
+
+#[test]
+fn sandbox_read_lists_default_to_the_credential_stores_and_resolve_like_paths() {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let c = test_support::ok("{}").config.builtin;
+    assert_eq!(c.config_file, PathBuf::from(test_support::P));
+    assert!(c.sandbox_allow_read.is_empty());
+    if let Some(home) = &home {
+        assert_eq!(c.sandbox_deny_read.len(), 14);
+        for p in [".ssh", ".aws", ".config/gcloud", ".netrc", ".mozilla"] {
+            assert!(c.sandbox_deny_read.contains(&home.join(p)), "{p}");
+        }
+    }
+    let c = test_support::ok(
+        r#"{"builtin": {"sandboxDenyRead": ["~/.secret", "rel/x", "/abs"], "sandboxAllowRead": ["~"]}}"#,
+    )
+    .config
+    .builtin;
+    if let Some(home) = &home {
+        assert_eq!(
+            c.sandbox_deny_read,
+            [
+                home.join(".secret"),
+                PathBuf::from("/tmp/cfgtest/rel/x"),
+                PathBuf::from("/abs")
+            ]
+        );
+        assert_eq!(c.sandbox_allow_read, std::slice::from_ref(home));
+    }
+    let (_, _, m) = test_support::bad(r#"{"builtin": {"sandboxDenyRead": [""]}}"#);
+    assert!(
+        m.contains("builtin.sandboxDenyRead.0 must not be empty"),
+        "{m}"
+    );
+    let (_, _, m) = test_support::bad(r#"{"builtin": {"sandboxAllowRead": "~/.ssh"}}"#);
+    assert!(
+        m.starts_with("builtin.sandboxAllowRead: invalid type"),
+        "{m}"
+    );
+}

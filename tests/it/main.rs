@@ -30,6 +30,7 @@ mod runs_index;
 mod runs_more;
 mod safety;
 mod sandbox;
+mod sandbox_reads;
 mod secrets;
 mod servers;
 mod sessions;

@@ -24,7 +24,7 @@ fn landlock_abi() -> i64 {
     }
 }
 
-fn confined_kernel() -> bool {
+pub(crate) fn confined_kernel() -> bool {
     let abi = landlock_abi();
     if abi < 3 {
         eprintln!("skipped: this kernel's Landlock ABI is {abi} (3 needed)");
@@ -34,7 +34,7 @@ fn confined_kernel() -> bool {
 
 /// A hub whose `HOME` is a folder of its temp dir (outside the workspace),
 /// with `config` merged over the test defaults and `env` set.
-async fn hub_with(config: Value, env: &[(&str, &str)]) -> (TestHub, PathBuf) {
+pub(crate) async fn hub_with(config: Value, env: &[(&str, &str)]) -> (TestHub, PathBuf) {
     let dir = tempfile::tempdir().expect("dir");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("home");
@@ -53,12 +53,12 @@ async fn hub_with(config: Value, env: &[(&str, &str)]) -> (TestHub, PathBuf) {
     (hub, home)
 }
 
-async fn run(c: &mut Client, command: &str) -> Value {
+pub(crate) async fn run(c: &mut Client, command: &str) -> Value {
     c.call("run_command", json!({ "command": command })).await
 }
 
 /// The `sandbox` entry of `health_status`.
-async fn sandbox_check(c: &mut Client) -> Value {
+pub(crate) async fn sandbox_check(c: &mut Client) -> Value {
     let h = c.request(json!({"type": "health_check"})).await;
     h["checks"]
         .as_array()

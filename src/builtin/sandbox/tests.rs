@@ -16,6 +16,9 @@ fn cfg(mode: SandboxMode, network: bool) -> BuiltinConfig {
         max_read_bytes: 1024,
         sandbox: mode,
         sandbox_network: network,
+        sandbox_deny_read: Vec::new(),
+        sandbox_allow_read: Vec::new(),
+        config_file: PathBuf::from("/cfg/config.json"),
     }
 }
 
