@@ -102,15 +102,17 @@ pub fn action_name(a: RetryAction) -> &'static str {
 }
 
 /// Should failure number `retries_done + 1` be retried, and after how long?
+/// `unsafe_to_repeat`: the failed attempt may have taken effect and its tool
+/// is not safe to run twice (`hub::retrying` decides), so it never is.
 /// `unit` in [0,1) is the jitter draw (random in production, fixed in tests).
 pub fn decide(
     strategy: Option<&Strategy>,
     error_type: ErrorType,
     retries_done: u32,
-    destructive_timeout_blocked: bool,
+    unsafe_to_repeat: bool,
     unit: f64,
 ) -> Option<(Duration, RetryAction)> {
-    if !error_type.recoverable() || destructive_timeout_blocked {
+    if !error_type.recoverable() || unsafe_to_repeat {
         return None;
     }
     let s = strategy?;
@@ -195,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn destructive_timeout_is_not_retried() {
+    fn an_unsafe_repeat_is_never_retried() {
         let s = strat(3, 10, 2.0, 0.0);
         assert!(decide(Some(&s), ErrorType::Timeout, 0, true, 0.5).is_none());
     }

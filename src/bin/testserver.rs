@@ -263,9 +263,9 @@ impl TestServer {
                 let sum = tools::add(args.number("a")?, args.number("b")?);
                 Ok(CallToolResult::structured(json!({ "sum": sum })))
             }
-            "slow" | "destructive" => {
+            "slow" | "slow_read" | "destructive" => {
                 let ms = match tool {
-                    "slow" => args.uint("ms")?,
+                    "slow" | "slow_read" => args.uint("ms")?,
                     _ => args.opt_uint("ms")?.unwrap_or(0),
                 };
                 let message = args.opt_string("message")?.unwrap_or("done").to_owned();

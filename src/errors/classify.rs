@@ -335,6 +335,22 @@ pub fn retry_after(message: &str) -> Option<std::time::Duration> {
     Some(d.min(std::time::Duration::from_secs(600)))
 }
 
+/// Whether a transport's send error says the connection was never made
+/// (refused, no such host): the request cannot have reached the server.
+pub fn never_connected(message: &str) -> bool {
+    const CUES: [&str; 7] = [
+        "connection refused",
+        "econnrefused",
+        "dns error",
+        "failed to lookup address",
+        "name or service not known",
+        "no such host",
+        "could not resolve host",
+    ];
+    let lower = message.to_ascii_lowercase();
+    CUES.iter().any(|c| lower.contains(c))
+}
+
 fn limit_exceeded(message: &str) -> String {
     if contains(message, "no space left") || contains(message, "enospc") {
         return "the disk is full: free space, then retry".to_string();

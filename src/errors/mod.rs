@@ -13,6 +13,6 @@ mod kind;
 mod table_tests;
 mod wire;
 
-pub use classify::{classify, retry_after, suggestion_for};
+pub use classify::{classify, never_connected, retry_after, suggestion_for};
 pub use kind::ErrorType;
 pub use wire::HubError;

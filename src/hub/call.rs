@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::local::{LocalCall, Mounted, OfflineTools};
-use super::outcome::Attempt;
+use super::outcome::{Attempt, Reach};
 use super::Hub;
 
 /// The longest a listing waits for servers still in their first start
@@ -239,10 +239,12 @@ impl Hub {
                     .instance(&template, caller.context, timeout, cancel)
                     .await
                 {
+                    // No instance to send it to: the tool was not reached.
                     Err(e) => {
                         return Attempt {
                             result: Err(tag(e)),
                             raw: None,
+                            reach: Reach::Before,
                         }
                     }
                     Ok(active) => {
@@ -262,17 +264,25 @@ impl Hub {
                     session: caller.session,
                     context: caller.context,
                 };
-                let result = match tools.call(&info.name, call) {
-                    None => Err(HubError::new(
-                        ErrorType::ToolNotFound,
-                        format!("server {} has no tool \"{}\"", info.server, info.name),
-                    )),
+                let (result, reach) = match tools.call(&info.name, call) {
+                    None => (
+                        Err(HubError::new(
+                            ErrorType::ToolNotFound,
+                            format!("server {} has no tool \"{}\"", info.server, info.name),
+                        )),
+                        Reach::Before,
+                    ),
                     Some(work) => tokio::select! {
                         r = tokio::time::timeout(timeout, work) => match r {
-                            Ok(r) => r,
-                            Err(_) => Err(timeout_error(timeout)),
+                            // A tool that stopped its own work (run_command
+                            // at its timeout) may have acted before it did.
+                            Ok(Err(e)) if matches!(e.error_type, ErrorType::Timeout | ErrorType::Cancelled) => {
+                                (Err(e), Reach::Unknown)
+                            }
+                            Ok(r) => (r, Reach::Answered),
+                            Err(_) => (Err(timeout_error(timeout)), Reach::Unknown),
                         },
-                        _ = cancel.cancelled() => Err(cancelled_error()),
+                        _ = cancel.cancelled() => (Err(cancelled_error()), Reach::Unknown),
                     },
                 };
                 // Mounted providers may answer in the ToolResult shape; a
@@ -285,6 +295,7 @@ impl Hub {
                 return Attempt {
                     result: result.map_err(tag),
                     raw,
+                    reach,
                 };
             }
         };
@@ -298,6 +309,7 @@ impl Hub {
                     ),
                 ))),
                 raw: None,
+                reach: Reach::Before,
             };
         };
         let call = match mcp_call::call_params(&info.name, params) {
@@ -306,6 +318,7 @@ impl Hub {
                 return Attempt {
                     result: Err(tag(HubError::new(ErrorType::InvalidParams, m))),
                     raw: None,
+                    reach: Reach::Before,
                 }
             }
         };
@@ -315,9 +328,9 @@ impl Hub {
         let response = tokio::select! {
             r = tokio::time::timeout(timeout, send) => match r {
                 Ok(r) => r,
-                Err(_) => return Attempt { result: Err(tag(timeout_error(timeout))), raw: None },
+                Err(_) => return Attempt { result: Err(tag(timeout_error(timeout))), raw: None, reach: Reach::Unknown },
             },
-            _ = cancel.cancelled() => return Attempt { result: Err(tag(cancelled_error())), raw: None },
+            _ = cancel.cancelled() => return Attempt { result: Err(tag(cancelled_error())), raw: None, reach: Reach::Unknown },
         };
         match response {
             Ok(mcp_call::CallAnswer::Complete(raw)) => complete(raw, tag),
@@ -327,8 +340,10 @@ impl Hub {
                     "the server answered with an input request or a task, which the hub does not relay",
                 ))),
                 raw: None,
+                reach: Reach::Answered,
             },
-            Err(e) => {
+            Err(mcp_call::CallFailure { error: e, sent }) => {
+                let reach = failure_reach(&e, sent);
                 if matches!(
                     e,
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
@@ -346,6 +361,7 @@ impl Hub {
                 Attempt {
                     result: Err(tag(service_error(&info.server, e))),
                     raw: None,
+                    reach,
                 }
             }
         }
@@ -374,6 +390,7 @@ fn complete(raw: Value, tag: impl Fn(HubError) -> HubError) -> Attempt {
         return Attempt {
             result: Err(tag(HubError::classified(msg))),
             raw: Some(raw),
+            reach: Reach::Answered,
         };
     }
     let value = match raw.get("structuredContent") {
@@ -383,6 +400,23 @@ fn complete(raw: Value, tag: impl Fn(HubError) -> HubError) -> Attempt {
     Attempt {
         result: Ok(value),
         raw: Some(raw),
+        reach: Reach::Answered,
+    }
+}
+
+/// How far a failed `tools/call` got. Not handed to rmcp's loop, or a send
+/// that never connected (refused, no such host): the server never read it.
+/// An answer (a JSON-RPC error, a reply of the wrong shape) is the
+/// server's own. Anything else (the connection lost while waiting, a send
+/// that failed midway) may have been read and acted on.
+fn failure_reach(e: &ServiceError, sent: bool) -> Reach {
+    match e {
+        _ if !sent => Reach::Before,
+        ServiceError::McpError(_) | ServiceError::UnexpectedResponse => Reach::Answered,
+        ServiceError::TransportSend(t) if crate::errors::never_connected(&t.to_string()) => {
+            Reach::Before
+        }
+        _ => Reach::Unknown,
     }
 }
 

@@ -96,6 +96,26 @@ pub struct CallOutcome {
 pub struct Attempt {
     pub result: Result<Value, HubError>,
     pub raw: Option<Value>,
+    /// How far a failed attempt got (what a retry may assume).
+    pub reach: Reach,
+}
+
+/// How far a failed attempt got: whether the tool may have acted. A retry
+/// of [`Reach::Unknown`] may do the work twice, so it is made only for a
+/// tool that is safe to repeat (`hub::retrying`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reach {
+    /// Failed before the tool was reached: the server was not running or
+    /// not connected, refused the connection, or the params could not be
+    /// sent. Nothing ran; running it again is always safe.
+    Before,
+    /// The tool answered with its own failure: its outcome is known.
+    #[default]
+    Answered,
+    /// The request may have reached the tool and no answer came: the hub's
+    /// deadline passed, the connection was lost after the request was
+    /// sent, the call was cancelled, or the hub killed the work.
+    Unknown,
 }
 
 impl CallOutcome {

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::outcome::{CallOutcome, CallRequest};
+use super::outcome::{CallOutcome, CallRequest, Reach};
 use super::pipeline::Approval;
 use super::Hub;
 use crate::config::RetryAction;
@@ -69,28 +69,23 @@ impl Hub {
                 RetryOverride::Custom(s) => Some(s.clone()),
                 RetryOverride::Default => cfg.retry.strategies.get(&error.error_type).cloned(),
             };
-            let destructive = info
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get("destructiveHint"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let blocked = destructive
-                && error.error_type == ErrorType::Timeout
-                && !cfg.retry.retry_destructive_on_timeout;
+            let blocked = a.reach == Reach::Unknown
+                && error.error_type.recoverable()
+                && !safe_to_repeat(info, req, &cfg.retry, error.error_type);
             let decision = decide(
                 strategy.as_ref(),
                 error.error_type,
                 attempts - 1,
-                blocked,
+                false,
                 rand::random::<f64>(),
             );
+            // Stopped only by the rule: say so.
+            let stopped = blocked && decision.is_some();
+            let decision = decision.filter(|_| !blocked);
             let Some((mut delay, action)) = decision else {
                 let mut error = error;
-                if blocked {
-                    error.message.push_str(
-                    " (not retried: the tool is marked destructive and the first call may already have taken effect)",
-                );
+                if stopped {
+                    outcome_unknown(&mut error, info);
                 }
                 return outcome(
                     info,
@@ -299,4 +294,45 @@ async fn refresh_snapshot(hub: &Hub, info: &ToolInfo, req: &CallRequest) -> Opti
         .get(&info.server)
         .and_then(|s| s.snapshot_tool.clone())?;
     helper_call(hub, info, "snapshotTool", &tool, req).await
+}
+
+/// May a call whose outcome is unknown run again? Only a tool that says
+/// running it twice is harmless (`readOnlyHint` or `idempotentHint`; MCP's
+/// defaults for a tool that says nothing are destructive and not
+/// idempotent), one `retry.safeToRepeat` names, a `TIMEOUT` under
+/// `retry.retryDestructiveOnTimeout`, or a call that brought its own retry
+/// strategy (the caller's explicit policy).
+fn safe_to_repeat(
+    info: &ToolInfo,
+    req: &CallRequest,
+    cfg: &crate::config::RetryConfig,
+    class: ErrorType,
+) -> bool {
+    let hint = |k: &str| {
+        info.annotations
+            .as_ref()
+            .and_then(|a| a.get(k))
+            .and_then(Value::as_bool)
+            == Some(true)
+    };
+    hint("readOnlyHint")
+        || hint("idempotentHint")
+        || matches!(req.retry, RetryOverride::Custom(_))
+        || (class == ErrorType::Timeout && cfg.retry_destructive_on_timeout)
+        || cfg
+            .safe_to_repeat
+            .iter()
+            .any(|g| crate::config::glob_match(g, &info.qualified_name))
+}
+
+/// Say in `error` that the call's outcome is unknown and why it was not
+/// run again; the suggestion says what to check.
+fn outcome_unknown(error: &mut HubError, info: &ToolInfo) {
+    error.message.push_str(
+        " (outcome unknown: the request may have reached the tool, which may already have acted; not retried, because the tool is not marked readOnlyHint or idempotentHint and MCP's default for it is destructive)",
+    );
+    error.suggestion = format!(
+        "check whether {} took effect before running it again; if running it twice is harmless, list it in retry.safeToRepeat or give the call its own retry strategy",
+        info.qualified_name
+    );
 }

@@ -49,7 +49,7 @@ pub async fn send_call(
     peer: &Peer<RoleClient>,
     call: CallToolRequestParams,
     link: Option<(&Inflight, &CallLink)>,
-) -> Result<CallAnswer, ServiceError> {
+) -> Result<CallAnswer, CallFailure> {
     // Counted in before the request leaves: the server may ask for
     // sampling or elicitation as soon as it reads it.
     let linked = link.map(|(inflight, l)| (inflight, inflight.reserve(l.clone())));
@@ -58,7 +58,8 @@ pub async fn send_call(
             ClientRequest::CallToolRequest(CallToolRequest::new(call)),
             PeerRequestOptions::no_options(),
         )
-        .await?;
+        .await
+        .map_err(|error| CallFailure { error, sent: false })?;
     let id = handle.id.clone();
     if let Some((inflight, guard)) = &linked {
         inflight.order.watch(&id);
@@ -74,15 +75,25 @@ pub async fn send_call(
         inflight.order.settled(&id).await;
         drop(guard);
     }
-    match answer? {
+    let sent = |error| CallFailure { error, sent: true };
+    match answer.map_err(sent)? {
         ServerResult::CallToolResult(r) => serde_json::to_value(&r)
             .map(CallAnswer::Complete)
-            .map_err(|_| ServiceError::UnexpectedResponse),
+            .map_err(|_| sent(ServiceError::UnexpectedResponse)),
         ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_) => {
             Ok(CallAnswer::Deferred)
         }
-        _ => Err(ServiceError::UnexpectedResponse),
+        _ => Err(sent(ServiceError::UnexpectedResponse)),
     }
+}
+
+/// A `tools/call` that got no answer of its own: rmcp's error, and whether
+/// the request had been handed to the transport (`false`: it never left,
+/// so the server did not see it).
+#[derive(Debug)]
+pub struct CallFailure {
+    pub error: ServiceError,
+    pub sent: bool,
 }
 
 /// The text of a complete result's text blocks, one per line.

@@ -94,7 +94,9 @@ async fn a_reload_that_restarts_a_server_retries_its_in_flight_step() {
     let hub = TestHub::start_in(dir, cfg.clone()).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
-    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__slow", "params": {"ms": 1500, "message": "ok"}}]}))
+    // Read-only: a step the restart cut off may run again (an unannotated
+    // one would end as outcome unknown, `once.rs`).
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__slow_read", "params": {"ms": 1500, "message": "ok"}}]}))
         .await;
     hub.wait_log("testserver t call slow").await;
     cfg["mcpServers"]["t"] = testserver_entry(&p, "t", &["--extra-tool", "another"]);

@@ -144,6 +144,12 @@ pub fn builtin_tools() -> Vec<Tool> {
         )
         .with_annotations(ToolAnnotations::new().destructive(true)),
         tool(
+            "slow_read",
+            "Waits `ms` like `slow`, marked read-only and idempotent: safe to run again.",
+            schema(json!({"ms": integer("milliseconds to wait")}), &["ms"]),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true)),
+        tool(
             "counter",
             "Increments and returns the counter for `key`, persisted in the state dir.",
             schema(json!({"key": string("counter key")}), &["key"]),

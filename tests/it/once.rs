@@ -1,0 +1,156 @@
+//! Never twice (issue 38): a call whose outcome is unknown (the hub's
+//! deadline passed, the server went away after reading it, the hub killed
+//! the work) is run again only when its tool is safe to repeat; side
+//! effects are counted, not inferred.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::servers::wait_running;
+use crate::support::{call_log, testserver_entry, Client, TestHub};
+
+/// A hub with the test server `t` running and a client; TIMEOUT retries
+/// wait 10 ms, and `t__destructive` is named safe to repeat by config.
+async fn hub() -> (TestHub, Client) {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    std::fs::create_dir_all(p.join("workspace")).expect("ws");
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+            "retry": {
+                "strategies": {"TIMEOUT": {"delay": 10}, "SERVER_UNAVAILABLE": {"delay": 10}},
+                "safeToRepeat": ["t__destructive"]
+            }
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    (hub, c)
+}
+
+/// The calls of `tool` the test server logged (each before it ran), once
+/// at least `min` are there (bounded wait: the log is written by the
+/// server as it reads the request, which may be after the hub gave up).
+async fn calls_of(dir: &Path, tool: &str, min: usize) -> usize {
+    let count = || {
+        call_log(dir, "t")
+            .iter()
+            .filter(|c| c["tool"] == tool)
+            .count()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while count() < min && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    count()
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn an_unannotated_tool_that_times_out_runs_once() {
+    let (hub, mut c) = hub().await;
+    let r = c
+        .request(
+            json!({"type": "tool_call", "tool": "t__slow", "params": {"ms": 3000}, "timeout": 300}),
+        )
+        .await;
+    assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
+    assert_eq!(r["attempts"], 1, "not run again: {r}");
+    assert!(
+        text(&r["error"]["message"]).contains("outcome unknown"),
+        "{r}"
+    );
+    assert!(
+        text(&r["error"]["suggestion"]).contains("retry.safeToRepeat"),
+        "{r}"
+    );
+    assert_eq!(calls_of(hub.dir.path(), "slow", 1).await, 1);
+}
+
+#[tokio::test]
+async fn run_command_killed_at_a_timeout_ran_once() {
+    let (hub, mut c) = hub().await;
+    let ws = hub.dir.path().join("workspace");
+    // The hub's deadline for the call.
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "run_command",
+            "params": {"command": "echo ran >> once.txt; sleep 5"}, "timeout": 1500}))
+        .await;
+    assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
+    assert_eq!(r["attempts"], 1, "{r}");
+    assert_eq!(lines(&ws.join("once.txt")), 1, "{r}");
+    // run_command's own timeout: it killed the command, after it wrote.
+    let r = c
+        .call(
+            "run_command",
+            json!({"command": "echo ran >> twice.txt; sleep 5", "timeout": 1500}),
+        )
+        .await;
+    assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
+    assert_eq!(r["attempts"], 1, "{r}");
+    assert!(
+        text(&r["error"]["message"]).contains("outcome unknown"),
+        "{r}"
+    );
+    assert_eq!(lines(&ws.join("twice.txt")), 1, "{r}");
+}
+
+#[tokio::test]
+async fn a_read_only_tool_or_one_config_names_is_retried() {
+    let (hub, mut c) = hub().await;
+    // 300 ms, then 600 ms (extend_timeout): the second attempt has time.
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__slow_read", "params": {"ms": 450}, "timeout": 300}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    let attempts = r["attempts"].as_u64().unwrap_or(0);
+    assert!(attempts >= 2, "{r}");
+    assert_eq!(r["retries"][0]["errorType"], "TIMEOUT", "{r}");
+    assert_eq!(
+        calls_of(hub.dir.path(), "slow_read", attempts as usize).await,
+        attempts as usize
+    );
+    // destructiveHint, but retry.safeToRepeat names it.
+    let r = c
+        .request(json!({"type": "tool_call", "tool": "t__destructive", "params": {"ms": 450}, "timeout": 300}))
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert!(r["attempts"].as_u64().unwrap_or(0) >= 2, "{r}");
+}
+
+/// A server that exits while it runs the call: the call may have acted, so
+/// an unannotated tool is not run again (before, SERVER_UNAVAILABLE was
+/// retried whatever the tool); a call to the server while it is down never
+/// reached it and is retried once it is back.
+#[tokio::test]
+async fn a_crash_during_the_call_is_not_repeated_but_a_call_while_down_is() {
+    let (hub, mut c) = hub().await;
+    let r = c.call("t__crash", json!({})).await;
+    assert_eq!(r["error"]["errorType"], "SERVER_UNAVAILABLE", "{r}");
+    assert_eq!(r["attempts"], 1, "{r}");
+    assert!(
+        text(&r["error"]["message"]).contains("outcome unknown"),
+        "{r}"
+    );
+    // The hub noticed the exit with that call; this one waits for the
+    // restart (the server is not running: the tool is not reached) and runs.
+    let r = c.call("t__counter", json!({"key": "down"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["result"]["count"], 1, "{r}");
+    assert_eq!(calls_of(hub.dir.path(), "crash", 1).await, 1);
+}
