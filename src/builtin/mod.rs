@@ -12,7 +12,7 @@ pub mod sandbox;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::config::BuiltinConfig;
 use crate::errors::{ErrorType, HubError};
@@ -47,6 +47,30 @@ impl Tool {
 
     fn from_name(name: &str) -> Option<Tool> {
         Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Honest MCP `ToolAnnotations`: what a client may assume of the tool
+    /// (the extension runs a `readOnlyHint` tool without asking).
+    fn annotations(self) -> Value {
+        match self {
+            Tool::ReadFile | Tool::ListDirectory => json!({
+                "readOnlyHint": true,
+                "idempotentHint": true,
+                "openWorldHint": false,
+            }),
+            Tool::WriteFile => json!({
+                "readOnlyHint": false,
+                "destructiveHint": true,
+                "idempotentHint": true,
+                "openWorldHint": false,
+            }),
+            Tool::RunCommand => json!({
+                "readOnlyHint": false,
+                "destructiveHint": true,
+                "idempotentHint": false,
+                "openWorldHint": true,
+            }),
+        }
     }
 }
 
@@ -268,7 +292,7 @@ impl LocalTools for Builtin {
                 name: name.to_string(),
                 description: Some(description.to_string()),
                 input_schema: schema,
-                annotations: None,
+                annotations: Tool::from_name(name).map(Tool::annotations),
                 extra: Default::default(),
             })
             .collect()
@@ -316,6 +340,10 @@ mod tests {
                 "{} is listed but not callable",
                 t.name
             );
+            let a = t.annotations.as_ref().expect("annotations");
+            let read_only = matches!(t.name.as_str(), "read_file" | "list_directory");
+            assert_eq!(a["readOnlyHint"], read_only, "{}", t.name);
+            assert_eq!(a["destructiveHint"].as_bool(), (!read_only).then_some(true));
         }
     }
 }

@@ -79,6 +79,26 @@ async fn list_tools_has_qualified_names_and_a_stable_hash() {
     assert!(tools
         .iter()
         .any(|t| t["qualifiedName"] == "hub__health_check"));
+    // The workspace tools say honestly what they do (the extension runs a
+    // read-only tool without asking).
+    let annotations = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["qualifiedName"] == format!("hub__{name}"))
+            .map(|t| t["annotations"].clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    let read = json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false});
+    assert_eq!(annotations("read_file"), read);
+    assert_eq!(annotations("list_directory"), read);
+    assert_eq!(
+        annotations("write_file"),
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(
+        annotations("run_command"),
+        json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true})
+    );
 }
 
 #[tokio::test]
