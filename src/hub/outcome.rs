@@ -89,6 +89,10 @@ pub struct CallOutcome {
     /// `scope: "context"` server served it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<crate::client_context::ClientContext>,
+    /// Some attempt may have reached the tool ([`Reach`] other than
+    /// `Before`): a `callKey` of a cancelled call holds, never runs twice.
+    #[serde(skip)]
+    pub reached: bool,
 }
 
 /// The result of one attempt.
@@ -133,6 +137,7 @@ impl CallOutcome {
             duration_ms: elapsed.as_millis() as u64,
             call_key: None,
             context: None,
+            reached: false,
         }
     }
 
@@ -214,6 +219,7 @@ mod tests {
             duration_ms: 7,
             call_key: None,
             context: None,
+            reached: true,
         });
         same_as_to_json(CallOutcome::failed(
             "nope",

@@ -42,6 +42,7 @@ impl Hub {
             .unwrap_or_else(|| hub.default_timeout(&info.server));
         let mut retries = Vec::new();
         let mut attempts = 0u32;
+        let mut reached = false;
         loop {
             attempts += 1;
             let a = hub
@@ -57,10 +58,12 @@ impl Hub {
                     req.link.as_ref(),
                 )
                 .await;
+            reached |= a.reach != Reach::Before;
             let verdict = post(a.result);
             let error = match verdict {
                 Ok(value) => {
-                    return outcome(info, req, true, value, a.raw, None, attempts, retries);
+                    let out = outcome(info, req, true, value, a.raw, None, attempts, retries);
+                    return CallOutcome { reached, ..out };
                 }
                 Err(e) => e,
             };
@@ -87,7 +90,7 @@ impl Hub {
                 if stopped {
                     outcome_unknown(&mut error, info);
                 }
-                return outcome(
+                let out = outcome(
                     info,
                     req,
                     false,
@@ -97,6 +100,7 @@ impl Hub {
                     attempts,
                     retries,
                 );
+                return CallOutcome { reached, ..out };
             };
             // A rate-limited server that says when to come back is obeyed.
             if error.error_type == ErrorType::RateLimited {
@@ -143,7 +147,8 @@ impl Hub {
                 _ = req.cancel.cancelled() => {
                     let e = HubError::new(ErrorType::Cancelled, "the call was cancelled while waiting to retry")
                         .with_server(&info.server).with_tool(&info.name);
-                    return outcome(info, req, false, Value::Null, None, Some(e), attempts, retries);
+                    let out = outcome(info, req, false, Value::Null, None, Some(e), attempts, retries);
+                    return CallOutcome { reached, ..out };
                 }
             }
         }
@@ -174,6 +179,7 @@ fn outcome(
         duration_ms: 0,
         call_key: req.call_key.clone(),
         context: Some(req.context.clone()),
+        reached: true,
     }
 }
 

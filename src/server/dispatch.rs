@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::session::Session;
 use crate::app::App;
@@ -188,7 +188,8 @@ struct Job {
 
 /// A `tool_call` with a `callKey`: the first with the key runs; a repeat
 /// gets the first one's `tool_result` (waiting for it while it runs),
-/// marked `"deduplicated": true`. A first call that was cancelled leaves
+/// marked `"deduplicated": true`, also when the first was cancelled after
+/// the tool had it. Only a first call that never reached the tool leaves
 /// no answer: the repeat then runs.
 async fn keyed_call(job: Job, key: String) {
     let hash = callkeys::hash_of(&json!({"tool": job.call.tool, "params": job.call.params}));
@@ -251,12 +252,19 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     if let Some(ev) = event {
         out.send(ev);
     }
-    // A cancelled call (its session ended) leaves its key free: a repeat
-    // runs it then, rather than getting "cancelled".
+    // The key holds whatever happened once the tool may have had the call
+    // (a repeat gets this answer, even "cancelled"); only a call cancelled
+    // before it reached the tool frees it: nothing ran.
     if let Some(g) = key {
         let cancelled = outcome.error.as_ref().map(|e| e.error_type) == Some(ErrorType::Cancelled);
-        if !cancelled {
-            g.finish(outcome.to_json());
+        if !cancelled || outcome.reached {
+            let mut answer = outcome.to_json();
+            if let Some(Value::String(m)) =
+                answer.pointer_mut("/error/message").filter(|_| cancelled)
+            {
+                m.push_str(" (the tool had the call, so its outcome is unknown; this callKey will not run it again)");
+            }
+            g.finish(answer);
         }
     }
     drop(running);

@@ -14,6 +14,11 @@ use crate::support::{call_log, testserver_entry, Client, TestHub};
 /// A hub with the test server `t` running and a client; TIMEOUT retries
 /// wait 10 ms, and `t__destructive` is named safe to repeat by config.
 async fn hub() -> (TestHub, Client) {
+    hub_with(json!({})).await
+}
+
+/// [`hub`] with `server` settings.
+async fn hub_with(server: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace")).expect("ws");
@@ -24,7 +29,8 @@ async fn hub() -> (TestHub, Client) {
             "retry": {
                 "strategies": {"TIMEOUT": {"delay": 10}, "SERVER_UNAVAILABLE": {"delay": 10}},
                 "safeToRepeat": ["t__destructive"]
-            }
+            },
+            "server": server
         }),
     )
     .await;
@@ -153,4 +159,26 @@ async fn a_crash_during_the_call_is_not_repeated_but_a_call_while_down_is() {
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(r["result"]["count"], 1, "{r}");
     assert_eq!(calls_of(hub.dir.path(), "crash", 1).await, 1);
+}
+
+/// A keyed call cancelled after the server started it (its socket closed,
+/// no grace): the same key from a new socket gets that outcome, marked
+/// deduplicated, and the server is not called again (it ran twice before).
+#[tokio::test]
+async fn a_keyed_call_cancelled_after_the_server_started_it_is_not_run_again() {
+    let (hub, mut a) = hub_with(json!({"sessionGraceMs": 0})).await;
+    let call = json!({"type": "tool_call", "tool": "t__slow", "params": {"ms": 20000}, "callKey": "k-cancel"});
+    a.send(call.clone()).await;
+    hub.wait_log("testserver t call slow").await;
+    drop(a);
+    hub.wait_log("testserver t cancelled slow").await;
+    let mut b = hub.connect().await;
+    let r = b.request(call).await;
+    assert_eq!(r["deduplicated"], true, "{r}");
+    assert_eq!(r["error"]["errorType"], "CANCELLED", "{r}");
+    assert!(
+        text(&r["error"]["message"]).contains("will not run it again"),
+        "{r}"
+    );
+    assert_eq!(calls_of(hub.dir.path(), "slow", 1).await, 1);
 }
