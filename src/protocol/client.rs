@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::artifact::{ArtifactReq, RawArtifactReq};
+use super::keep::{KeepResultReq, RawKeepResultReq};
 use super::paging::{Paging, Since};
 use super::recording::RecordingMsg;
 use super::runs::RunMsg;
@@ -30,6 +31,7 @@ pub enum ClientMsg {
     ResumeSession(ResumeSessionReq),
     Ack(AckReq),
     StopInstance(StopInstanceReq),
+    KeepResult(KeepResultReq),
 }
 
 /// `stop_instance`: stop one per-context instance of a server (its whole
@@ -362,6 +364,9 @@ pub(super) fn parse_body(ty: &str, v: Value) -> Result<ClientMsg, String> {
         "resume_session" => ClientMsg::ResumeSession(body(v)?),
         "ack" => ClientMsg::Ack(body(v)?),
         "get_artifact" => ClientMsg::Artifact(ArtifactReq::try_from(body::<RawArtifactReq>(v)?)?),
+        "keep_result" => {
+            ClientMsg::KeepResult(KeepResultReq::try_from(body::<RawKeepResultReq>(v)?)?)
+        }
         other => return Err(format!("type \"{other}\" has no decoder")),
     })
 }

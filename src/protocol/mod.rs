@@ -8,6 +8,7 @@
 
 pub mod artifact;
 mod client;
+pub mod keep;
 mod outbox;
 mod page;
 pub mod paging;
@@ -79,6 +80,7 @@ pub const CLIENT_TYPES: &[&str] = &[
     "resume_session",
     "ack",
     "stop_instance",
+    "keep_result",
 ];
 
 /// Decode one text frame.

@@ -90,6 +90,7 @@ pub fn handle(
         }
         ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
         ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req),
+        ClientMsg::KeepResult(req) => super::keep::handle(app, out, id, req),
         ClientMsg::Ack(req) => out.ack(req.seq),
         ClientMsg::StopInstance(req) => {
             let context = ClientContext::parse(&req.context);

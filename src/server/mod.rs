@@ -6,6 +6,7 @@ mod artifact;
 mod conn;
 mod dispatch;
 pub mod gate;
+mod keep;
 pub mod mcp;
 pub mod session;
 pub mod slots;

@@ -13,6 +13,7 @@ mod extension;
 mod faults;
 mod gate;
 mod instances;
+mod keep_result;
 mod lifecycle;
 mod mcp;
 mod messages;
