@@ -153,7 +153,7 @@
         if (firstScan) conv.historyKeys.add(key);
         let k = known.get(key);
         if (!k) {
-          k = { key, content, since: now, checked: false, requested: false, record: null, el: null, sig: null };
+          k = { key, content, since: now, seenAt: now, checked: false, requested: false, record: null, el: null, sig: null };
           known.set(key, k);
         }
         k.holder = holder;
@@ -369,6 +369,7 @@
     const sig = JSON.stringify(r);
     if (k.sig === sig && k.el.getAttribute("data-toolhub-state") === r.state) return;
     k.sig = sig;
+    notifyPanel();
     R.render(k.el, r, settings.foldChars, {
       run: () => !k.requested && request(k, "click"),
       allow: () => !k.requested && request(k, "allow"),
@@ -439,11 +440,49 @@
 
   // ------------------------------------------------------------ updates
 
-  chrome.runtime.onMessage.addListener((msg) => {
-    if (!msg || msg.type !== "toolhub-update" || !msg.record) return;
-    const k = known.get(msg.record.key);
-    if (k) apply(k, msg.record); // only blocks of this page
+  chrome.runtime.onMessage.addListener((msg, sender, reply) => {
+    if (!msg) return;
+    if (msg.type === "toolhub-update" && msg.record) {
+      const k = known.get(msg.record.key);
+      if (k) apply(k, msg.record); // only blocks of this page
+      return;
+    }
+    // The side panel (an extension page, never a web page: those cannot
+    // message a content script) asks for this tab's blocks, runs one the
+    // person pressed Run for, or puts the instructions into the composer.
+    if (sender.tab || sender.id !== chrome.runtime.id) return;
+    if (msg.type === "panel-blocks") {
+      reply(panelState());
+    } else if (msg.type === "panel-run") {
+      const k = known.get(msg.key);
+      const ok = !!(site && k && !k.requested && k.record && k.record.state === "ready");
+      if (ok) request(k, "click");
+      reply({ ok });
+    } else if (msg.type === "panel-insert") {
+      const input = site && chatInput();
+      if (input) putText(input, String(msg.text || ""));
+      reply({ ok: !!input });
+    }
   });
+
+  /** This tab's blocks for the side panel, newest first. */
+  function panelState() {
+    const blocks = [...known.values()]
+      .filter((k) => k.record)
+      .map((k) => ({ key: k.key, seenAt: k.seenAt, live: !!k.live, record: k.record }))
+      .reverse();
+    return { origin: location.origin, on: !!site, site: site ? site.name : null, title: document.title, blocks };
+  }
+
+  let panelNote = null;
+  /** Tell an open side panel that this tab's blocks changed (at most every 200 ms). */
+  function notifyPanel() {
+    if (panelNote) return;
+    panelNote = setTimeout(() => {
+      panelNote = null;
+      chrome.runtime.sendMessage({ type: "toolhub-changed", blocks: true }).catch(() => {});
+    }, 200);
+  }
 
   let pollTimer = null;
 

@@ -105,7 +105,15 @@
     return lines.join("\n");
   }
 
-  const api = { build, signature, summary, serversOf };
+  /** A short fingerprint of an instructions text, to tell whether the
+   * instructions a chat was given are still the ones in force. */
+  function fingerprint(text) {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    return h.toString(16).padStart(8, "0") + ":" + text.length;
+  }
+
+  const api = { build, signature, summary, serversOf, fingerprint };
   root.ToolhubInstructions = api;
   if (typeof module !== "undefined" && module.exports) module.exports = api;
 })(typeof globalThis !== "undefined" ? globalThis : this);

@@ -2,6 +2,8 @@
 // can be turned off: `sitesOff`), the local origins turned on
 // (`localOrigins`), and the tool policy of one site (`toolPolicy`, see
 // policy.js). `popup.html?origin=ORIGIN` opens it on that site's policy.
+// The side panel (panel.js) uses the policy part for its tab's site; a
+// section whose elements a page lacks is skipped.
 "use strict";
 
 const PopupSites = (() => {
@@ -40,6 +42,7 @@ const PopupSites = (() => {
 
   function renderSites() {
     const ul = document.getElementById("sites");
+    if (!ul) return;
     ul.replaceChildren();
     for (const a of ToolhubSites.list) {
       const o = a.origins[0];
@@ -61,6 +64,7 @@ const PopupSites = (() => {
   function renderSiteChoice() {
     const sel = document.getElementById("policy-site");
     const all = origins();
+    if (chosen && !all.some((x) => x.origin === chosen)) all.push({ origin: chosen, name: chosen });
     if (!chosen || !all.some((x) => x.origin === chosen)) chosen = all.length ? all[0].origin : null;
     sel.replaceChildren(...all.map((x) => el("option", { value: x.origin, selected: x.origin === chosen }, x.name)));
     sel.onchange = () => {
@@ -136,9 +140,17 @@ const PopupSites = (() => {
     if (area !== "local" || !["localOrigins", "sitesOff", "toolPolicy"].some((k) => k in ch)) return;
     load();
   });
-  document.getElementById("local-form").onsubmit = addOrigin;
+  const form = document.getElementById("local-form");
+  if (form) form.onsubmit = addOrigin;
   document.getElementById("policy-search").oninput = () => renderPolicy(lastTools);
   load();
 
-  return { policyOf, renderPolicy };
+  /** Show the policy of `origin` (the side panel's tab). */
+  function choose(origin) {
+    if (origin === chosen) return;
+    chosen = origin;
+    render();
+  }
+
+  return { policyOf, renderPolicy, choose, origin: () => chosen };
 })();

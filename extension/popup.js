@@ -163,6 +163,13 @@ async function copyInstructions() {
   const n = (s.tools || []).filter((t) => !filter[t.server] && policyOf(t) !== "never").length;
   $("copied").textContent = ok ? `Copied: instructions for ${n} tools.` : `Select and copy the text below (${n} tools).`;
   $("copied").dataset.tools = String(n);
+  // What this site's chats were given, so the side panel can tell when it
+  // is out of date.
+  const origin = PopupSites.origin();
+  if (origin) {
+    const { instructionsGiven = {} } = await chrome.storage.local.get("instructionsGiven");
+    await chrome.storage.local.set({ instructionsGiven: { ...instructionsGiven, [origin]: ToolhubInstructions.fingerprint(text) } });
+  }
 }
 
 function openOptions(ev) {
@@ -175,6 +182,11 @@ chrome.runtime.onMessage.addListener((m) => {
 });
 
 $("copy").onclick = copyInstructions;
+$("open-panel").onclick = async () => {
+  // The side panel of the tab the popup was opened over (a user gesture).
+  const [tab] = await chrome.tabs.query({ active: true, currentWindow: true });
+  if (tab && chrome.sidePanel) await chrome.sidePanel.open({ tabId: tab.id }).catch(() => chrome.tabs.create({ url: `panel.html?tab=${tab.id}` }));
+};
 $("open-options").onclick = openOptions;
 $("options-link").onclick = openOptions;
 $("retry").onclick = () => ask({ type: "retry" }).then(render, () => {});

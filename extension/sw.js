@@ -20,7 +20,7 @@
 
 "use strict";
 
-importScripts("blocks.js", "sites.js", "sites/chatgpt.js", "sites/claude.js", "sites/gemini.js", "sites/genspark.js", "policy.js", "trust.js");
+importScripts("blocks.js", "sites.js", "sites/chatgpt.js", "sites/claude.js", "sites/gemini.js", "sites/genspark.js", "policy.js", "trust.js", "panel-sw.js");
 
 const DEFAULTS = { hubUrl: "ws://127.0.0.1:8765/ws", token: "" };
 /** A frame each way well inside Chrome's 30 s idle rule: the hub's own
@@ -615,6 +615,9 @@ async function handle(m) {
       notifyUi();
       return;
     }
+    case "replay_step_result":
+      PanelSw.step(m);
+      return;
     case "confirmed":
       if (approvals.delete(m.taskId)) {
         await persistMisc();
@@ -911,7 +914,7 @@ function fromExtensionPage(sender) {
   return sender.id === chrome.runtime.id && typeof sender.url === "string" && sender.url.startsWith(`chrome-extension://${chrome.runtime.id}/`);
 }
 
-const PAGE_ONLY = new Set(["ui-state", "confirm", "retry", "hub-tasks", "health"]);
+const PAGE_ONLY = new Set(["ui-state", "confirm", "retry", "hub-tasks", "health", ...PanelSw.types]);
 
 async function onMessage(msg, sender) {
   await ready;
@@ -921,6 +924,14 @@ async function onMessage(msg, sender) {
       return onRun(msg, sender);
     case "check":
       return onCheck(msg, sender);
+    case "panel-state":
+    case "record-start":
+    case "record-stop":
+    case "recordings":
+    case "recording-export":
+    case "recording-delete":
+    case "replay":
+      return PanelSw.handle(msg);
     case "status":
       return onStatus(msg, sender);
     case "ui-state":
@@ -996,6 +1007,11 @@ chrome.tabs.onRemoved.addListener((tabId) => {
       const n = e.tabs.length;
       e.tabs = e.tabs.filter((t) => t.tabId !== tabId);
       if (e.tabs.length !== n) await persistPending(e);
+    }
+    // A closed tab's recording is saved as it is.
+    await tabRecordingsReady;
+    if (tabRecordings[tabId]) {
+      await PanelSw.handle({ type: "record-stop", tabId }).catch(() => PanelSw.forgetTab(tabId));
     }
   });
 });

@@ -26,7 +26,7 @@
 // the first failure.
 
 import { createServer } from "node:http";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { EXT_ID, WAIT, ok, check, until, launch, workerUrl, configure, calls } from "./browser.mjs";
@@ -202,14 +202,111 @@ async function attack() {
   await page.close();
 }
 
+/** The tab id of `page`: brought to the front, it is the active tab (the
+ * extension has no "tabs" permission, so it cannot read a chat tab's URL). */
+async function tabIdOf(page) {
+  await page.bringToFront();
+  const url = page.url();
+  return ext.evaluate(async (u) => {
+    const tabs = await chrome.tabs.query({ active: true });
+    const t = tabs.filter((x) => !x.url || x.url === u);
+    return t.length === 1 ? t[0].id : null;
+  }, url);
+}
+
+async function openPanel(tabId) {
+  const panel = await ctx.newPage();
+  panel.on("pageerror", (e) => errors.push(`panel: ${e.message}`));
+  await panel.setViewportSize({ width: 480, height: 1000 });
+  await panel.goto(`chrome-extension://${EXT_ID}/panel.html?tab=${tabId}`);
+  await panel.waitForSelector('#state[data-state="connected"]', { timeout: WAIT });
+  return panel;
+}
+
+/** The side panel (issue 41): record a tab while another tab works, replay
+ * it into the tab (same, then changed), approve from the panel, and put the
+ * instructions into the real editors without sending them. */
+async function panel() {
+  const { toolPolicy = {} } = await storage();
+  for (const o of ["https://chatgpt.com", "https://claude.ai"]) toolPolicy[o] = { ...(toolPolicy[o] || {}), t__echo: "auto" };
+  await storage({ toolPolicy });
+  const a = await open("chatgpt", "/c/panel-recording");
+  const b = await open("claude", "/chat/panel-other-tab");
+  const tabA = await tabIdOf(a);
+  check(Number.isInteger(tabA), `the chat tab has an id (${tabA})`);
+  const p = await openPanel(tabA);
+  ok("the panel opens for a tab (panel.html?tab=ID) and shows the connection");
+
+  await p.fill('input[name="recording-name"]', "read the notes and echo");
+  await p.click('button[data-action="record"]');
+  await p.waitForSelector('#recording-state[data-recording^="rec-"]', { timeout: WAIT });
+  await Promise.all([
+    a.evaluate((text) => fixture.stream(text), `Two calls.\n\n${fenced({ tool: "hub__read_file", params: { path: "notes-chatgpt.txt" } })}\n\n${fenced({ tool: "t__echo", params: { message: "recorded-in-a" } })}`),
+    b.evaluate((text) => fixture.stream(text), `Meanwhile:\n\n${fenced({ tool: "hub__read_file", params: { path: "notes-claude.txt" } })}`),
+  ]);
+  await result(a, "recorded-in-a", "success");
+  await result(a, "notes of chatgpt", "success");
+  await result(b, "notes of claude", "success");
+  await p.waitForSelector('#blocks li[data-state="success"]:has-text("recorded-in-a")', { timeout: WAIT });
+  ok("the panel lists the tab's calls with their states");
+  await p.click('button[data-action="stop-recording"]');
+  await p.waitForSelector('#recording-state:has-text("Saved: 2 steps")', { timeout: WAIT });
+  const entry = p.locator("#recordings li[data-recording-id]", { hasText: "read the notes and echo" });
+  await entry.waitFor({ timeout: WAIT });
+  const id = await entry.getAttribute("data-recording-id");
+  const steps = await p.evaluate(async (rid) => {
+    const r = await chrome.runtime.sendMessage({ type: "recording-export", recordingId: rid, format: "json" });
+    return (r.content.steps || []).map((s) => `${s.qualifiedName || s.tool} ${JSON.stringify(s.params)}`);
+  }, id);
+  check(steps.length === 2 && steps.some((x) => x.includes("notes-chatgpt")) && steps.some((x) => x.includes("recorded-in-a")) && !steps.some((x) => x.includes("notes-claude")), `the recording holds exactly this tab's two calls (${steps.join("; ")})`);
+
+  await entry.locator('button[data-action="replay"]').click();
+  await p.waitForSelector(`#recordings li[data-recording-id="${id}"][data-replay-state="same"]`, { timeout: WAIT });
+  ok("replayed into the tab from the panel: same as recorded");
+  writeFileSync(path.join(WORKSPACE, "notes-chatgpt.txt"), "notes of chatgpt, changed since");
+  await entry.locator('button[data-action="replay"]').click();
+  await p.waitForSelector(`#recordings li[data-recording-id="${id}"][data-replay-state="changed"]`, { timeout: WAIT });
+  const diff = await entry.locator(".replay").textContent();
+  check(diff.includes("changed since"), `after the file changed, the replay shows changed with the diff (${diff.replace(/\s+/g, " ").slice(0, 160)})`);
+  writeFileSync(path.join(WORKSPACE, "notes-chatgpt.txt"), "notes of chatgpt");
+
+  // An approval of this tab, answered in the panel.
+  await a.evaluate((text) => fixture.stream(text), `Careful:\n\n${fenced({ tool: "t__echo", params: { message: "danger from the panel" } })}`);
+  await p.waitForSelector('#approvals li[data-task-id]:has-text("danger from the panel")', { timeout: WAIT });
+  await p.click('#approvals li:has-text("danger from the panel") button[data-action="approve"]');
+  await result(a, "danger from the panel", "success");
+  check(ran("danger from the panel") === 1, "approved in the panel, the call ran once");
+  await p.screenshot({ path: path.join(OUT, "extension-panel.png"), fullPage: true });
+
+  // Instructions: out of date once the tools in force changed; inserted
+  // into the real editors, not sent.
+  await storage({ instructionsGiven: { "https://chatgpt.com": "00000000:1", "https://gemini.google.com": "00000000:1" } });
+  await p.waitForSelector("#instructions-stale:not([hidden])", { timeout: WAIT });
+  ok("the panel says the chat's instructions are out of date");
+  const g = await open("gemini", "/app/panel-instructions");
+  const tabG = await tabIdOf(g);
+  const pg = await openPanel(tabG);
+  for (const [pp, page, name] of [[p, a, "ProseMirror (chatgpt.com)"], [pg, g, "Quill (gemini.google.com)"]]) {
+    const before = (await page.evaluate(() => fixture.submitted)).length;
+    await pp.click('button[data-action="insert-instructions"]');
+    await pp.waitForSelector('#inserted[data-done="true"]', { timeout: WAIT });
+    const text = await page.evaluate(() => fixture.composerText());
+    check(text.includes("through toolhub") && text.includes("Run at once"), `insert-instructions filled the ${name} composer (${text.length} characters)`);
+    check((await page.evaluate(() => fixture.submitted)).length === before, "and did not send it");
+    await pp.waitForSelector("#instructions-stale[hidden]", { state: "attached", timeout: WAIT });
+  }
+  for (const x of [a, b, g, p, pg]) await x.close();
+}
+
 let failed = null;
 try {
   await setup();
-  for (const id of ONLY || sites.sites) {
+  for (const id of (ONLY || sites.sites).filter((x) => x !== "panel")) {
     mkdirSync(WORKSPACE, { recursive: true });
     await site(id);
   }
   if (!ONLY || ONLY.includes("chatgpt")) await attack();
+  if (!ONLY || ONLY.includes("panel")) await panel();
 } catch (e) {
   failed = e.stack || e.message;
   for (const [i, p] of ctx.pages().entries()) await p.screenshot({ path: path.join(OUT, `sites-failed-${i}.png`) }).catch(() => {});
