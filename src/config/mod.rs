@@ -239,12 +239,13 @@ pub struct BuiltinConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
-    /// Read anywhere; write only in the workspace, the current run's
-    /// folder and the hub's private temp dir (`TMPDIR`).
+    /// Read anywhere but the denied paths (`sandboxDenyRead`, the hub's
+    /// own files); write only in the workspace, the current run's folder
+    /// and the hub's private temp dir (`TMPDIR`).
     #[default]
     WorkspaceWrite,
-    /// Read anywhere; write nowhere (but the private temp dir and device
-    /// files such as /dev/null).
+    /// Read as `WorkspaceWrite` does; write nowhere (but the private temp
+    /// dir and device files such as /dev/null).
     ReadOnly,
     /// No confinement: the command can do whatever the hub's user can.
     Off,
