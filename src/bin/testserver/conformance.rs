@@ -100,6 +100,11 @@ pub fn tools() -> Vec<Tool> {
             empty(),
         ),
         (
+            "test_missing_capability",
+            "Test tool requiring sampling",
+            empty(),
+        ),
+        (
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             json!({
@@ -145,6 +150,20 @@ pub async fn call(
             "This tool intentionally returns an error for testing",
         )])),
         "test_sampling" => sampling(args, cx).await,
+        // Needs sampling: a 2025-era server asks for it mid-call.
+        "test_missing_capability" => {
+            let params: CreateMessageRequestParams = match from(json!({
+                "messages": [{"role": "user", "content": {"type": "text", "text": "ping"}}],
+                "maxTokens": 10
+            })) {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            match cx.peer.create_message(params).await {
+                Ok(_) => Ok(text("Success")),
+                Err(e) => Err(ErrorData::internal_error(format!("sampling failed: {e}"), None)),
+            }
+        }
         "test_elicitation" => {
             let message = args.get("message").and_then(Value::as_str).unwrap_or("");
             elicit(cx, "User response", json!({"message": message, "requestedSchema": {

@@ -22,20 +22,30 @@ use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
 use crate::safety::blocked;
 
 /// Run one `tools/call` to its result (a failure is `isError: true`).
+/// A stateless (2026-07-28) client is asked nothing mid-call: a server's
+/// request for a capability the request did not declare ends the call
+/// with `-32021` (MissingRequiredClientCapabilityError).
 pub async fn call_tool(
     ep: &Endpoint,
     session: &str,
     req: CallToolRequestParams,
     cx: RequestContext<RoleServer>,
-) -> CallToolResult {
+) -> Result<CallToolResult, ErrorData> {
     let app = &ep.app;
     let names = ep.tool_names();
     let tool = names.to_call(&req.name);
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
-    let caps = cx.peer.peer_info().map(|i| i.capabilities.clone());
+    let caps = cx.client_capabilities();
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
     let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some());
-    let (link, mut forwards) = CallLink::new(session.into(), can_sample, can_elicit);
+    let stateless = super::stateless::is_stateless(&cx);
+    // A stateless call hears every request its server makes, and answers
+    // it itself (`stateless::refuse`).
+    let (link, mut forwards) = CallLink::new(
+        session.into(),
+        can_sample || stateless,
+        can_elicit || stateless,
+    );
     let mut call = CallRequest::new(
         tool.clone(),
         params,
@@ -65,6 +75,7 @@ pub async fn call_tool(
     // task, so rmcp sends them on this call's stream.
     let mut asks = FuturesUnordered::new();
     let mut client_gone = false;
+    let mut refused: Option<ErrorData> = None;
     let outcome = loop {
         tokio::select! {
             (outcome, event) = &mut work => {
@@ -74,6 +85,18 @@ pub async fn call_tool(
                 break outcome;
             }
             Some(f) = forwards.recv() => {
+                let f = match (stateless, f) {
+                    (true, Forward::Ask { ask, reply }) => {
+                        let err = super::stateless::refuse(&ask, can_sample, can_elicit);
+                        let _ = reply.send(Err(err.upstream));
+                        if let Some(e) = err.client {
+                            refused.get_or_insert(e);
+                            cancel.cancel();
+                        }
+                        continue;
+                    }
+                    (_, f) => f,
+                };
                 if let Some(ask) = forward(&cx, &token, f).await {
                     asks.push(ask);
                 }
@@ -92,8 +115,11 @@ pub async fn call_tool(
     while let Ok(f) = forwards.try_recv() {
         let _ = forward(&cx, &token, f).await;
     }
+    if let Some(e) = refused {
+        return Err(e);
+    }
     // rmcp drops `resultType` for a peer of a session era.
-    finish(ep, &tool, &outcome)
+    Ok(finish(ep, &tool, &outcome))
 }
 
 /// Pass one forward to the client; an ask becomes a future to drive.

@@ -12,8 +12,9 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
     InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    ReadResourceResponse, Reference, ResultType, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -202,9 +203,9 @@ impl ServerHandler for HubServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let key = self.state().key.clone();
-        Ok(super::call::call_tool(&self.ep, &key, request, cx)
+        super::call::call_tool(&self.ep, &key, request, cx)
             .await
-            .into())
+            .map(Into::into)
     }
 
     async fn list_resources(
@@ -240,12 +241,11 @@ impl ServerHandler for HubServer {
         request: ReadResourceRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.ep
-            .app
-            .hub
-            .read_resource(&request.uri)
-            .await
-            .map(Into::into)
+        let mut r = self.ep.app.hub.read_resource(&request.uri).await?;
+        // A session-era server's result has no `resultType`, which
+        // 2026-07-28 requires (rmcp strips it again for older peers).
+        r.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(r.into())
     }
 
     async fn subscribe(
@@ -297,12 +297,9 @@ impl ServerHandler for HubServer {
         let (server, name) = self.ep.prompt_route(&request.name).await?;
         let mut up = request;
         up.name = name;
-        self.ep
-            .app
-            .hub
-            .get_prompt(&server, up)
-            .await
-            .map(Into::into)
+        let mut r = self.ep.app.hub.get_prompt(&server, up).await?;
+        r.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(r.into())
     }
 
     async fn complete(
@@ -329,7 +326,9 @@ impl ServerHandler for HubServer {
             // Nothing to suggest from a server without completion support.
             return Ok(CompleteResult::default());
         }
-        hub.complete(&server, up).await
+        let mut r = hub.complete(&server, up).await?;
+        r.result_type.get_or_insert(ResultType::COMPLETE);
+        Ok(r)
     }
 
     async fn set_level(

@@ -16,6 +16,7 @@ mod limit;
 pub mod names;
 mod paging;
 mod sessions;
+mod stateless;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

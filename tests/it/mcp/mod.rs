@@ -9,6 +9,7 @@ mod era;
 mod gate;
 mod limit;
 mod relay;
+mod revision;
 mod starting;
 mod stdio;
 
