@@ -40,6 +40,8 @@ pub const RESUME_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 pub const CALL_KEY_TTL_MS: u64 = 600_000;
 /// `server.callKeyMax`: call keys kept in memory (oldest out).
 pub const CALL_KEY_MAX: usize = 10_000;
+/// `server.callKeyMaxBytes`: bytes of answers call keys hold, hub-wide.
+pub const CALL_KEY_MAX_BYTES: usize = 32 * 1024 * 1024;
 /// `server.maxInFlightPerSession`: concurrent calls of one session.
 pub const MAX_IN_FLIGHT_PER_SESSION: usize = 64;
 

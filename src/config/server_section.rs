@@ -113,6 +113,11 @@ pub(super) fn server_section(
         )?,
         call_key_ttl: ctx.ms(r.call_key_ttl_ms, d::CALL_KEY_TTL_MS, "/server/callKeyTtlMs")?,
         call_key_max: ctx.positive(r.call_key_max, d::CALL_KEY_MAX, "/server/callKeyMax")?,
+        call_key_max_bytes: ctx.positive(
+            r.call_key_max_bytes,
+            d::CALL_KEY_MAX_BYTES,
+            "/server/callKeyMaxBytes",
+        )?,
         max_in_flight_per_session: ctx.positive(
             r.max_in_flight_per_session,
             d::MAX_IN_FLIGHT_PER_SESSION,

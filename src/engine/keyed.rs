@@ -98,13 +98,12 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
 /// the bounds in force.
 pub fn claim(engine: &Engine, out: &Outbox, key: &str, hash: &str) -> Claim {
     let cfg = engine.hub().config();
-    engine.call_keys.claim(
-        &out.scope,
-        key,
-        hash,
-        cfg.server.call_key_ttl,
-        cfg.server.call_key_max,
-    )
+    let bounds = callkeys::Bounds {
+        ttl: cfg.server.call_key_ttl,
+        max: cfg.server.call_key_max,
+        max_bytes: cfg.server.call_key_max_bytes,
+    };
+    engine.call_keys.claim(&out.scope, key, hash, bounds)
 }
 
 /// The first task's `task` object once it stops running, as the reply to

@@ -394,7 +394,7 @@ fn complete(raw: Value, tag: impl Fn(HubError) -> HubError) -> Attempt {
         };
     }
     let value = match raw.get("structuredContent") {
-        Some(v) => v.clone(),
+        Some(_) => mcp_call::result_value(&raw),
         None => Value::String(text),
     };
     Attempt {

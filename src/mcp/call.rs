@@ -96,6 +96,15 @@ pub struct CallFailure {
     pub sent: bool,
 }
 
+/// The value a complete result stands for: its `structuredContent`, else
+/// its text blocks joined (what `tool_result.result` carries).
+pub fn result_value(raw: &Value) -> Value {
+    match raw.get("structuredContent") {
+        Some(v) => v.clone(),
+        None => Value::String(result_text(raw)),
+    }
+}
+
 /// The text of a complete result's text blocks, one per line.
 pub fn result_text(result: &Value) -> String {
     let blocks = result.get("content").and_then(Value::as_array);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::session::Session;
 use crate::app::App;
@@ -209,7 +209,7 @@ async fn keyed_call(job: Job, key: String) {
                     _ = job.call.cancel.cancelled() => return,
                 };
                 if let Some(outcome) = answer {
-                    let mut msg = protocol::tool_result_msg(&job.id, (*outcome).clone());
+                    let mut msg = protocol::tool_result_msg(&job.id, super::keyed::answer(&outcome));
                     msg["deduplicated"] = json!(true);
                     drop(job.running);
                     job.out.send(msg);
@@ -257,16 +257,7 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     // (a repeat gets this answer, even "cancelled"); only a call cancelled
     // before it reached the tool frees it: nothing ran.
     if let Some(g) = key {
-        let cancelled = outcome.error.as_ref().map(|e| e.error_type) == Some(ErrorType::Cancelled);
-        if !cancelled || outcome.reached {
-            let mut answer = outcome.to_json();
-            if let Some(Value::String(m)) =
-                answer.pointer_mut("/error/message").filter(|_| cancelled)
-            {
-                m.push_str(" (the tool had the call, so its outcome is unknown; this callKey will not run it again)");
-            }
-            g.finish(answer);
-        }
+        super::keyed::settle(g, &outcome);
     }
     drop(running);
     match protocol::tool_result_text(&id, &outcome) {

@@ -7,6 +7,7 @@ mod conn;
 mod dispatch;
 pub mod gate;
 mod keep;
+mod keyed;
 pub mod mcp;
 pub mod session;
 pub mod slots;

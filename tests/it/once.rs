@@ -182,3 +182,45 @@ async fn a_keyed_call_cancelled_after_the_server_started_it_is_not_run_again() {
     );
     assert_eq!(calls_of(hub.dir.path(), "slow", 1).await, 1);
 }
+
+fn rss_mib(pid: i32) -> u64 {
+    let kb: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .expect("status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("VmRSS");
+    kb / 1024
+}
+
+/// 40 keyed calls with 2 MB results: the keys hold at most
+/// `server.callKeyMaxBytes` (16 MiB here) of answers, each once; RSS grows
+/// by less than 64 MiB (it grew by 156 MiB when keys held every answer
+/// twice). The oldest key still holds (its repeat runs nothing and says
+/// `resultDropped`); the newest answers a repeat whole.
+#[tokio::test]
+async fn keyed_results_are_held_within_a_byte_budget() {
+    let (hub, mut c) = hub_with(json!({"callKeyMaxBytes": 16 * 1024 * 1024})).await;
+    let call = |i: usize| json!({"type": "tool_call", "tool": "t__big", "params": {"bytes": 2_000_000}, "callKey": format!("big-{i}")});
+    let first = c.request(call(0)).await;
+    assert_eq!(first["success"], true, "{}", first["error"]);
+    let before = rss_mib(hub.pid());
+    for i in 1..40 {
+        let r = c.request(call(i)).await;
+        assert_eq!(r["success"], true, "{}", r["error"]);
+    }
+    let after = rss_mib(hub.pid());
+    eprintln!("RSS {before} MiB after one keyed 2 MB result, {after} MiB after 40");
+    assert!(
+        after.saturating_sub(before) < 64,
+        "RSS {before} → {after} MiB"
+    );
+    let old = c.request(call(0)).await;
+    assert_eq!(old["deduplicated"], true, "{}", old["error"]);
+    assert!(old.get("result").is_none());
+    assert!(old["resultDropped"].as_u64().unwrap_or(0) >= 2_000_000);
+    let new = c.request(call(39)).await;
+    assert_eq!(new["deduplicated"], true);
+    assert_eq!(new["result"].as_str().map(str::len), Some(2_000_000));
+    assert_eq!(calls_of(hub.dir.path(), "big", 40).await, 40);
+}
