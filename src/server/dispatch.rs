@@ -209,7 +209,8 @@ async fn keyed_call(job: Job, key: String) {
                     _ = job.call.cancel.cancelled() => return,
                 };
                 if let Some(outcome) = answer {
-                    let mut msg = protocol::tool_result_msg(&job.id, super::keyed::answer(&outcome));
+                    let mut msg =
+                        protocol::tool_result_msg(&job.id, super::keyed::answer(&outcome));
                     msg["deduplicated"] = json!(true);
                     drop(job.running);
                     job.out.send(msg);
