@@ -365,6 +365,20 @@ let queue = Promise.resolve();
 /** Frames are handled one at a time, in order, each fully (storage
  * included) before the next. */
 function enqueue(sock, data) {
+  // A reply the worker awaits is delivered at once, not in turn: a frame's
+  // handler may itself wait on a request (finish() keeps a long result at
+  // the hub), and would otherwise wait on its own queue. The frame still
+  // goes through the queue for its seq.
+  if (rpcs.size && typeof data === "string" && data.includes('"replyTo"')) {
+    try {
+      const m = JSON.parse(data);
+      const r = m.replyTo !== undefined && rpcs.get(m.replyTo);
+      if (r) {
+        rpcs.delete(m.replyTo);
+        r.resolve(m);
+      }
+    } catch {}
+  }
   queue = queue.then(() => onFrame(sock, data)).catch((e) => console.error("toolhub: frame handling failed", e));
 }
 

@@ -162,7 +162,7 @@ async function site(id) {
   await page.waitForFunction((m) => fixture.submitted.some((s) => s.includes(m)), `BIG-HEAD-${id}`, { timeout: WAIT });
   const sent = (await page.evaluate(() => fixture.submitted)).find((s) => s.includes(`BIG-HEAD-${id}`));
   const kept = /\.toolhub\/results\/[A-Za-z0-9_-]+\.txt/.exec(sent);
-  check(sent.length < 8000 && sent.includes(`BIG-TAIL-${id}`) && kept, t(`a ${BIG} character result went into the chat as ${sent.length} characters: its head, its tail and ${kept && kept[0]}`));
+  check(sent.length < 8000 && sent.includes(`BIG-TAIL-${id}`) && kept, t(`a ${BIG} character result went into the chat as ${sent.length} characters: its head, its tail and ${kept ? kept[0] : "no file: " + (/\[[^\]]*left out[^\]]*\]/.exec(sent) || [sent.slice(0, 300)])[0]}`));
   const whole = readFileSync(path.join(WORKSPACE, kept[0]), "utf8");
   check(whole.includes(`BIG-HEAD-${id}`) && whole.includes(`BIG-TAIL-${id}`) && whole.length >= BIG, t(`the whole result is in that file (${whole.length} characters), where hub__read_file reads it`));
   check((await page.locator(".toolhub-result details.toolhub-fold", { hasText: `BIG-HEAD-${id}` }).count()) === 1, t("the page shows it folded"));
