@@ -84,8 +84,8 @@ impl Tool {
             Tool::TaskStatus => "A task's state, step counts by state, one page of steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts), whether it can be resumed (and why not), and which step is uncertain.",
             Tool::ListTasks => "The known tasks (running, finished, recoverable), newest first, a page at a time (default 100, with the total), filtered by state, tool or creation time.",
             Tool::ResumeTask => "Continue a failed, recoverable or cancelled task from its first unfinished step with its saved variables; returns the task when it stops again.",
-            Tool::RecordStart => "Start recording every tool call of this connection (name, description optional).",
-            Tool::RecordStop => "Stop this connection's recording; save defaults to true (false deletes it).",
+            Tool::RecordStart => "Start recording every tool call of this connection (name, description optional; context: only the calls made in that client context).",
+            Tool::RecordStop => "Stop this connection's recording (context: the one of that client context); save defaults to true (false deletes it).",
             Tool::RecordList => "Search the saved recordings by words (name, description, tags), tool, server or creation time; a page at a time (default 100, with the total), newest first unless sorted otherwise.",
             Tool::RecordGet => "A recording's header, summary, step count and one page of its steps (offset, limit: default 100, at most 1000; stepsPage.nextOffset says where the next page starts).",
             Tool::RecordDelete => "Delete a recording.",
@@ -151,10 +151,10 @@ impl Tool {
                 json!({"type": "object", "required": ["taskId"], "properties": {"taskId": {"type": "string"}, "fromStep": {"type": "integer", "minimum": 0}, "variables": {"type": "object"}}}),
             ),
             Tool::RecordStart => {
-                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}})
+                json!({"type": "object", "properties": {"name": {"type": "string"}, "description": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}, "context": {"type": "string"}}})
             }
             Tool::RecordStop => {
-                json!({"type": "object", "properties": {"save": {"type": "boolean"}}})
+                json!({"type": "object", "properties": {"save": {"type": "boolean"}, "context": {"type": "string"}}})
             }
             Tool::RecordGet => page(recording_id),
             Tool::RecordDelete => recording_id,
@@ -231,10 +231,10 @@ impl Controls {
                 recorder.io.run(&keys, move || r.start(&session, req)).await
             }
             Tool::RecordStop => {
-                let save = params.get("save").and_then(Value::as_bool).unwrap_or(true);
+                let req: crate::protocol::recording::StopReq = params_of(tool, params)?;
                 let (r, session) = (recorder.clone(), call.session.to_string());
                 let keys = [call.session];
-                let stop = move || r.stop(&session, save, "stopped");
+                let stop = move || r.stop(&session, req.context.as_deref(), req.save, "stopped");
                 recorder.io.run(&keys, stop).await
             }
             Tool::RecordList => Ok(recorder.list(&params_of(tool, params)?)),

@@ -33,6 +33,12 @@ pub struct Capture<'a> {
 }
 
 impl<'a> Capture<'a> {
+    /// The client context the call ran in (`<session>` or
+    /// `<session>/<label>`): a recording of one context takes only its calls.
+    pub fn context(&self) -> Option<&str> {
+        self.source.context.as_deref()
+    }
+
     /// A single client call (not a batch step): `kind` is its source
     /// (`tool_call`, `mcp_call`), with no template, condition or variables.
     pub fn single(

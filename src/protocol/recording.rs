@@ -17,6 +17,11 @@ pub struct StartReq {
     /// Words to find the recording by later (`list_recordings` `query`).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Record only the calls made in this client context of the
+    /// connection (the `context` of `tool_call` / `tool_batch`, e.g. a
+    /// tab id); `None` records every call of the connection.
+    #[serde(default, deserialize_with = "context_label")]
+    pub context: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -24,6 +29,20 @@ pub struct StartReq {
 pub struct StopReq {
     #[serde(default = "yes")]
     pub save: bool,
+    /// Which recording to stop: the one of this context; `None` stops the
+    /// connection's recording without a context.
+    #[serde(default, deserialize_with = "context_label")]
+    pub context: Option<String>,
+}
+
+/// A `context` field: a string that passes
+/// [`check_label`](crate::client_context::check_label), or null / absent.
+fn context_label<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let label = Option::<String>::deserialize(d)?;
+    if let Some(Err(m)) = label.as_deref().map(crate::client_context::check_label) {
+        return Err(serde::de::Error::custom(m));
+    }
+    Ok(label)
 }
 
 fn yes() -> bool {

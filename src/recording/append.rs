@@ -36,7 +36,9 @@ pub struct Active {
     pub(super) batches: std::collections::HashSet<String>,
 }
 
-/// A finished call, owned, ready to be numbered and written.
+/// A finished call, owned, ready to be numbered and written (a clone per
+/// recording that takes it).
+#[derive(Clone)]
 pub struct Pending {
     /// The step without its number, result, images and screenshot.
     step: Step,

@@ -8,6 +8,7 @@ pub mod export;
 pub mod recorder;
 pub mod replay;
 pub mod schema;
+mod slots;
 
 pub use crate::store::recordings::format::Source;
 pub use recorder::Recorder;
@@ -79,13 +80,12 @@ fn answer(recorder: &Recorder, cfg: &Config, out: &Outbox, id: &MsgId, msg: Reco
     };
     match msg {
         RecordingMsg::Start(r) => {
-            reply("recording_started", recorder.start(&out.session, r));
+            let started = recorder.start_for(&out.session, r, Some(out.clone()));
+            reply("recording_started", started);
         }
         RecordingMsg::Stop(r) => {
-            reply(
-                "recording_stopped",
-                recorder.stop(&out.session, r.save, "stopped"),
-            );
+            let stopped = recorder.stop(&out.session, r.context.as_deref(), r.save, "stopped");
+            reply("recording_stopped", stopped);
         }
         RecordingMsg::List(r) => {
             reply("recordings", Ok(recorder.list(&r)));

@@ -1,35 +1,34 @@
-//! Capture: one active recording per connection. Every call the connection
-//! runs (single calls and batch steps, resumed and failed ones included) is
+//! Capture: the recordings under way on each connection (one per client
+//! context, and one without a context; see `slots`). Every call a recording
+//! takes (single calls and batch steps, resumed and failed ones included) is
 //! appended as one line and flushed when it completes, so a SIGKILL loses at
 //! most the step in flight. Secrets are redacted before anything is written.
 
 use std::collections::HashSet;
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use dashmap::DashMap;
 use serde_json::{json, Value};
 
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::{Approval, Hub};
 use crate::protocol::recording::{ListReq, StartReq};
+use crate::protocol::Outbox;
 use crate::store::offload::{blocking, Serial};
 use crate::store::recordings as store;
-use crate::store::recordings::format::{End, Header, Line, SCHEMA_VERSION};
+use crate::store::recordings::format::{Header, Line, SCHEMA_VERSION};
 
 use super::append::{to_line, Active, Appended, Pending};
+use super::slots::{self, stop_in, ActiveMap, Slot};
 use crate::store::recordings::index::{Index, Repairs};
 
 /// How often the recordings index is checked against the files.
 pub const INDEX_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The active recordings, by session.
-type ActiveMap = DashMap<String, Arc<Mutex<Active>>>;
-
-/// The recording service: one active recording per recording connection,
+/// The recording service: the recordings under way on each connection,
 /// and the index every listing reads (kept in step with each change the
 /// hub makes to a recording).
 pub struct Recorder {
@@ -82,11 +81,10 @@ impl Recorder {
     pub fn verify_index(&self) -> Repairs {
         // Clone the handles first: an `Active` is locked only after the
         // map's shard is let go (`stop` holds one while it removes).
-        let handles: Vec<Arc<Mutex<Active>>> =
-            self.active.iter().map(|a| a.value().clone()).collect();
+        let handles: Vec<Slot> = self.active.iter().flat_map(|a| a.value().clone()).collect();
         let writing: HashSet<String> = handles
             .iter()
-            .filter_map(|a| a.lock().ok().map(|a| a.id.clone()))
+            .filter_map(|a| a.rec.lock().ok().map(|a| a.id.clone()))
             .collect();
         self.index.verify(&self.storage(), &writing)
     }
@@ -141,19 +139,34 @@ impl Recorder {
 
     /// Whether some connection is recording into `id` right now.
     pub fn is_being_recorded(&self, id: &str) -> bool {
-        self.active.iter().any(|a| {
-            a.value()
+        let handles: Vec<Slot> = self.active.iter().flat_map(|a| a.value().clone()).collect();
+        handles.iter().any(|a| {
+            a.rec
                 .lock()
                 .is_ok_and(|a| a.id == id && a.stopped.is_none())
         })
     }
 
-    /// Start recording for `session`; the header is written and synced.
+    /// Start recording for `session` (a `hub__record_start`: no client to
+    /// tell of a second stop); the header is written and synced.
     pub fn start(&self, session: &str, req: StartReq) -> Result<Value, HubError> {
+        self.start_for(session, req, None)
+    }
+
+    /// Start recording for `session`, whose client is `out` (`/ws`): every
+    /// call of the connection, or with `req.context` only the calls made in
+    /// that context. The header is written and synced.
+    pub fn start_for(
+        &self,
+        session: &str,
+        req: StartReq,
+        out: Option<Outbox>,
+    ) -> Result<Value, HubError> {
         let StartReq {
             name,
             description,
             tags,
+            context,
         } = req;
         let hub = &self.hub;
         let cfg = hub.config();
@@ -163,13 +176,9 @@ impl Recorder {
                 "recording is off (recording.enabled is false in config.json)",
             ));
         }
-        if let Some(a) = self.active.get(session) {
-            let id = a.lock().map(|a| a.id.clone()).unwrap_or_default();
-            return Err(HubError::new(
-                ErrorType::InvalidMessage,
-                format!("this connection is already recording ({id})"),
-            )
-            .with_suggestion("send stop_recording first"));
+        if let Some(a) = slots::find(&self.active, session, context.as_deref()) {
+            let id = a.rec.lock().map(|a| a.id.clone()).unwrap_or_default();
+            return Err(slots::already(context.as_deref(), &id));
         }
         let id = store::new_id();
         let storage = &cfg.recording.storage_path;
@@ -202,6 +211,7 @@ impl Recorder {
                 .filter_map(|t| serde_json::to_value(t).ok())
                 .collect(),
             tools_hash: None,
+            context: context.clone(),
         };
         // The tool list goes to its snapshot, stored once per distinct list.
         let header = store::header_for_disk(storage, &header).map_err(io)?;
@@ -226,29 +236,48 @@ impl Recorder {
             stopped: None,
             batches: Default::default(),
         };
+        let slot = Slot::new(session, context.clone(), active, out);
         self.active
-            .insert(session.to_string(), Arc::new(Mutex::new(active)));
+            .entry(session.to_string())
+            .or_default()
+            .push(slot);
         self.index.refresh(storage, &id);
-        tracing::info!(session, recording = %id, "recording started");
-        Ok(json!({"recordingId": id, "name": header.name, "path": dir.display().to_string()}))
+        tracing::info!(session, recording = %id, context, "recording started");
+        Ok(json!({
+            "recordingId": id,
+            "name": header.name,
+            "path": dir.display().to_string(),
+            "context": context,
+        }))
     }
 
-    /// Stop: write the `end` line; `save: false` deletes the recording.
-    pub fn stop(&self, session: &str, save: bool, reason: &str) -> Result<Value, HubError> {
+    /// Stop the recording of `context` (`None`: the one without a
+    /// context): write the `end` line; `save: false` deletes the recording.
+    pub fn stop(
+        &self,
+        session: &str,
+        context: Option<&str>,
+        save: bool,
+        reason: &str,
+    ) -> Result<Value, HubError> {
         stop_in(
             &self.active,
             &self.index,
             &self.storage(),
             session,
+            context,
             save,
             reason,
         )
     }
 
-    /// Append one call if `session` is recording. Returns a `recording_stopped`
-    /// event when the size limit was hit (the caller sends it). The write
-    /// and its `fdatasync` run on the blocking pool; the caller sends its
-    /// reply after this returns, so after the line is on disk.
+    /// Append one call to each recording of `session` that takes it (its
+    /// context's, and the one without a context). Returns a
+    /// `recording_stopped` event when a recording hit its size limit or
+    /// could not be written (the caller sends it; a second one, for another
+    /// recording of the same call, goes straight to the connection). The
+    /// writes and their `fdatasync` run on the blocking pool; the caller
+    /// sends its reply after this returns, so after the lines are on disk.
     pub async fn capture(&self, session: &str, c: Capture<'_>) -> Option<Value> {
         let hub = &self.hub;
         // The recording controls themselves are not part of the flow, nor
@@ -265,10 +294,16 @@ impl Recorder {
         }
         // A start_recording sent before this call may still be queued: it
         // comes first.
-        if !self.active.contains_key(session) && self.starting.is_marked(session) {
+        if self.starting.is_marked(session) {
             self.io.barrier(session).await;
         }
-        let active = self.active.get(session)?.clone();
+        let takers: Vec<Slot> = slots::all(&self.active, session)
+            .into_iter()
+            .filter(|s| s.takes(c.context()))
+            .collect();
+        if takers.is_empty() {
+            return None;
+        }
         let cfg = hub.config();
         // With screenshotOnStep, the server's screenshot tool is called
         // after the step (before the line is written, which references it).
@@ -280,117 +315,57 @@ impl Recorder {
         let (map, index, storage) = (self.active.clone(), self.index.clone(), self.storage());
         let session = session.to_string();
         let write = move || {
-            let stop = |reason: &str| stop_in(&map, &index, &storage, &session, true, reason);
-            Ok(match pending.append(&active, &cfg.security) {
-                Appended::Written | Appended::Stopped => None,
-                Appended::Full(id) => {
-                    let mut ev = stop("size_limit").ok();
-                    tracing::warn!(recording = %id, limit = cfg.recording.max_bytes, "recording stopped at recording.maxBytes");
-                    if let Some(ev) = ev.as_mut() {
-                        ev["type"] = json!("recording_stopped");
+            let mut events = Vec::new();
+            for slot in takers {
+                let label = slot.label.as_deref();
+                let stop =
+                    |reason: &str| stop_in(&map, &index, &storage, &session, label, true, reason);
+                let ev = match pending.clone().append(&slot.rec, &cfg.security) {
+                    Appended::Written | Appended::Stopped => None,
+                    Appended::Full(id) => {
+                        tracing::warn!(recording = %id, limit = cfg.recording.max_bytes, "recording stopped at recording.maxBytes");
+                        stop("size_limit").ok()
                     }
-                    ev
-                }
-                Appended::Failed(id, e) => {
-                    tracing::error!(recording = %id, error = %e, "recording write failed; recording stopped");
-                    let mut ev = stop("write_error").ok();
-                    if let Some(ev) = ev.as_mut() {
-                        ev["type"] = json!("recording_stopped");
-                        ev["error"] = json!(HubError::classified(format!(
-                            "cannot write recording {id}: {e}"
-                        )));
+                    Appended::Failed(id, e) => {
+                        tracing::error!(recording = %id, error = %e, "recording write failed; recording stopped");
+                        stop("write_error").ok().map(|mut ev| {
+                            ev["error"] = json!(HubError::classified(format!(
+                                "cannot write recording {id}: {e}"
+                            )));
+                            ev
+                        })
                     }
-                    ev
+                };
+                if let Some(mut ev) = ev {
+                    ev["type"] = json!("recording_stopped");
+                    events.push((ev, slot.out));
                 }
-            })
+            }
+            // The first goes out through the caller, before the call's
+            // reply; another (two recordings full at once) straight away.
+            let mut events = events.into_iter();
+            let first = events.next().map(|(ev, _)| ev);
+            for (ev, out) in events {
+                match out {
+                    Some(out) => {
+                        out.send(ev);
+                    }
+                    None => {
+                        tracing::info!(%session, event = %ev, "a second recording_stopped with no client to send it to")
+                    }
+                }
+            }
+            Ok(first)
         };
         blocking(write).await.ok().flatten()
     }
 
-    /// The connection went away: close its recording (reason `closed`).
+    /// The connection went away: close its recordings (reason `closed`).
     pub fn connection_closed(&self, session: &str) {
-        if self.active.contains_key(session) {
-            let _ = self.stop(session, true, "closed");
+        for slot in slots::all(&self.active, session) {
+            let _ = self.stop(session, slot.label.as_deref(), true, "closed");
         }
     }
-}
-
-/// Stop `session`'s recording: write the `end` line; `save: false` deletes
-/// the recording (blocking file IO).
-fn stop_in(
-    map: &ActiveMap,
-    index: &Index,
-    storage: &Path,
-    session: &str,
-    save: bool,
-    reason: &str,
-) -> Result<Value, HubError> {
-    // Taken out of `active` only once its end and index entry are
-    // written, so an index check never sees it half-stopped.
-    let Some(active) = map.get(session).map(|a| a.value().clone()) else {
-        return Err(HubError::new(
-            ErrorType::InvalidMessage,
-            "this connection is not recording",
-        )
-        .with_suggestion("send start_recording first"));
-    };
-    let mut a = active
-        .lock()
-        .map_err(|_| HubError::new(ErrorType::Unknown, "recording state poisoned"))?;
-    if a.stopped.is_some() {
-        // Another stop (the connection closing) got there first.
-        return Err(HubError::new(
-            ErrorType::InvalidMessage,
-            "this connection is not recording",
-        )
-        .with_suggestion("send start_recording first"));
-    }
-    let meta = finish(&mut a, reason);
-    if save {
-        index.refresh(storage, &a.id);
-    } else {
-        let _ = fs::remove_dir_all(&a.dir);
-        index.remove(storage, &a.id);
-    }
-    tracing::info!(session, recording = %a.id, steps = a.seq, reason, "recording stopped");
-    let reply = json!({
-        "recordingId": a.id,
-        "stepCount": a.seq,
-        "path": if save { Value::String(a.dir.display().to_string()) } else { Value::Null },
-        "saved": save,
-        "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
-        "metadata": meta,
-    });
-    // The map is never locked while an `Active` is (see `verify_index`).
-    drop(a);
-    map.remove(session);
-    Ok(reply)
-}
-
-fn finish(a: &mut Active, reason: &str) -> Value {
-    let total = a.started.elapsed().as_millis() as u64;
-    let rate = if a.seq == 0 {
-        1.0
-    } else {
-        a.ok as f64 / a.seq as f64
-    };
-    let end = End {
-        step_count: a.seq,
-        total_duration_ms: total,
-        success_rate: rate,
-        stopped_at: crate::util::now_rfc3339(),
-        reason: reason.to_string(),
-    };
-    let line = to_line(&Line::End(end));
-    if let Err(e) =
-        crate::util::append_whole(&mut a.file, line.as_bytes()).and_then(|_| a.file.sync_data())
-    {
-        tracing::error!(recording = %a.id, error = %e, "cannot write the end of the recording; it stays incomplete");
-    }
-    if a.stopped.is_none() {
-        a.stopped = Some(reason.to_string());
-    }
-    json!({"totalDuration": total, "successRate": rate})
 }
 
 /// Call the server's configured screenshot tool (the hub's own call,

@@ -139,6 +139,47 @@ pub fn pacing(steps: &[crate::store::recordings::format::Step], speed: f64) -> V
         .collect()
 }
 
+/// One live step against its recording: `failed` when it was not run (a
+/// stop before it) or fails now where it succeeded when recorded; else
+/// `changed` when its outcome differs ([`diff`]); else `same` (a step that
+/// failed when recorded and fails now the same way is `same`).
+fn step_verdict(recorded: bool, now: bool, not_run: bool, differs: bool) -> &'static str {
+    if not_run || (recorded && !now) {
+        "failed"
+    } else if differs {
+        "changed"
+    } else {
+        "same"
+    }
+}
+
+/// What a live replay's steps said so far.
+#[derive(Clone, Default)]
+struct Tally {
+    /// Steps that succeeded now.
+    ok: usize,
+    differences: Vec<Value>,
+    /// Steps reported, and those whose verdict was `failed` / `changed`.
+    reported: usize,
+    failed: usize,
+    changed: usize,
+}
+
+impl Tally {
+    /// The replay's verdict: `failed` when a step failed or some step was
+    /// never reported (the task was cancelled or ended early); else
+    /// `changed` when a step changed; else `same`.
+    fn verdict(&self, total: usize) -> &'static str {
+        if self.failed > 0 || self.reported < total {
+            "failed"
+        } else if self.changed > 0 {
+            "changed"
+        } else {
+            "same"
+        }
+    }
+}
+
 fn complete(total: usize, ok: usize, differences: Vec<Value>) -> Value {
     json!({
         "success": ok == total && differences.is_empty(),
@@ -203,6 +244,8 @@ fn dry(
         }));
     }
     let mut msg = complete(steps.len(), ok, problems_all);
+    // Nothing ran: `same` when nothing would stop a live replay.
+    msg["verdict"] = json!(if ok == steps.len() { "same" } else { "failed" });
     msg["variableDefaults"] = Value::Object(defaults);
     msg["missingVariables"] = json!(missing);
     msg
@@ -220,7 +263,10 @@ fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
             "success": s.success, "recorded": outcome_of(s), "actual": outcome_of(s), "diff": [],
         }));
     }
-    complete(rec.steps.len(), ok, Vec::new())
+    let mut msg = complete(rec.steps.len(), ok, Vec::new());
+    // The recorded answers, given back as they are.
+    msg["verdict"] = json!("same");
+    msg
 }
 
 async fn live(
@@ -283,7 +329,7 @@ async fn live(
     if let Some(speed) = req.speed.filter(|s| *s > 0.0) {
         task.set_delays(pacing(&rec.steps, speed));
     }
-    let diffs = Arc::new(Mutex::new((0usize, Vec::<Value>::new())));
+    let diffs = Arc::new(Mutex::new(Tally::default()));
     {
         let (rec, diffs, ignore, replay_id, task_id) = (
             rec.clone(),
@@ -312,12 +358,19 @@ async fn live(
                 &ignore,
             )
             };
+            let verdict = step_verdict(recorded.success, success, not_run, !d.is_empty());
             if let Ok(mut acc) = diffs.lock() {
+                acc.reported += 1;
                 if success {
-                    acc.0 += 1;
+                    acc.ok += 1;
+                }
+                match verdict {
+                    "failed" => acc.failed += 1,
+                    "changed" => acc.changed += 1,
+                    _ => {}
                 }
                 if !d.is_empty() {
-                    acc.1.push(json!({"stepIndex": i, "tool": recorded.tool, "diff": d}));
+                    acc.differences.push(json!({"stepIndex": i, "tool": recorded.tool, "diff": d}));
                 }
             }
             // Sent by the task (to `out`, its owner) in its order: held
@@ -327,7 +380,7 @@ async fn live(
                 "taskId": task_id, "mode": "live", "stepIndex": i, "tool": step_msg["tool"],
                 "success": success, "recorded": outcome_of(recorded),
                 "actual": {"success": success, "result": step_msg["result"], "error": step_msg["error"]},
-                "skipped": step_msg["skipped"], "diff": d,
+                "skipped": step_msg["skipped"], "diff": d, "verdict": verdict,
             }))
         }));
     }
@@ -346,10 +399,15 @@ async fn live(
             .instances()
             .end_where(|c| *c == context, "its replay ended");
     }
-    let (ok, differences) = diffs.lock().map(|d| d.clone()).unwrap_or_default();
-    let mut s = complete(rec.steps.len(), ok, differences);
+    let tally = diffs.lock().map(|d| d.clone()).unwrap_or_default();
+    let total = rec.steps.len();
+    let verdict = tally.verdict(total);
+    let mut s = complete(total, tally.ok, tally.differences);
+    s["verdict"] = json!(verdict);
     s["taskId"] = json!(task.id);
     s["state"] = json!(task.state());
+    // The label it ran in: the one asked for, or its own.
+    s["context"] = json!(context.label());
     Ok(s)
 }
 
@@ -387,6 +445,29 @@ mod tests {
             images: Vec::new(),
             screenshot: None,
         }
+    }
+
+    #[test]
+    fn a_replay_is_same_changed_or_failed() {
+        // recorded ok, now ok: same, or changed with a difference.
+        assert_eq!(step_verdict(true, true, false, false), "same");
+        assert_eq!(step_verdict(true, true, false, true), "changed");
+        // fails now where it succeeded, or never ran: failed.
+        assert_eq!(step_verdict(true, false, false, true), "failed");
+        assert_eq!(step_verdict(true, false, true, false), "failed");
+        // failed when recorded: the same failure is same, a success changed.
+        assert_eq!(step_verdict(false, false, false, false), "same");
+        assert_eq!(step_verdict(false, true, false, true), "changed");
+        let t = |reported, failed, changed| Tally {
+            reported,
+            failed,
+            changed,
+            ..Tally::default()
+        };
+        assert_eq!(t(2, 0, 0).verdict(2), "same");
+        assert_eq!(t(2, 0, 1).verdict(2), "changed");
+        assert_eq!(t(2, 1, 1).verdict(2), "failed");
+        assert_eq!(t(1, 0, 0).verdict(2), "failed", "a step never reported");
     }
 
     #[test]

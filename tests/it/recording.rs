@@ -520,3 +520,4 @@ async fn update_recording_renames_and_edits_steps() {
 }
 
 mod paging_and_defaults;
+mod tabs;

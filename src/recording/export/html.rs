@@ -92,6 +92,9 @@ fn summary(rec: &Recording) -> String {
         ("Created", escape(&h.created_at)),
         ("Hub version", escape(&h.hub_version)),
     ];
+    if let Some(c) = &h.context {
+        rows.push(("Context", format!("<code>{}</code>", escape(c))));
+    }
     // What the recording used, not what was configured at the time.
     let servers = used_servers(rec);
     if !servers.is_empty() {

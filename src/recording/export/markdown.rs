@@ -34,6 +34,9 @@ pub fn markdown(rec: &Recording, last_replay: Option<&Value>) -> String {
     row("Recording", code(&h.recording_id));
     row("Created", text(&h.created_at));
     row("Hub version", text(&h.hub_version));
+    if let Some(c) = &h.context {
+        row("Context", code(c));
+    }
     // What the recording used, not what was configured at the time.
     let servers = used_servers(rec);
     if !servers.is_empty() {

@@ -22,6 +22,7 @@ fn header() -> Header {
         tools: vec![],
         tools_hash: None,
         tags: vec![],
+        context: None,
     }
 }
 

@@ -47,6 +47,11 @@ pub struct Header {
     /// The snapshot `<storage>/.tools/<hash>.json` holding the tool list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_hash: Option<String>,
+    /// The client context it recorded (`start_recording` `context`, the
+    /// label as the client gave it, e.g. `tab-17`); absent for a recording
+    /// of every call of its connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
 }
 
 /// Where a recorded call came from.
