@@ -105,13 +105,25 @@ pub fn tools() -> Vec<Tool> {
             empty(),
         ),
         (
+            "test_custom_headers",
+            "A tool whose region parameter is mirrored into the Mcp-Param-Region header (SEP-2243)",
+            json!({"type": "object", "properties": {"region": {"type": "string",
+                "description": "Plain string value", "x-mcp-header": "Region"}}, "required": ["region"]}),
+        ),
+        (
             "json_schema_2020_12_tool",
             "Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
             json!({
                 "$schema": "https://json-schema.org/draft/2020-12/schema",
                 "type": "object",
-                "$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
-                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+                "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+                "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"}, "email": {"type": "string"}},
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             }),
         ),
@@ -193,6 +205,10 @@ pub async fn call(
                 "titledMulti": {"type": "array", "description": "Select multiple options with titles", "minItems": 1, "maxItems": 3,
                     "items": {"anyOf": [{"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"}, {"const": "value3", "title": "Third Choice"}]}}},
                 "required": []}})).await,
+        "test_custom_headers" => Ok(text(format!(
+            "region: {}",
+            args.get("region").and_then(Value::as_str).unwrap_or("")
+        ))),
         "json_schema_2020_12_tool" => Ok(text(format!(
             "JSON Schema 2020-12 tool called with: {}",
             Value::Object(args.clone())
