@@ -42,6 +42,7 @@ pub fn handle(
         ClientMsg::ListTools => {
             // Right after start-up this waits for the servers still
             // starting; a list that is still partial says so.
+            let running = slot(app, out, &id, "list_tools")?;
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
                 let starting = hub.settle_first_start().await;
@@ -50,21 +51,26 @@ pub fn handle(
                 if !starting.is_empty() {
                     msg["starting"] = json!(starting);
                 }
+                drop(running);
                 out.send(protocol::reply("tools", &id, msg));
             });
         }
         ClientMsg::ToolCall(req) => tool_call(app, session, id, req),
         ClientMsg::HealthCheck => {
+            let running = slot(app, out, &id, "health_check")?;
             let (app, out) = (app.clone(), out.clone());
             tokio::spawn(async move {
                 let report = app.health().await;
+                drop(running);
                 out.send(protocol::reply("health_status", &id, report));
             });
         }
         ClientMsg::ReloadTools(req) => {
+            let running = slot(app, out, &id, "reload_tools")?;
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
                 hub.reload_tools_and_wait(req.approve).await;
+                drop(running);
                 let t = hub.tools();
                 out.send(protocol::reply(
                     "tools",
@@ -75,9 +81,11 @@ pub fn handle(
         }
         ClientMsg::History(req) => {
             // Right after start-up this waits for the file's tail.
+            let running = slot(app, out, &id, "history")?;
             let (history, out) = (hub.history.clone(), out.clone());
             tokio::spawn(async move {
                 let entries = history.latest(req.limit.min(1000)).await;
+                drop(running);
                 out.send(protocol::reply(
                     "history",
                     &id,
@@ -119,6 +127,24 @@ pub fn handle(
     None
 }
 
+/// A place under the session's in-flight cap (`server.maxInFlightPerSession`)
+/// for the work a message spawns (a call, a listing, a health check, a
+/// reload, history), held until its reply is queued; `None` when the
+/// session is at its cap, after telling the client `LIMIT_EXCEEDED`.
+fn slot(app: &App, out: &Outbox, id: &MsgId, what: &str) -> Option<crate::protocol::Running> {
+    let cap = app.hub.config().server.max_in_flight_per_session;
+    if out.calls_running() >= cap {
+        let e = HubError::new(
+            ErrorType::LimitExceeded,
+            format!("this session already has {cap} calls running (server.maxInFlightPerSession); the {what} was not started"),
+        )
+        .with_suggestion("wait for a running call to answer, send many steps as one tool_batch, or raise server.maxInFlightPerSession");
+        out.send(protocol::error_msg(id, &e));
+        return None;
+    }
+    Some(out.call_started())
+}
+
 fn reject(out: &Outbox, id: &MsgId, message: String) {
     out.send(protocol::error_msg(
         id,
@@ -130,7 +156,6 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 /// in its own task (once per `callKey`), cancelled if the session ends.
 fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
     let out = &session.outbox;
-    let cfg = app.hub.config();
     let retry = match RetryOverride::parse(req.retry.as_ref()) {
         Ok(r) => r,
         Err(m) => return reject(out, &id, format!("tool_call: {m}")),
@@ -141,16 +166,9 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
     if let Some(Err(m)) = req.context.as_deref().map(client_context::check_label) {
         return reject(out, &id, format!("tool_call: {m}"));
     }
-    let cap = cfg.server.max_in_flight_per_session;
-    if out.calls_running() >= cap {
-        let e = HubError::new(
-            ErrorType::LimitExceeded,
-            format!("this session already has {cap} calls running (server.maxInFlightPerSession); the call was not started"),
-        )
-        .with_suggestion("wait for a running call to answer, or send many steps as one tool_batch");
-        out.send(protocol::error_msg(&id, &e));
+    let Some(running) = slot(app, out, &id, "call") else {
         return;
-    }
+    };
     let mut call = CallRequest::new(
         req.tool,
         req.params,
@@ -161,7 +179,6 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
     call.context = ClientContext::session(&out.session, req.context.as_deref());
     call.retry = retry;
     call.call_key = req.call_key.clone();
-    let running = out.call_started();
     let (app, out) = (app.clone(), out.clone());
     let job = Job {
         app,

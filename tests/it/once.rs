@@ -224,3 +224,27 @@ async fn keyed_results_are_held_within_a_byte_budget() {
     assert_eq!(new["result"].as_str().map(str::len), Some(2_000_000));
     assert_eq!(calls_of(hub.dir.path(), "big", 40).await, 40);
 }
+
+/// The session cap covers the control messages that spawn work, not only
+/// `tool_call`: at its cap, a `health_check`, `list_tools` and `history`
+/// are refused with LIMIT_EXCEEDED naming the key; a `ping` still answers.
+#[tokio::test]
+async fn control_messages_take_a_place_under_the_session_cap() {
+    let (_hub, mut c) = hub_with(json!({"maxInFlightPerSession": 2})).await;
+    for i in 0..2 {
+        c.send(json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__slow", "params": {"ms": 20000}}))
+            .await;
+    }
+    for ty in ["health_check", "list_tools", "history", "tool_call"] {
+        let r = c
+            .request(json!({"type": ty, "tool": "t__echo", "params": {"message": "x"}}))
+            .await;
+        assert_eq!(r["error"]["errorType"], "LIMIT_EXCEEDED", "{ty}: {r}");
+        assert!(
+            text(&r["error"]["message"]).contains("server.maxInFlightPerSession"),
+            "{r}"
+        );
+    }
+    let pong = c.request(json!({"type": "ping"})).await;
+    assert_eq!(pong["type"], "pong", "{pong}");
+}
