@@ -62,7 +62,16 @@ const PanelSw = {
         return tabRecordings[msg.tabId];
       }
       case "record-stop": {
-        const r = await hubAsk({ type: "stop_recording", context: tabContext(msg.tabId) });
+        let r;
+        try {
+          r = await hubAsk({ type: "stop_recording", context: tabContext(msg.tabId) });
+        } catch (e) {
+          // The hub no longer records it (its session ended, the hub
+          // restarted): what was recorded is saved there; forget it here.
+          if (/not recording/.test(e.message)) PanelSw.forgetTab(msg.tabId);
+          notifyUi();
+          throw e;
+        }
         delete tabRecordings[msg.tabId];
         await chrome.storage.session.set({ tabRecordings });
         notifyUi();
