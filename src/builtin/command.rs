@@ -204,11 +204,13 @@ impl CommandRunner {
         match stop {
             Stop::Done => {
                 let v = result_value(&running, duration_ms);
-                let refused = self
-                    .sandbox
-                    .as_ref()
-                    .filter(|_| exit_failed(&v))
-                    .and_then(|s| s.explain(&v, &req.cwd, &writable));
+                let refused = self.sandbox.as_ref().and_then(|s| {
+                    if exit_failed(&v) {
+                        s.explain(&v, &req.cwd, &writable)
+                    } else {
+                        s.explain_reads(&v, &req.cwd, &writable)
+                    }
+                });
                 Ok(refused.unwrap_or(v))
             }
             Stop::Deadline => Err(HubError::new(

@@ -51,7 +51,7 @@ pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 pub const MAX_READ_BYTES: usize = 10 * 1024 * 1024;
 /// `builtin.sandboxDenyRead`: what `run_command` may not read (`~` is the
 /// hub's `HOME`): credential stores and browser profiles.
-pub const SANDBOX_DENY_READ: [&str; 14] = [
+pub const SANDBOX_DENY_READ: [&str; 18] = [
     "~/.ssh",
     "~/.gnupg",
     "~/.aws",
@@ -63,6 +63,10 @@ pub const SANDBOX_DENY_READ: [&str; 14] = [
     "~/.git-credentials",
     "~/.npmrc",
     "~/.pypirc",
+    "~/.cargo/credentials.toml",
+    "~/.config/gh",
+    "~/.password-store",
+    "~/.local/share/keyrings",
     "~/.config/chromium",
     "~/.config/google-chrome",
     "~/.mozilla",

@@ -259,12 +259,16 @@ async fn the_key_piped_to_curl_never_reaches_the_listener() {
         !received.contains(KEY),
         "the key reached the listener: {received}"
     );
+    assert!(r.to_string().contains("Permission denied"), "{r}");
+    // The pipeline exited 0 (curl's status), but a refused read of a
+    // credential is never silent: the call fails with PERMISSION naming
+    // the path and the key that denies it.
+    assert_eq!(r["success"], false, "{r}");
+    let text = r.to_string();
     assert!(
-        r["result"]["stderr"]
-            .as_str()
-            .unwrap_or("")
-            .contains("Permission denied"),
+        text.contains("PERMISSION")
+            && text.contains("builtin.sandboxDenyRead")
+            && text.contains("id_ed25519"),
         "{r}"
     );
 }
-

@@ -30,27 +30,7 @@ impl Sandbox {
             Some(code) => format!("exited with status {code}"),
             None => "was killed".to_string(),
         };
-        let mut reads_refused: Vec<(String, Denial)> = Vec::new();
-        let mut refused: Vec<String> = Vec::new();
-        for p in denied::paths(stderr) {
-            let abs = denied::absolute(&p, cwd);
-            // A link in the workspace to a denied file is refused there.
-            let real = std::fs::canonicalize(&abs).unwrap_or_else(|_| abs.clone());
-            if denied::outside(&real, writable, &DEVICES) && reads::hub_could_read(&real) {
-                if let Some(d) = self.reads.denial(&real) {
-                    let shown = if real == abs {
-                        p
-                    } else {
-                        format!("{p} (a link to {})", real.display())
-                    };
-                    reads_refused.push((shown, d));
-                    continue;
-                }
-            }
-            if denied::outside(&abs, writable, &DEVICES) && denied::hub_could_write(&abs) {
-                refused.push(p);
-            }
-        }
+        let (reads_refused, refused) = self.refusals(stderr, cwd, writable);
         if !reads_refused.is_empty() {
             return self.read_refusal(result, &reads_refused, &how);
         }
@@ -83,6 +63,55 @@ impl Sandbox {
             suggestion,
             json!({"mode": mode, "refusedPaths": refused}),
         )
+    }
+
+    /// The paths a confined command's stderr says were refused: reads of
+    /// denied paths (with what denies each), and writes outside the
+    /// writable folders.
+    fn refusals(
+        &self,
+        stderr: &str,
+        cwd: &Path,
+        writable: &[PathBuf],
+    ) -> (Vec<(String, Denial)>, Vec<String>) {
+        let mut reads_refused: Vec<(String, Denial)> = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        for p in denied::paths(stderr) {
+            let abs = denied::absolute(&p, cwd);
+            // A link in the workspace to a denied file is refused there.
+            let real = std::fs::canonicalize(&abs).unwrap_or_else(|_| abs.clone());
+            if denied::outside(&real, writable, &DEVICES) && reads::hub_could_read(&real) {
+                if let Some(d) = self.reads.denial(&real) {
+                    let shown = if real == abs {
+                        p
+                    } else {
+                        format!("{p} (a link to {})", real.display())
+                    };
+                    reads_refused.push((shown, d));
+                    continue;
+                }
+            }
+            if denied::outside(&abs, writable, &DEVICES) && denied::hub_could_write(&abs) {
+                refused.push(p);
+            }
+        }
+        (reads_refused, refused)
+    }
+
+    /// A confined command that exited 0 but whose stderr shows that the
+    /// sandbox refused to read a denied path (`cat ~/.ssh/id_ed25519 |
+    /// curl …`: the pipeline's status is curl's) fails all the same with
+    /// `PERMISSION`: a refused read of a credential is never silent.
+    pub fn explain_reads(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
+        if !matches!(self.verdict, Verdict::Confined { .. }) {
+            return None;
+        }
+        let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
+        let (reads_refused, _) = self.refusals(stderr, cwd, writable);
+        if reads_refused.is_empty() {
+            return None;
+        }
+        self.read_refusal(result, &reads_refused, "exited with status 0")
     }
 }
 
