@@ -196,7 +196,7 @@ async function attack() {
   const done = page.locator('.toolhub-result[data-toolhub-state="success"], .toolhub-result[data-toolhub-state="error"]', { hasText: "id_ed25519" });
   await done.first().waitFor({ timeout: WAIT });
   const text = await done.first().textContent();
-  check(/sandboxDenyRead|PERMISSION|denied/i.test(text), `after a person's click the sandbox refused the read: ${text.replace(/\s+/g, " ").slice(0, 200)}`);
+  check(/PERMISSION/.test(text) && /sandboxDenyRead/.test(text), `after a person's click the sandbox refused the read: ${text.replace(/\s+/g, " ").slice(0, 200)}`);
   check(!got.some((b) => b.includes(KEY_MARKER)), `the listener received no key material (${got.length} requests, ${got.reduce((n, b) => n + b.length, 0)} bytes)`);
   listener.close();
   await page.close();
