@@ -98,7 +98,14 @@ fn sandbox_read_lists_default_to_the_credential_stores_and_resolve_like_paths() 
     assert!(c.sandbox_allow_read.is_empty());
     if let Some(home) = &home {
         assert_eq!(c.sandbox_deny_read.len(), 18);
-        for p in [".ssh", ".aws", ".config/gcloud", ".netrc", ".mozilla", ".cargo/credentials.toml"] {
+        for p in [
+            ".ssh",
+            ".aws",
+            ".config/gcloud",
+            ".netrc",
+            ".mozilla",
+            ".cargo/credentials.toml",
+        ] {
             assert!(c.sandbox_deny_read.contains(&home.join(p)), "{p}");
         }
     }
