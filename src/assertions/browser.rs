@@ -126,6 +126,7 @@ pub async fn look(
             crate::hub::Caller {
                 session: call.session,
                 context: call.context,
+                view: call.view,
             },
         )
         .await;

@@ -21,6 +21,7 @@ mod servers;
 #[cfg(test)]
 mod test_support;
 mod validate;
+pub mod views;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -54,6 +55,10 @@ pub struct Config {
     pub safety: SafetyConfig,
     pub security: SecurityConfig,
     pub assertions: AssertionsConfig,
+    /// `views`: named subsets of the aggregate, by name.
+    pub views: BTreeMap<String, views::ViewSpec>,
+    /// `clients`: tokens that open only some views, by client name.
+    pub clients: BTreeMap<String, views::ClientSpec>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

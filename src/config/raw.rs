@@ -31,6 +31,8 @@ pub struct RawConfig {
     pub safety: Option<RawSafety>,
     pub security: Option<RawSecurity>,
     pub assertions: Option<RawAssertions>,
+    pub views: Option<BTreeMap<String, super::views::RawView>>,
+    pub clients: Option<BTreeMap<String, super::views::RawClient>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -352,6 +354,7 @@ pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
         let p = format!("/retry/strategies/{}", esc(class));
         check(&mut out, s, &p, fields_of::<RawStrategy>());
     }
+    super::views::unknown_keys(root, &mut out);
     if let Some(Value::Array(rules)) = root.pointer("/safety/rules") {
         for (i, rule) in rules.iter().enumerate() {
             check(
@@ -367,6 +370,16 @@ pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
 
 fn entries(v: Option<&Value>) -> impl Iterator<Item = (&String, &Value)> {
     v.and_then(Value::as_object).into_iter().flatten()
+}
+
+/// Every key of the object `v` (at `pointer`) that is not in `known`.
+pub(super) fn check_keys(
+    out: &mut Vec<UnknownKey>,
+    v: &Value,
+    pointer: &str,
+    known: &'static [&'static str],
+) {
+    check(out, v, pointer, known)
 }
 
 fn check(out: &mut Vec<UnknownKey>, v: &Value, pointer: &str, known: &'static [&'static str]) {

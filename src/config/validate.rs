@@ -90,7 +90,11 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         let spec = super::servers::server_spec(&mut ctx, &name, spec)?;
         mcp_servers.insert(name, spec);
     }
+    let views = super::views::views(&ctx, raw.views.unwrap_or_default())?;
+    let clients = super::views::clients(&ctx, raw.clients.unwrap_or_default(), &views)?;
     let mut config = Config {
+        views,
+        clients,
         path: abs_path,
         base_dir,
         server,

@@ -71,6 +71,12 @@ struct Entry<'a> {
     /// Which client context (and so which per-context instance) ran it.
     #[serde(skip_serializing_if = "Option::is_none")]
     context: Option<&'a crate::client_context::ClientContext>,
+    /// The view the call was made in; `tool` is then the view's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    view: Option<&'a str>,
+    /// The real tool, when the view renames it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    real_tool: Option<&'a str>,
 }
 
 /// Longest `latest` waits for the file's tail at start-up.
@@ -139,6 +145,8 @@ impl History {
             duration_ms: out.duration_ms,
             call_key: out.call_key.as_deref(),
             context: out.context.as_ref(),
+            view: out.view.as_deref(),
+            real_tool: out.real_tool.as_deref(),
         };
         let line: Line = match serde_json::to_string(&entry) {
             Ok(text) => text.into(),

@@ -51,7 +51,28 @@ impl Hub {
         retry: &RetryOverride,
         cancel: &CancellationToken,
     ) -> Result<Arc<ToolInfo>, HubError> {
-        let mut resolved = self.tools().resolve(tool).cloned();
+        self.resolve_settled_in(None, tool, timeout, retry, cancel)
+            .await
+    }
+
+    /// A name as it resolves now: in the aggregate, or among a view's tools.
+    fn resolve_now(&self, view: Option<&str>, tool: &str) -> Result<Arc<ToolInfo>, HubError> {
+        match view {
+            None => self.tools().resolve(tool).cloned(),
+            Some(v) => self.view(v)?.resolve(tool),
+        }
+    }
+
+    /// [`Hub::resolve_settled`] within a view (`None`: the aggregate).
+    pub async fn resolve_settled_in(
+        &self,
+        view: Option<&str>,
+        tool: &str,
+        timeout: Option<Duration>,
+        retry: &RetryOverride,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<ToolInfo>, HubError> {
+        let mut resolved = self.resolve_now(view, tool);
         if let Err(e) = &resolved {
             if *retry == RetryOverride::Disabled {
                 return resolved;
@@ -67,7 +88,7 @@ impl Hub {
                 _ => false,
             };
             if waited {
-                resolved = self.tools().resolve(tool).cloned();
+                resolved = self.resolve_now(view, tool);
             }
         }
         resolved
@@ -263,6 +284,7 @@ impl Hub {
                     cancel,
                     session: caller.session,
                     context: caller.context,
+                    view: caller.view,
                 };
                 let (result, reach) = match tools.call(&info.name, call) {
                     None => (
@@ -374,6 +396,9 @@ impl Hub {
 pub struct Caller<'a> {
     pub session: &'a str,
     pub context: &'a ClientContext,
+    /// The view the call is made in: a local tool that calls further
+    /// (`hub__tool_batch`, `hub__call_tool`) calls within it.
+    pub view: Option<&'a str>,
 }
 
 /// A complete `tools/call` result: `isError` makes it a classified error

@@ -30,6 +30,9 @@ pub struct LocalCall<'a> {
     /// The calling client context (a tool that calls a per-context
     /// server, such as the browser assertions, calls it in this one).
     pub context: &'a crate::client_context::ClientContext,
+    /// The view the call was made in (`None`: the whole aggregate): what
+    /// the tool reaches further must stay within it.
+    pub view: Option<&'a str>,
 }
 
 /// A provider of in-process tools.

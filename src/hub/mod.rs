@@ -20,6 +20,7 @@ mod pins;
 pub mod pipeline;
 mod reload;
 mod retrying;
+pub mod views;
 pub use reload::spawn_watcher as reload_watcher;
 
 pub use call::Caller;
@@ -90,6 +91,8 @@ pub struct Inner {
     resource_owner: aggregate::ResourceOwners,
     /// The per-context instances of `scope: "context"` servers.
     instances: Arc<instances::Instances>,
+    /// The views projected over the tools and config in force.
+    view_cache: views::ViewCache,
 }
 
 impl std::ops::Deref for Hub {
@@ -138,6 +141,7 @@ impl Hub {
             relay: RelaySlot::default(),
             tools_tx,
             resource_owner: aggregate::ResourceOwners::default(),
+            view_cache: views::ViewCache::default(),
             instances: instances.clone(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));

@@ -29,6 +29,10 @@ pub struct CallRequest {
     pub link: Option<crate::mcp::relay::CallLink>,
     /// The client's `callKey`, noted in the outcome and in history.
     pub call_key: Option<String>,
+    /// The view the call is made in (`/ws/<view>`, `/mcp/<view>`, a task
+    /// started there): the tool is resolved among the view's tools only,
+    /// and one outside it is unknown (`hub::views`).
+    pub view: Option<std::sync::Arc<str>>,
 }
 
 impl CallRequest {
@@ -48,6 +52,7 @@ impl CallRequest {
             on_retry: None,
             link: None,
             call_key: None,
+            view: None,
         }
     }
 }
@@ -93,6 +98,13 @@ pub struct CallOutcome {
     /// `Before`): a `callKey` of a cancelled call holds, never runs twice.
     #[serde(skip)]
     pub reached: bool,
+    /// The view the call was made in; `qualifiedName` is then the view's
+    /// name of the tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+    /// The real tool's qualified name, when the view renames it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_tool: Option<String>,
 }
 
 /// The result of one attempt.
@@ -138,6 +150,8 @@ impl CallOutcome {
             call_key: None,
             context: None,
             reached: false,
+            view: None,
+            real_tool: None,
         }
     }
 
@@ -159,6 +173,12 @@ impl CallOutcome {
         }
         if let Some(s) = self.server {
             put("server", Value::String(s));
+        }
+        if let Some(v) = self.view {
+            put("view", Value::String(v));
+        }
+        if let Some(r) = self.real_tool {
+            put("realTool", Value::String(r));
         }
         put("success", Value::Bool(self.success));
         if !self.result.is_null() {
@@ -220,6 +240,8 @@ mod tests {
             call_key: None,
             context: None,
             reached: true,
+            view: Some("chat".into()),
+            real_tool: Some("t__say".into()),
         });
         same_as_to_json(CallOutcome::failed(
             "nope",

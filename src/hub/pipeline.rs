@@ -5,6 +5,9 @@
 //! safety gate on what it resolved, calls exactly that tool (pins, attempts,
 //! retries, history), and tells the observers when someone watches. The
 //! callers differ only in how a `confirm` rule is answered ([`Approval`]).
+//! A call that carries a view (`CallRequest::view`) is resolved among the
+//! view's tools and refused in [`Hub::call_resolved`] when the tool it
+//! reached is not in the view, whoever found the tool.
 
 use std::time::{Duration, SystemTime};
 
@@ -97,7 +100,13 @@ impl Hub {
     where
         F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
     {
-        let resolve = self.resolve_settled(&req.tool, req.timeout, &req.retry, &req.cancel);
+        let resolve = self.resolve_settled_in(
+            req.view.as_deref(),
+            &req.tool,
+            req.timeout,
+            &req.retry,
+            &req.cancel,
+        );
         let resolved = crate::util::on_pending(resolve, || {
             if let Approval::Ask(c) = approval {
                 c.waiting();
@@ -125,6 +134,13 @@ impl Hub {
     where
         F: Fn(Result<Value, HubError>) -> Result<Value, HubError>,
     {
+        // A call made in a view reaches only the view's tools, however the
+        // caller found `info` (a name, a batch step, a replay, a helper).
+        let shown = match req.view.as_deref().map(|v| in_view(self, v, info)) {
+            Some(Err(e)) => return self.refused(req, e),
+            Some(Ok(name)) => Some(name),
+            None => None,
+        };
         // A session that ends withdraws its call's pending confirmation.
         let gated = tokio::select! {
             r = gate(self, info, &req.params, approval) => r,
@@ -156,6 +172,13 @@ impl Hub {
             Ok(()) => Box::pin(self.run_with(info, req, post)).await,
         };
         out.duration_ms = started.elapsed().as_millis() as u64;
+        if let (Some(view), Some(name)) = (&req.view, shown) {
+            out.view = Some(view.to_string());
+            if name != info.qualified_name {
+                out.real_tool = Some(info.qualified_name.clone());
+                out.qualified_name = Some(name);
+            }
+        }
         self.history
             .record(&req.session, &req.params, &out, &self.config().security);
         out
@@ -167,9 +190,20 @@ impl Hub {
         let mut out = CallOutcome::failed(&req.tool, e, Duration::ZERO);
         out.call_key = req.call_key.clone();
         out.context = Some(req.context.clone());
+        out.view = req.view.as_deref().map(str::to_string);
         self.history
             .record(&req.session, &req.params, &out, &self.config().security);
         out
+    }
+}
+
+/// The view's name of `info`, or the view's UNKNOWN error when the view
+/// does not hold it (as the view is now: a reload may have taken it out).
+fn in_view(hub: &Hub, view: &str, info: &ToolInfo) -> Result<String, HubError> {
+    let v = hub.view(view)?;
+    match v.shown(&info.qualified_name) {
+        Some(name) => Ok(name.to_string()),
+        None => Err(v.unknown(&info.qualified_name)),
     }
 }
 

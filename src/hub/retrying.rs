@@ -54,6 +54,7 @@ impl Hub {
                     super::Caller {
                         session: &req.session,
                         context: &req.context,
+                        view: req.view.as_deref(),
                     },
                     req.link.as_ref(),
                 )
@@ -180,6 +181,8 @@ fn outcome(
         call_key: req.call_key.clone(),
         context: Some(req.context.clone()),
         reached: true,
+        view: None,
+        real_tool: None,
     }
 }
 

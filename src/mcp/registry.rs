@@ -130,7 +130,7 @@ impl ToolSnapshot {
         let pairs: Vec<(&str, &str)> = raw.keys().map(|(s, t)| (s.as_str(), t.as_str())).collect();
         let qualified = names::assign_qualified_names(&pairs);
 
-        let mut tools: Vec<Arc<ToolInfo>> = raw
+        let tools: Vec<Arc<ToolInfo>> = raw
             .into_iter()
             .zip(qualified)
             .map(|(((server, name), tool), qualified_name)| {
@@ -145,8 +145,18 @@ impl ToolSnapshot {
                 })
             })
             .collect();
-        tools.sort_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+        ToolSnapshot::of_named(tools, builtin_server, BTreeMap::new())
+    }
 
+    /// A snapshot of tools already named (a view's projection): each
+    /// keeps its `qualified_name`, and its `name` is its bare name.
+    pub fn of_named(
+        mut tools: Vec<Arc<ToolInfo>>,
+        builtin_server: &str,
+        unavailable: BTreeMap<String, String>,
+    ) -> ToolSnapshot {
+        tools.sort_by(|a, b| a.qualified_name.cmp(&b.qualified_name));
+        tools.dedup_by(|a, b| a.qualified_name == b.qualified_name);
         let mut by_bare: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         let mut by_pair: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
         for (i, t) in tools.iter().enumerate() {
@@ -163,7 +173,7 @@ impl ToolSnapshot {
             by_pair,
             hash,
             builtin_server: builtin_server.to_string(),
-            unavailable: BTreeMap::new(),
+            unavailable,
         }
     }
 
