@@ -11,9 +11,9 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::Endpoint;
+use super::{mrtr, Endpoint};
 use crate::app::App;
 use crate::errors::HubError;
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question, Watch};
@@ -30,7 +30,7 @@ pub async fn call_tool(
     session: &str,
     req: CallToolRequestParams,
     cx: RequestContext<RoleServer>,
-) -> Result<CallToolResult, ErrorData> {
+) -> Result<mrtr::Reply, ErrorData> {
     let app = &ep.app;
     let names = ep.tool_names();
     let tool = names.to_call(&req.name);
@@ -48,18 +48,32 @@ pub async fn call_tool(
     );
     let mut call = CallRequest::new(
         tool.clone(),
-        params,
+        params.clone(),
         session.to_string(),
         app.hub.shutdown.child_token(),
     );
     call.link = Some(link);
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
-    let confirmer = Elicit {
+    let elicit = Elicit {
         app,
         peer: &cx.peer,
         can_elicit,
     };
+    // A stateless client's confirmation comes back on a retry of the call.
+    let bound = mrtr::binding(&req.name, &params, &client_of(&cx));
+    let answer = match (stateless, &req.request_state) {
+        (true, Some(state)) => Some(
+            ep.mrtr
+                .answer(state, req.input_responses.as_ref(), &bound)?,
+        ),
+        _ => None,
+    };
+    let security = app.hub.config().security.clone();
+    let by_result = mrtr::ByResult::new(answer, can_elicit, move |info, params, reason| {
+        confirm_message(&security, info, params, reason)
+    });
+    let confirmer: &dyn Confirmer = if stateless { &by_result } else { &elicit };
     let watch = Watch {
         observer: app.observer.as_ref(),
         kind: "mcp_call",
@@ -67,10 +81,7 @@ pub async fn call_tool(
     };
     // Boxed: the pipeline's future is several KB, moved whole each time
     // this one moves.
-    let mut work = Box::pin(
-        app.hub
-            .call_watched(&call, Approval::Ask(&confirmer), watch),
-    );
+    let mut work = Box::pin(app.hub.call_watched(&call, Approval::Ask(confirmer), watch));
     // Answers to the server's requests run here, inside this handler's
     // task, so rmcp sends them on this call's stream.
     let mut asks = FuturesUnordered::new();
@@ -118,8 +129,36 @@ pub async fn call_tool(
     if let Some(e) = refused {
         return Err(e);
     }
+    if let Some(asked) = by_result.asked() {
+        let state = ep.mrtr.mint(&bound)?;
+        return Ok(mrtr::Reply::Ask(mrtr::confirm_request(&asked?, state)?));
+    }
     // rmcp drops `resultType` for a peer of a session era.
-    Ok(finish(ep, &tool, &outcome))
+    Ok(mrtr::Reply::Done(finish(ep, &tool, &outcome)))
+}
+
+/// Who a stateless request says it is (its `clientInfo`), for binding a
+/// `requestState` to the client.
+fn client_of(cx: &RequestContext<RoleServer>) -> String {
+    cx.client_info()
+        .and_then(|i| serde_json::to_string(&i).ok())
+        .unwrap_or_default()
+}
+
+/// The question a `confirm` rule asks: the tool, its redacted params and
+/// the rule's reason.
+fn confirm_message(
+    security: &crate::config::SecurityConfig,
+    info: &ToolInfo,
+    params: &Value,
+    reason: &str,
+) -> String {
+    let shown = crate::history::redact(params, security);
+    format!(
+        "toolhub: allow {} with {}? ({reason})",
+        info.qualified_name,
+        crate::util::truncate(&shown.to_string(), 400)
+    )
 }
 
 /// Pass one forward to the client; an ask becomes a future to drive.
@@ -203,22 +242,9 @@ impl Elicit<'_> {
         if !self.can_elicit {
             return Err("this MCP client does not support elicitation".into());
         }
-        let shown = crate::history::redact(params, &self.app.hub.config().security);
-        let message = format!(
-            "toolhub: allow {} with {}? ({reason})",
-            info.qualified_name,
-            crate::util::truncate(&shown.to_string(), 400)
-        );
-        let request: ElicitRequestParams = serde_json::from_value(json!({
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"approve": {"type": "boolean", "title": "Run this call", "default": false}},
-                "required": ["approve"]
-            }
-        }))
-        .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
+        let message = confirm_message(&self.app.hub.config().security, info, params, reason);
+        let request: ElicitRequestParams = serde_json::from_value(mrtr::confirm_form(&message))
+            .map_err(|e| format!("the confirmation request could not be built: {e}"))?;
         match self.peer.create_elicitation(request).await {
             Ok(r) => Ok(r.action == ElicitationAction::Accept
                 && r.content.as_ref().and_then(|c| c.get("approve")) == Some(&Value::Bool(true))),

@@ -13,6 +13,7 @@ mod call;
 mod handler;
 mod idle;
 mod limit;
+mod mrtr;
 pub mod names;
 mod paging;
 mod sessions;
@@ -52,6 +53,8 @@ pub struct Endpoint {
     names: NameCache,
     /// Exposed prompt name -> (server, the server's own name), as last listed.
     prompt_names: Mutex<BTreeMap<String, (String, String)>>,
+    /// The `requestState`s of the hub's own questions to stateless clients.
+    mrtr: mrtr::States,
 }
 
 impl Endpoint {
@@ -131,6 +134,7 @@ pub fn router(app: App, gate: Gate) -> Router {
         idle,
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
+        mrtr: mrtr::States::default(),
     });
     let cfg = hub.config();
     let config = StreamableHttpServerConfig::default()

@@ -8,6 +8,7 @@ pub(crate) mod driver;
 mod era;
 mod gate;
 mod limit;
+mod mrtr;
 mod relay;
 mod revision;
 mod starting;

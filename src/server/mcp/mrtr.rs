@@ -1,0 +1,331 @@
+//! The hub's own questions to a stateless (2026-07-28) client, by MRTR
+//! (SEP-2322): a `confirm` safety rule answers the call with an
+//! `InputRequiredResult` asking, by `elicitation/create`, whether to run
+//! it; the client retries the same call with the answer in
+//! `inputResponses` and the `requestState` echoed.
+//!
+//! The hub keeps nothing between the two requests but the nonces already
+//! redeemed. `requestState` is sealed with rmcp's `RequestStateCodec`
+//! (HMAC-SHA256 under a secret drawn at start, so a restart voids every
+//! state), expires after [`STATE_TTL`], and is bound as associated data to
+//! the call: the tool name, the arguments (canonical JSON) and the
+//! client's `clientInfo`. A state that was altered, minted for another
+//! call or client, expired, or already redeemed is refused; none is ever
+//! trusted.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolResponse, CallToolResult, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, RequestStateCodec, SealOptions,
+};
+use rmcp::ErrorData;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::hub::{Confirmer, Decision, Question};
+use crate::mcp::registry::ToolInfo;
+use crate::safety::blocked;
+
+/// How long the client has to answer a question.
+pub const STATE_TTL: Duration = Duration::from_secs(600);
+/// Redeemed nonces kept at most (each for its state's lifetime).
+const USED_MAX: usize = 10_000;
+/// The `inputRequests` key of a confirmation.
+pub const CONFIRM_KEY: &str = "toolhub_confirm";
+
+#[derive(Serialize, Deserialize)]
+struct Sealed {
+    /// What was asked (only `confirm` in this build).
+    kind: String,
+    nonce: String,
+}
+
+/// The hub's sealing key and the nonces already redeemed.
+pub struct States {
+    codec: RequestStateCodec,
+    used: Mutex<HashMap<String, Instant>>,
+}
+
+impl Default for States {
+    fn default() -> Self {
+        let key: [u8; 32] = rand::random();
+        States {
+            codec: RequestStateCodec::new_unchecked(key.to_vec()),
+            used: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// What a call is bound to: the tool, its arguments and the client.
+pub fn binding(tool: &str, args: &Value, client: &str) -> Vec<u8> {
+    let mut h = Sha256::new();
+    for part in [tool, &canonical(args).to_string(), client] {
+        h.update((part.len() as u64).to_be_bytes());
+        h.update(part.as_bytes());
+    }
+    h.finalize().to_vec()
+}
+
+/// `v` with every object's keys in order, so equal arguments bind equally
+/// whatever order the client sent them in.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let mut out = serde_json::Map::new();
+            for k in keys {
+                out.insert(k.clone(), canonical(&m[k]));
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The client's answer to a confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Accepted with `approve: true`.
+    Approved,
+    /// Declined, cancelled, or accepted without approving.
+    Declined,
+    /// The retry carried no answer under [`CONFIRM_KEY`]: ask again.
+    Missing,
+}
+
+/// The refusal of a `requestState` the hub cannot trust (one message for
+/// every cause, as rmcp's codec advises).
+fn untrusted() -> ErrorData {
+    ErrorData::invalid_params(
+        "requestState is not one this hub issued for this call, or it was already used or has expired: send the call again without requestState and inputResponses, and answer the question it brings",
+        None,
+    )
+}
+
+impl States {
+    /// A fresh state for a question about the call bound as `binding`.
+    pub fn mint(&self, binding: &[u8]) -> Result<String, ErrorData> {
+        let nonce = hex::encode(rand::random::<[u8; 16]>());
+        let sealed = Sealed {
+            kind: "confirm".into(),
+            nonce,
+        };
+        let opts = SealOptions::new().associated_data(binding).ttl(STATE_TTL);
+        self.codec
+            .seal_json_with(&sealed, &opts)
+            .map_err(|e| ErrorData::internal_error(format!("requestState: {e}"), None))
+    }
+
+    /// Open a retry's state (once) and read its answer.
+    pub fn answer(
+        &self,
+        state: &str,
+        responses: Option<&InputResponses>,
+        binding: &[u8],
+    ) -> Result<Answer, ErrorData> {
+        let sealed: Sealed = self.codec.open_json_with(state, binding).map_err(|e| {
+            tracing::warn!(error = %e, "a requestState was refused");
+            untrusted()
+        })?;
+        if sealed.kind != "confirm" {
+            return Err(untrusted());
+        }
+        self.redeem(&sealed.nonce)?;
+        let Some(r) = responses.and_then(|r| r.get(CONFIRM_KEY)) else {
+            return Ok(Answer::Missing);
+        };
+        let approved = r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true);
+        Ok(if approved {
+            Answer::Approved
+        } else {
+            Answer::Declined
+        })
+    }
+
+    /// Mark `nonce` used; a second use is refused.
+    fn redeem(&self, nonce: &str) -> Result<(), ErrorData> {
+        let Ok(mut used) = self.used.lock() else {
+            return Err(ErrorData::internal_error(
+                "requestState store poisoned",
+                None,
+            ));
+        };
+        let now = Instant::now();
+        if used.len() >= USED_MAX {
+            used.retain(|_, t| *t > now);
+        }
+        if used.len() >= USED_MAX || used.contains_key(nonce) {
+            return Err(untrusted());
+        }
+        used.insert(nonce.to_string(), now + STATE_TTL);
+        Ok(())
+    }
+}
+
+/// The form a confirmation asks with (elicitation params): one boolean
+/// `approve`; a session gets it as `elicitation/create`, a stateless
+/// client inside an `InputRequiredResult`.
+pub fn confirm_form(message: &str) -> Value {
+    json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {"type": "boolean", "title": "Run this call", "default": false}},
+            "required": ["approve"]
+        }
+    })
+}
+
+/// The `InputRequiredResult` that asks whether to run a call.
+pub fn confirm_request(message: &str, state: String) -> Result<InputRequiredResult, ErrorData> {
+    let request: InputRequest = serde_json::from_value(
+        json!({"method": "elicitation/create", "params": confirm_form(message)}),
+    )
+    .map_err(|e| ErrorData::internal_error(format!("confirmation request: {e}"), None))?;
+    let mut requests = InputRequests::new();
+    requests.insert(CONFIRM_KEY.to_string(), request);
+    Ok(InputRequiredResult::new(Some(requests), Some(state)))
+}
+
+/// What a `tools/call` answers: its result, or the hub's question.
+pub enum Reply {
+    Done(CallToolResult),
+    Ask(InputRequiredResult),
+}
+
+impl From<Reply> for CallToolResponse {
+    fn from(r: Reply) -> Self {
+        match r {
+            Reply::Done(r) => r.into(),
+            Reply::Ask(q) => q.into(),
+        }
+    }
+}
+
+/// Words a confirmation: (tool, its params, the rule's reason) -> message.
+type Wording = dyn Fn(&ToolInfo, &Value, &str) -> String + Send + Sync;
+
+/// The `confirm` of a stateless call: the answer its retry brought, or,
+/// with none, the question to send back (the call is refused for now and
+/// answered with an `InputRequiredResult` instead).
+pub struct ByResult {
+    answer: Option<Answer>,
+    can_elicit: bool,
+    asked: Mutex<Option<Result<String, ErrorData>>>,
+    message: Box<Wording>,
+}
+
+impl ByResult {
+    /// `message` words the question (tool, redacted params, reason).
+    pub fn new(
+        answer: Option<Answer>,
+        can_elicit: bool,
+        message: impl Fn(&ToolInfo, &Value, &str) -> String + Send + Sync + 'static,
+    ) -> ByResult {
+        ByResult {
+            answer,
+            can_elicit,
+            asked: Mutex::new(None),
+            message: Box::new(message),
+        }
+    }
+
+    /// What the call must answer instead of its outcome: the question
+    /// (its message), or `-32021` when the request declared no
+    /// elicitation to answer it with.
+    pub fn asked(&self) -> Option<Result<String, ErrorData>> {
+        self.asked.lock().ok().and_then(|mut a| a.take())
+    }
+}
+
+impl Confirmer for ByResult {
+    fn confirm<'a>(&'a self, q: Question<'a>) -> Decision<'a> {
+        Box::pin(async move {
+            let (info, reason) = (q.info, q.reason);
+            match self.answer {
+                Some(Answer::Approved) => return Ok(()),
+                Some(Answer::Declined) => {
+                    return Err(blocked(info, format!("the user declined: {reason}")))
+                }
+                Some(Answer::Missing) | None => {}
+            }
+            let ask = if self.can_elicit {
+                Ok((self.message)(info, q.params, &reason))
+            } else {
+                Err(super::stateless::missing("elicitation"))
+            };
+            if let Ok(mut a) = self.asked.lock() {
+                *a = Some(ask);
+            }
+            tracing::warn!(tool = %info.qualified_name, %reason, "asking a stateless MCP client to confirm (InputRequiredResult)");
+            Err(blocked(
+                info,
+                format!("waiting for the person's confirmation ({reason}), asked by InputRequiredResult"),
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(approve: bool) -> InputResponses {
+        let mut r = InputResponses::new();
+        r.insert(
+            CONFIRM_KEY.into(),
+            json!({"action": "accept", "content": {"approve": approve}}),
+        );
+        r
+    }
+
+    #[test]
+    fn a_state_opens_once_for_its_own_call_only() {
+        let s = States::default();
+        let b = binding("t__write", &json!({"b": 1, "a": [2]}), "client 1");
+        let state = s.mint(&b).expect("mint");
+        // Key order does not matter; another tool, arguments or client does.
+        let same = binding("t__write", &json!({"a": [2], "b": 1}), "client 1");
+        for other in [
+            binding("t__other", &json!({"b": 1, "a": [2]}), "client 1"),
+            binding("t__write", &json!({"b": 2, "a": [2]}), "client 1"),
+            binding("t__write", &json!({"b": 1, "a": [2]}), "client 2"),
+        ] {
+            assert!(s.answer(&state, Some(&accept(true)), &other).is_err());
+        }
+        assert_eq!(
+            s.answer(&state, Some(&accept(true)), &same).ok(),
+            Some(Answer::Approved)
+        );
+        // Replayed: refused.
+        assert!(s.answer(&state, Some(&accept(true)), &same).is_err());
+    }
+
+    #[test]
+    fn a_tampered_state_is_refused_and_answers_are_read() {
+        let s = States::default();
+        let b = binding("t", &json!({}), "c");
+        let state = s.mint(&b).expect("mint");
+        let mut bytes = state.clone().into_bytes();
+        let last = bytes.len() - 1;
+        bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
+        let tampered = String::from_utf8(bytes).expect("utf8");
+        assert!(s.answer(&tampered, Some(&accept(true)), &b).is_err());
+        assert!(States::default()
+            .answer(&state, Some(&accept(true)), &b)
+            .is_err());
+        assert_eq!(
+            s.answer(&state, Some(&accept(false)), &b).ok(),
+            Some(Answer::Declined)
+        );
+        let again = s.mint(&b).expect("mint");
+        assert_eq!(s.answer(&again, None, &b).ok(), Some(Answer::Missing));
+    }
+}
