@@ -20,7 +20,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use super::task::Task;
-use crate::store::index_file::{IndexFile, Indexed, Loaded, Stamp};
+use crate::store::index_file::{Indexed, Loaded, MapIndex, Stamp};
 
 /// The index file, in the state folder beside `tasks/` (the journal
 /// folder holds journals only).
@@ -82,7 +82,7 @@ impl Finished {
 /// The finished-task index of one task store.
 pub struct Index {
     path: PathBuf,
-    ix: Mutex<IndexFile<Finished>>,
+    ix: Mutex<MapIndex<Finished>>,
 }
 
 impl Index {
@@ -91,21 +91,21 @@ impl Index {
     pub fn new(state_dir: &Path) -> Index {
         let path = state_dir.join(FILE);
         Index {
-            ix: Mutex::new(IndexFile::empty(&path)),
+            ix: Mutex::new(MapIndex::empty(&path)),
             path,
         }
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, IndexFile<Finished>> {
+    pub fn lock(&self) -> MutexGuard<'_, MapIndex<Finished>> {
         // A panic while holding it leaves a usable map: entries are whole.
         self.ix.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Read the file afresh (start-up), saying whether it was missing (or
     /// unreadable: every journal is replayed then).
-    pub fn load(&self) -> (MutexGuard<'_, IndexFile<Finished>>, bool) {
+    pub fn load(&self) -> (MutexGuard<'_, MapIndex<Finished>>, bool) {
         let mut g = self.lock();
-        let (ix, loaded) = IndexFile::load(&self.path);
+        let (ix, loaded) = MapIndex::load(&self.path);
         let missing = match loaded {
             Loaded::Read { .. } => false,
             Loaded::Missing => true,

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Metadata, RunStatus};
 use super::store;
-use crate::store::index_file::{IndexFile, Indexed, Loaded, Repairs, Stamp};
+use crate::store::index_file::{Indexed, Loaded, MapIndex, Repairs, Stamp};
 
 /// The index file, beside the runs (a dot name is never a run id).
 pub const FILE: &str = ".index.jsonl";
@@ -57,7 +57,7 @@ pub struct Page {
 
 struct State {
     storage: PathBuf,
-    ix: IndexFile<Entry>,
+    ix: MapIndex<Entry>,
     /// The runs folder's stamp when it was last checked: a run folder
     /// added or removed changes it, so `list` checks again at once (an
     /// edit inside a run is caught by the periodic check).
@@ -222,7 +222,7 @@ fn stamp(storage: &Path, id: &str) -> Stamp {
 
 /// Read the index file, or rebuild it from the runs when it is missing.
 fn load(storage: &Path) -> State {
-    let (mut ix, loaded) = IndexFile::load(&storage.join(FILE));
+    let (mut ix, loaded) = MapIndex::load(&storage.join(FILE));
     match loaded {
         Loaded::Read { .. } => {}
         Loaded::Missing => {

@@ -1,31 +1,36 @@
-//! An append-only index file: one JSON line per change, `{"op":"put",
-//! "entry":{…}}` or `{"op":"del","id":…}`, replayed into a map at load. A
-//! store keeps one beside its files (the runs' `.index.jsonl`, the task
-//! store's) so that start-up and listings read the index instead of every
+//! The append-only index file a store keeps beside its files, so that
+//! start-up and listings read the index instead of every file: one JSON
+//! line per change, `{"op":"put","entry":{…}}` or `{"op":"del","id":…}`,
+//! the last line of an id winning. The runs' and the recordings'
+//! `.index.jsonl` and the task store's `tasks.index.jsonl` are all this
 //! file.
 //!
-//! This module only keeps the file: the store that owns it decides what an
-//! entry holds, when it is rebuilt and how it is checked against the files
-//! ([`Stamp`] is the cheap check: a `stat`, no read). A write that fails is
-//! logged and leaves the entry in memory; the owner's next check against
-//! the files (at the latest at the next start) repairs the file. The file
-//! is rewritten whole (temp file and rename) when it holds more than twice
-//! as many lines as entries. Like the task journals, the file is readable
-//! by its owner only (mode 0600).
+//! [`IndexFile`] keeps the file only: it reads it line by line at load
+//! (handing each whole line and its offset to the owner), appends a line
+//! and says where it went, reads lines back by offset, and compacts (the
+//! live lines, copied unparsed from the old file or given afresh, written
+//! to a temp file that replaces the old one; each moves to a new offset).
+//! What is kept in memory is the owner's choice: [`MapIndex`] holds every
+//! entry (the runs, the finished tasks); the recordings index holds a
+//! small key per recording and reads the rest by offset.
+//!
+//! The owner decides what an entry holds, when the file is rebuilt and how
+//! it is checked against the files ([`Stamp`] is the cheap check: a
+//! `stat`, no read). A write that fails is logged and leaves the entry in
+//! memory; the owner's next check against the files (at the latest at the
+//! next start) repairs the file. Like the task journals, the file is
+//! readable by its owner only (mode 0600).
 
-use std::collections::HashMap;
+mod map;
+
+pub use map::{Indexed, MapIndex};
+
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-
-/// An entry of an index: named by the id of what it describes.
-pub trait Indexed: Serialize + DeserializeOwned {
-    fn id(&self) -> &str;
-}
 
 /// What a file looks like without reading it: size, modification time and
 /// inode (a file replaced by a rename has a new inode even when its size
@@ -50,13 +55,6 @@ impl Stamp {
             ino: m.ino(),
         })
     }
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum Op<E> {
-    Put { entry: Box<E> },
-    Del { id: String },
 }
 
 #[derive(Serialize)]
@@ -111,7 +109,8 @@ impl Repairs {
 /// How the file was found at load.
 #[derive(Debug)]
 pub enum Loaded {
-    /// Read; `bad` lines could not be parsed (and were dropped by a rewrite).
+    /// Read; `bad` lines could not be parsed (the owner rewrites the file
+    /// without them).
     Read { bad: usize },
     /// There was no file: the owner rebuilds the entries from its files.
     Missing,
@@ -119,238 +118,309 @@ pub enum Loaded {
     Unreadable(std::io::Error),
 }
 
-/// The entries of one index file, kept in memory, and the file.
-pub struct IndexFile<E> {
+/// Where a line is: its offset, its length (without the newline) and the
+/// owner's number for it (handed back by [`IndexFile::each_line`] and
+/// [`IndexFile::compact`]).
+pub type Span = (u64, u32, u32);
+
+/// Where [`IndexFile::compact`] put a line: the owner's number for it, its
+/// new offset and its length.
+pub type Placed = (u32, u64, u32);
+
+/// How many bytes are read or written at once when the file is walked.
+const WINDOW: usize = 64 * 1024;
+
+/// The index file: where it is, the handle appends and reads go through,
+/// its length (the next line's offset) and its number of lines.
+pub struct IndexFile {
     path: PathBuf,
-    entries: HashMap<String, E>,
-    /// Lines in the file (for compaction).
+    fd: Option<File>,
+    len: u64,
     lines: usize,
-    file: Option<File>,
 }
 
-impl<E: Indexed> IndexFile<E> {
-    /// An index with no entries that will write to `path` (nothing is read).
-    pub fn empty(path: &Path) -> IndexFile<E> {
+impl IndexFile {
+    /// The file at `path`, not read (it is opened at the first append).
+    pub fn new(path: &Path) -> IndexFile {
         IndexFile {
             path: path.to_path_buf(),
-            entries: HashMap::new(),
+            fd: None,
+            len: 0,
             lines: 0,
-            file: None,
         }
     }
 
-    /// Read the index at `path` (entries replayed in order).
-    pub fn load(path: &Path) -> (IndexFile<E>, Loaded) {
-        let mut ix = IndexFile::empty(path);
-        let f = match File::open(path) {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lines in the file.
+    pub fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// Is the file due for a compaction: more than twice as many lines as
+    /// the `live` entries (and some slack, so a small index is not
+    /// rewritten on every change)?
+    pub fn due(&self, live: usize) -> bool {
+        self.lines > 2 * live + 64
+    }
+
+    /// Read the file at `path`: `take(offset, line)` for each whole line
+    /// (without its newline) in order, false when it is not an index line.
+    /// Those, and a torn last line (a crash mid-append), are counted in
+    /// `Loaded::Read` and logged; the owner then compacts the file.
+    pub fn load(path: &Path, mut take: impl FnMut(u64, &[u8]) -> bool) -> (IndexFile, Loaded) {
+        let mut ix = IndexFile::new(path);
+        let f = match open_rw(path, false) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (ix, Loaded::Missing),
             Err(e) => return (ix, Loaded::Unreadable(e)),
         };
         let mut bad = 0;
-        for line in BufReader::new(f).lines() {
-            let Ok(line) = line else {
-                bad += 1;
-                break;
-            };
-            ix.lines += 1;
-            match serde_json::from_str::<Op<E>>(&line) {
-                Ok(Op::Put { entry }) => {
-                    ix.entries.insert(entry.id().to_string(), *entry);
+        let mut offset = 0u64;
+        let mut line = Vec::with_capacity(1024);
+        let mut r = BufReader::with_capacity(WINDOW, &f);
+        loop {
+            line.clear();
+            match r.read_until(b'\n', &mut line) {
+                Ok(0) => break,
+                Ok(n) => {
+                    match line.strip_suffix(b"\n") {
+                        Some(text) if take(offset, text) => {}
+                        _ => bad += 1,
+                    }
+                    ix.lines += 1;
+                    offset += n as u64;
                 }
-                Ok(Op::Del { id }) => {
-                    ix.entries.remove(&id);
+                Err(_) => {
+                    bad += 1;
+                    break;
                 }
-                // A torn last line (a crash mid-append) lands here too.
-                Err(_) => bad += 1,
             }
         }
+        drop(r);
         if bad > 0 {
             tracing::warn!(path = %path.display(), lines = bad, "unreadable index lines skipped; the index is written again");
-            ix.compact();
         }
+        ix.len = offset;
+        ix.fd = Some(f);
         (ix, Loaded::Read { bad })
     }
 
-    pub fn get(&self, id: &str) -> Option<&E> {
-        self.entries.get(id)
-    }
-
-    pub fn entries(&self) -> impl Iterator<Item = &E> {
-        self.entries.values()
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Set `e` in memory and append its line.
-    pub fn put(&mut self, e: E) {
-        let line = put_line(&e);
-        self.entries.insert(e.id().to_string(), e);
-        match line {
-            Ok(line) => self.append(line),
-            Err(err) => {
-                tracing::warn!(path = %self.path.display(), error = %err, "cannot encode an index entry")
-            }
-        }
-    }
-
-    /// Set `e` in memory only (a rebuild writes the file once, at the end,
-    /// with [`compact`](Self::compact)).
-    pub fn put_quiet(&mut self, e: E) {
-        self.entries.insert(e.id().to_string(), e);
-    }
-
-    /// Drop entry `id` and append its `del` line.
-    pub fn remove(&mut self, id: &str) -> Option<E> {
-        let gone = self.entries.remove(id)?;
-        if let Ok(line) = del_line(id) {
-            self.append(line);
-        }
-        Some(gone)
-    }
-
-    /// The file was written by this hub and has been deleted since.
-    pub fn file_gone(&self) -> bool {
-        self.file.is_some() && !self.path.exists()
-    }
-
-    /// After a check that found the file deleted (`gone`, from
-    /// [`IndexFile::file_gone`]): write it again, and say so.
-    pub fn rewrite_if_deleted(&mut self, gone: bool, what: &str, storage: &Path) {
-        if gone {
-            tracing::warn!(storage = %storage.display(), "the {what} index file was deleted; written again");
-            self.compact();
-        }
-    }
-
-    /// Append one line; when the file has grown past twice the live
-    /// entries, rewrite it whole instead.
-    fn append(&mut self, mut line: Vec<u8>) {
-        if self.lines > 2 * self.entries.len() + 64 {
-            self.compact();
-            return;
-        }
-        line.push(b'\n');
-        if self.file.is_none() {
+    /// Append one line (without its newline); its offset, or `None` when
+    /// it could not be written (logged).
+    pub fn append(&mut self, line: &[u8]) -> Option<u64> {
+        if self.fd.is_none() {
             let opened = self
                 .path
                 .parent()
                 .map_or(Ok(()), fs::create_dir_all)
-                .and_then(|()| {
-                    OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .mode(0o600)
-                        .open(&self.path)
-                });
+                .and_then(|()| open_rw(&self.path, true));
             match opened {
-                Ok(f) => self.file = Some(f),
+                Ok(f) => {
+                    self.len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    self.fd = Some(f);
+                }
                 Err(e) => {
                     tracing::warn!(path = %self.path.display(), error = %e, "cannot open the index");
-                    return;
+                    return None;
                 }
             }
         }
-        if let Some(f) = self.file.as_mut() {
-            match crate::util::append_whole(f, &line) {
-                Ok(()) => self.lines += 1,
-                Err(e) => {
-                    tracing::warn!(path = %self.path.display(), error = %e, "cannot append to the index")
-                }
+        let fd = self.fd.as_mut()?;
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line);
+        buf.push(b'\n');
+        match crate::util::append_whole(fd, &buf) {
+            Ok(()) => {
+                let at = self.len;
+                self.len += buf.len() as u64;
+                self.lines += 1;
+                Some(at)
+            }
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "cannot append to the index");
+                None
             }
         }
     }
 
-    /// Rewrite the file with one `put` per entry (temp file + rename).
-    pub fn compact(&mut self) {
-        let mut buf = Vec::with_capacity(self.entries.len() * 256);
-        for e in self.entries.values() {
-            if serde_json::to_writer(&mut buf, &OpRef::Put { entry: e }).is_ok() {
-                buf.push(b'\n');
+    /// The file was written by this hub and has been deleted since.
+    pub fn gone(&self) -> bool {
+        self.fd.is_some() && !self.path.exists()
+    }
+
+    /// Call `f(i, line)` for each `(offset, len, i)` of `spans`, in the
+    /// order of the offsets (`spans` is sorted here), reading the file in
+    /// windows of 64 KiB. A span that cannot be read is passed over.
+    pub fn each_line(&self, spans: &mut [Span], mut f: impl FnMut(u32, &[u8])) {
+        let Some(fd) = self.fd.as_ref() else {
+            return;
+        };
+        spans.sort_unstable_by_key(|s| s.0);
+        let mut buf = Vec::new();
+        let mut at = 0u64;
+        for &(offset, len, i) in spans.iter() {
+            let end = offset + u64::from(len);
+            if offset < at || end > at + buf.len() as u64 {
+                let want = (len as usize)
+                    .max(WINDOW)
+                    .min(self.len.saturating_sub(offset) as usize);
+                buf.resize(want.max(len as usize), 0);
+                match read_full(fd, &mut buf, offset) {
+                    Ok(n) => buf.truncate(n),
+                    Err(e) => {
+                        tracing::warn!(path = %self.path.display(), error = %e, "cannot read the index");
+                        buf.clear();
+                    }
+                }
+                at = offset;
+                if buf.len() < len as usize {
+                    continue;
+                }
             }
+            let from = (offset - at) as usize;
+            f(i, &buf[from..from + len as usize]);
         }
-        let written = self
-            .path
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|()| crate::util::write_atomic(&self.path, &buf))
-            .and_then(|()| fs::set_permissions(&self.path, fs::Permissions::from_mode(0o600)))
-            .and_then(|()| OpenOptions::new().append(true).open(&self.path));
+    }
+
+    /// Rewrite the file with the live lines: those of `keep`, copied from
+    /// this file by their offsets, then those of `fresh` (`(i, line)`),
+    /// through a temp file and a rename. Where each line went, or `None`
+    /// when the new file could not be written (logged; the old one stays).
+    /// A line of `keep` that cannot be read is left out of the placements.
+    pub fn compact(
+        &mut self,
+        keep: &mut [Span],
+        fresh: impl IntoIterator<Item = (u32, Vec<u8>)>,
+    ) -> Option<Vec<Placed>> {
+        let mut tmp = self.path.as_os_str().to_owned();
+        tmp.push(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+        let tmp = PathBuf::from(tmp);
+        let written = (|| -> std::io::Result<Vec<Placed>> {
+            if let Some(dir) = self.path.parent() {
+                fs::create_dir_all(dir)?;
+            }
+            let f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.set_permissions(fs::Permissions::from_mode(0o600))?;
+            let mut w = BufWriter::with_capacity(WINDOW, f);
+            let mut at = 0u64;
+            let mut placed = Vec::with_capacity(keep.len());
+            let mut put = |w: &mut BufWriter<File>, i: u32, line: &[u8]| {
+                w.write_all(line).and_then(|()| w.write_all(b"\n"))?;
+                placed.push((i, at, line.len() as u32));
+                at += line.len() as u64 + 1;
+                Ok::<(), std::io::Error>(())
+            };
+            let mut err = None;
+            self.each_line(keep, |i, line| {
+                if err.is_none() {
+                    err = put(&mut w, i, line).err();
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            for (i, line) in fresh {
+                put(&mut w, i, &line)?;
+            }
+            let f = w.into_inner().map_err(|e| e.into_error())?;
+            f.sync_all()?;
+            fs::rename(&tmp, &self.path)?;
+            Ok(placed)
+        })();
         match written {
-            Ok(f) => {
-                self.file = Some(f);
-                self.lines = self.entries.len();
+            Ok(placed) => {
+                self.lines = placed.len();
+                self.len = placed
+                    .last()
+                    .map_or(0, |&(_, at, len)| at + u64::from(len) + 1);
+                self.fd = open_rw(&self.path, false).ok();
+                Some(placed)
             }
             Err(e) => {
-                self.file = None;
+                let _ = fs::remove_file(&tmp);
                 tracing::warn!(path = %self.path.display(), error = %e, "cannot write the index");
+                None
             }
         }
     }
+}
+
+/// The index file opened for reading and appending.
+fn open_rw(path: &Path, create: bool) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(create)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Read at `offset` until `buf` is full or the file ends.
+fn read_full(fd: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match fd.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    struct E {
-        id: String,
-        n: u32,
-    }
-
-    impl Indexed for E {
-        fn id(&self) -> &str {
-            &self.id
-        }
-    }
-
-    fn e(id: &str, n: u32) -> E {
-        E { id: id.into(), n }
-    }
-
     #[test]
-    fn puts_and_dels_replay_in_order_and_a_torn_line_is_dropped() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join(".index.jsonl");
-        let (mut ix, loaded) = IndexFile::<E>::load(&path);
-        assert!(matches!(loaded, Loaded::Missing));
-        ix.put(e("a", 1));
-        ix.put(e("b", 1));
-        ix.put(e("a", 2));
-        assert_eq!(ix.remove("b"), Some(e("b", 1)));
-        assert_eq!(ix.remove("b"), None);
-        drop(ix);
-        let mut text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 4);
-        text.push_str("{\"op\":\"put\",\"entry\":{\"id\":\"c\"");
-        std::fs::write(&path, text).unwrap();
-        let (ix, loaded) = IndexFile::<E>::load(&path);
-        assert!(matches!(loaded, Loaded::Read { bad: 1 }), "{loaded:?}");
-        assert_eq!(ix.len(), 1);
-        assert_eq!(ix.get("a"), Some(&e("a", 2)));
-        // The rewrite dropped the torn line and the replaced entries.
-        assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 1);
-    }
-
-    #[test]
-    fn the_file_is_compacted_when_it_grows_past_twice_the_entries() {
+    fn lines_come_back_by_offset_before_and_after_a_compaction() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("ix.jsonl");
-        let (mut ix, _) = IndexFile::<E>::load(&path);
-        for n in 0..500 {
-            ix.put(e("one", n));
-        }
-        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
-        assert!(lines <= 2 + 64, "{lines} lines for one entry");
-        let (again, _) = IndexFile::<E>::load(&path);
-        assert_eq!(again.get("one"), Some(&e("one", 499)));
+        let mut f = IndexFile::new(&path);
+        let a = f.append(b"{\"a\":1}").unwrap();
+        let b = f.append(b"{\"b\":22}").unwrap();
+        assert_eq!((a, b, f.lines()), (0, 8, 2));
+        let mut spans = [(b, 8, 1), (a, 7, 0)];
+        let mut seen = Vec::new();
+        f.each_line(&mut spans, |i, l| seen.push((i, l.to_vec())));
+        assert_eq!(
+            seen,
+            [(0, b"{\"a\":1}".to_vec()), (1, b"{\"b\":22}".to_vec())]
+        );
+        // Keep b, add c: b moves to offset 0.
+        let placed = f
+            .compact(&mut [(b, 8, 1)], [(2, b"{\"c\":3}".to_vec())])
+            .unwrap();
+        assert_eq!(placed, [(1, 0, 8), (2, 9, 7)]);
+        assert_eq!(f.lines(), 2);
+        assert_eq!(f.append(b"{}"), Some(17));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "{\"b\":22}\n{\"c\":3}\n{}\n");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_bad_even_when_it_parses() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ix.jsonl");
+        std::fs::write(&path, "one\nnot mine\ntwo").unwrap();
+        let mut took = Vec::new();
+        let (f, loaded) = IndexFile::load(&path, |at, l| {
+            took.push((at, l.to_vec()));
+            l != b"not mine"
+        });
+        assert!(matches!(loaded, Loaded::Read { bad: 2 }), "{loaded:?}");
+        assert_eq!(took, [(0, b"one".to_vec()), (4, b"not mine".to_vec())]);
+        assert_eq!(f.lines(), 3);
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! bytes with the vector's slack, so 100,000 recordings hold ~6 MB. A
 //! page sorted by time is chosen from the keys and its 50 lines read by
 //! offset; a search (`query`, `tool`, `server`) and the `name` sort read
-//! every recording's line from the file (`file.rs`), the page cache
+//! every recording's line from the file (a
+//! [`store::index_file`](crate::store::index_file)), the page cache
 //! keeping that cheap. The one thing held beyond the keys is an entry
 //! whose line could not be written (a full disk), at most
 //! [`PENDING_MAX`] of them until the file can be written again.
@@ -24,7 +25,6 @@
 //! as recordings.
 
 pub mod entry;
-mod file;
 pub mod keys;
 mod list;
 
@@ -38,12 +38,11 @@ use std::sync::{Mutex, MutexGuard};
 use serde::Deserialize;
 use serde_json::Value;
 
-use self::file::IndexFile;
 use self::keys::{Id, Key, Keys, NOT_WRITTEN};
 use super::valid_id;
 use crate::protocol::recording::ListReq;
 pub use crate::store::index_file::Repairs;
-use crate::store::index_file::{del_line, put_line, Loaded};
+use crate::store::index_file::{del_line, put_line, IndexFile, Loaded};
 
 /// The index file, beside the recordings (a dot name is never an id).
 pub const FILE: &str = ".index.jsonl";
@@ -356,20 +355,32 @@ impl State {
     }
 
     fn compact_if_due(&mut self) {
-        if self.file.lines() > 2 * self.keys.len() + 64 {
+        if self.file.due(self.keys.len()) {
             self.compact();
         }
     }
 
-    /// Rewrite the file with the live lines (and the pending entries).
+    /// Rewrite the file with the live lines (and the pending entries),
+    /// and move each key to its line's new offset.
     fn compact(&mut self) {
-        let pending = &self.pending;
-        let mut ks: Vec<&mut Key> = self.keys.iter_mut().collect();
-        let ok = self.file.compact(&mut ks, |k| {
-            pending.get(&k.id).and_then(|e| put_line(e).ok())
-        });
-        drop(ks);
-        if ok {
+        let mut keep = Vec::with_capacity(self.keys.len());
+        let mut fresh = Vec::new();
+        for (i, k) in self.keys.iter().enumerate() {
+            if k.offset != NOT_WRITTEN {
+                keep.push((k.offset, k.len, i as u32));
+            } else if let Some(e) = self.pending.get(&k.id) {
+                fresh.extend(put_line(e).ok().map(|l| (i as u32, l)));
+            }
+        }
+        if let Some(placed) = self.file.compact(&mut keep, fresh) {
+            let mut ks: Vec<&mut Key> = self.keys.iter_mut().collect();
+            for k in ks.iter_mut() {
+                k.offset = NOT_WRITTEN;
+            }
+            for (i, at, len) in placed {
+                ks[i as usize].offset = at;
+                ks[i as usize].len = len;
+            }
             self.pending.clear();
         }
         // A key whose line was lost (unreadable) is dropped; the next check
@@ -411,25 +422,24 @@ impl State {
 
 /// Read the index file, or rebuild it from the recordings when it is missing.
 fn load(storage: &Path) -> State {
-    let (file, found, loaded) = IndexFile::load(&storage.join(FILE));
+    let mut found = Vec::new();
+    let (file, loaded) = IndexFile::load(&storage.join(FILE), |at, line| {
+        let k = keys::of_line(at, line);
+        found.extend(k);
+        k.is_some()
+    });
     let mut st = State {
         storage: storage.to_path_buf(),
-        keys: Keys::from_lines(found, file::is_del),
+        keys: Keys::from_lines(found),
         file,
         pending: HashMap::new(),
         round: false,
     };
     match loaded {
-        // Unreadable lines were dropped by a rewrite; the entries are
-        // checked against the files next anyway.
-        Loaded::Read { bad } => {
-            if bad > 0 {
-                tracing::warn!(storage = %storage.display(), lines = bad, "unreadable index lines skipped; the index is written again");
-                st.compact();
-            } else {
-                st.compact_if_due();
-            }
-        }
+        Loaded::Read { bad: 0 } => st.compact_if_due(),
+        // Rewritten without the unreadable lines; the entries are checked
+        // against the files next anyway.
+        Loaded::Read { .. } => st.compact(),
         Loaded::Missing => {
             let ids = ids(storage);
             st.put_many(ids.iter().map(|id| entry::read(storage, id)));

@@ -11,6 +11,10 @@
 //! vector grows by an eighth at a time, so at most ~1/8 of it is slack:
 //! ~63 bytes a recording, 6.3 MB for 100,000.
 
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 /// A recording id as kept in memory (see the module doc).
@@ -76,6 +80,69 @@ impl Key {
     pub fn hex_id(&self) -> Option<String> {
         (self.flags & HEX_ID != 0).then(|| format!("rec-{:016x}{:016x}", self.id.0, self.id.1))
     }
+}
+
+/// The part of an entry the key is made of (the rest is passed over).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Lite<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    created_at: Cow<'a, str>,
+    #[serde(borrow, default)]
+    updated_at: Cow<'a, str>,
+    #[serde(default)]
+    size: u64,
+    #[serde(default)]
+    mtime_ns: u64,
+    #[serde(default)]
+    problem: Option<IgnoredAny>,
+}
+
+/// An index line as the key needs it (a plain struct, not serde's
+/// internally tagged enum, which buffers every field first).
+#[derive(Deserialize)]
+struct LiteLine<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(borrow, default)]
+    entry: Option<Lite<'a>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+}
+
+/// The key of the index line at `offset` (`None`: not an index line). A
+/// `del` line gives a key marked [`is_del`], kept at its place in the
+/// order so that the last line of an id wins ([`Keys::from_lines`]).
+pub fn of_line(offset: u64, line: &[u8]) -> Option<Key> {
+    let l = serde_json::from_slice::<LiteLine<'_>>(line).ok()?;
+    let mut k = match (&*l.op, l.entry, l.id) {
+        ("put", Some(e), _) => Key::new(
+            &e.id,
+            &e.created_at,
+            &e.updated_at,
+            stamp(e.size, e.mtime_ns),
+            e.problem.is_some(),
+        ),
+        ("del", _, Some(id)) => {
+            let mut k = Key::new("", "", "", 0, false);
+            k.id = id_of(&id).0;
+            k.len = u32::MAX;
+            k
+        }
+        _ => return None,
+    };
+    k.offset = offset;
+    if !is_del(&k) {
+        k.len = line.len() as u32;
+    }
+    Some(k)
+}
+
+/// A key [`of_line`] made of a `del` line.
+pub fn is_del(k: &Key) -> bool {
+    k.len == u32::MAX
 }
 
 /// The in-memory id of a recording id, and whether it is the hub's hex form.
@@ -214,9 +281,9 @@ impl Keys {
     }
 
     /// From the keys of an index file's lines (`del` lines included,
-    /// marked by `is_del`): for each id the line with the highest offset
+    /// marked [`is_del`]): for each id the line with the highest offset
     /// wins, and a `del` drops it. Sorted in place, no second buffer.
-    pub fn from_lines(mut v: Vec<Key>, is_del: impl Fn(&Key) -> bool) -> Keys {
+    pub fn from_lines(mut v: Vec<Key>) -> Keys {
         v.sort_unstable_by_key(|k| (k.id, k.offset));
         let mut w = 0;
         for r in 0..v.len() {
@@ -356,22 +423,23 @@ mod tests {
     #[test]
     fn of_an_index_files_lines_the_last_of_an_id_wins_and_a_del_drops_it() {
         let line = |id: &str, offset: u64, del: bool| {
-            let mut k = Key::new(id, "", "", offset, false);
-            k.offset = offset;
-            k.len = if del { u32::MAX } else { 10 };
-            k
+            let text = if del {
+                format!(r#"{{"op":"del","id":"{id}"}}"#)
+            } else {
+                format!(r#"{{"op":"put","entry":{{"id":"{id}","size":1}}}}"#)
+            };
+            of_line(offset, text.as_bytes()).unwrap()
         };
-        let keys = Keys::from_lines(
-            vec![
-                line("b", 0, false),
-                line("a", 10, false),
-                line("b", 20, true),
-                line("a", 30, true),
-                line("a", 40, false),
-                line("c", 50, false),
-            ],
-            |k| k.len == u32::MAX,
-        );
+        assert!(is_del(&line("a", 0, true)) && !is_del(&line("a", 0, false)));
+        assert!(of_line(0, b"{\"op\":\"put\"}").is_none());
+        let keys = Keys::from_lines(vec![
+            line("b", 0, false),
+            line("a", 10, false),
+            line("b", 20, true),
+            line("a", 30, true),
+            line("a", 40, false),
+            line("c", 50, false),
+        ]);
         let mut offsets: Vec<u64> = keys.iter().map(|k| k.offset).collect();
         offsets.sort_unstable();
         assert_eq!(offsets, [40, 50], "a put after its del stays, b is gone");
