@@ -21,6 +21,27 @@ pub struct Access {
     /// real path, or `server.token` in the config file.
     pub token_source: String,
     pub allowed_origins: Vec<String>,
+    /// `clients`: tokens that open only their views.
+    pub clients: Vec<ClientAccess>,
+    /// The names of the views configured (`/ws/<view>`, `/mcp/<view>`).
+    pub views: Vec<String>,
+}
+
+/// One client of `clients`, its token resolved.
+#[derive(Clone)]
+pub struct ClientAccess {
+    pub name: String,
+    pub token: String,
+    pub views: Vec<String>,
+}
+
+/// Who a token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Principal {
+    /// The hub's token (or none required): every view and the aggregate.
+    Main,
+    /// A client of `clients`: only its views.
+    Client { name: String, views: Vec<String> },
 }
 
 // By hand, so a logged Access never shows the token.
@@ -30,6 +51,11 @@ impl std::fmt::Debug for Access {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("token_source", &self.token_source)
             .field("allowed_origins", &self.allowed_origins)
+            .field(
+                "clients",
+                &self.clients.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            )
+            .field("views", &self.views)
             .finish()
     }
 }
@@ -54,10 +80,13 @@ impl Access {
                 (Some(load_or_create(&path)?), path.display().to_string())
             }
         };
+        let clients = clients(cfg, token.as_deref())?;
         Ok(Access {
             token,
             token_source,
             allowed_origins: cfg.server.allowed_origins.clone(),
+            clients,
+            views: cfg.views.keys().cloned().collect(),
         })
     }
 
@@ -76,6 +105,54 @@ impl Access {
         }
         w
     }
+}
+
+/// The client tokens: a `tokenFile` is read now; a token shared with the
+/// hub's or another client's is refused (it could not say who presents it).
+fn clients(cfg: &Config, main: Option<&str>) -> Result<Vec<ClientAccess>, String> {
+    use crate::config::views::{ClientToken, MIN_TOKEN_LEN};
+    let mut out: Vec<ClientAccess> = Vec::new();
+    for c in cfg.clients.values() {
+        let token = match &c.token {
+            ClientToken::Fixed(t) => t.clone(),
+            ClientToken::File(p) => {
+                let t = std::fs::read_to_string(p).map_err(|e| {
+                    format!(
+                        "clients.{}.tokenFile {} cannot be read: {e}; expected a file holding the client's token",
+                        c.name,
+                        p.display()
+                    )
+                })?;
+                let t = t.trim().to_string();
+                if t.chars().count() < MIN_TOKEN_LEN {
+                    return Err(format!(
+                        "clients.{}.tokenFile {} holds a token shorter than {MIN_TOKEN_LEN} characters",
+                        c.name,
+                        p.display()
+                    ));
+                }
+                t
+            }
+        };
+        if main == Some(token.as_str()) {
+            return Err(format!(
+                "clients.{}: its token is the hub's own token; give the client a token of its own",
+                c.name
+            ));
+        }
+        if let Some(other) = out.iter().find(|o| o.token == token) {
+            return Err(format!(
+                "clients.{} and clients.{} have the same token; give each client its own",
+                other.name, c.name
+            ));
+        }
+        out.push(ClientAccess {
+            name: c.name.clone(),
+            token,
+            views: c.views.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// Where a generated token is kept.

@@ -8,8 +8,7 @@
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
 //!   `secrets` (secret values masked wherever the hub writes), `trim`
 //!   (heap given back after bulk frees), `shell` (the
-//!   shell-subset parser the safety gate reads scripts with), `inflight`
-//!   (a session's work held to `server.maxInFlightPerSession`)
+//!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
@@ -38,7 +37,6 @@ pub mod engine;
 pub mod errors;
 pub mod history;
 pub mod hub;
-pub mod inflight;
 pub mod lock;
 pub mod mcp;
 pub mod process;
@@ -79,7 +77,11 @@ pub async fn run(
     for w in access.warnings() {
         tracing::warn!("{w}");
     }
-    if let Some(t) = &access.token {
+    for t in access
+        .token
+        .iter()
+        .chain(access.clients.iter().map(|c| &c.token))
+    {
         config.security.secrets.add(t);
     }
     secrets::mask_logs_with(&config.security.secrets);

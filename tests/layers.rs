@@ -20,7 +20,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "util",
             "b64",
             "callkeys",
-            "inflight",
             "client_context",
             "errors",
             "suggest",

@@ -181,10 +181,7 @@ impl Controls {
         let params = call.params;
         match tool {
             Tool::HealthCheck => Ok(app.health().await),
-            Tool::ListTools => {
-                let t = hub.tools();
-                Ok(json!({"tools": t.tools(), "hash": t.hash()}))
-            }
+            Tool::ListTools => Ok(hub.listing(call.view)),
             Tool::History => {
                 let limit = params
                     .get("limit")
@@ -194,8 +191,8 @@ impl Controls {
                 Ok(json!({"entries": hub.history.latest(limit).await}))
             }
             Tool::Batch => {
-                crate::engine::run_inline(engine, params, call.session, call.context, call.cancel)
-                    .await
+                let (session, context, view) = (call.session, call.context, call.view);
+                crate::engine::run_inline(engine, params, session, context, view, call.cancel).await
             }
             Tool::TaskStatus | Tool::ResumeTask => {
                 let id = required_str(params, "taskId")?;
@@ -207,10 +204,13 @@ impl Controls {
                         .map(|n| n as usize);
                     let vars = params.get("variables").and_then(Value::as_object).cloned();
                     if let Some(t) = engine.load(id).await {
+                        if !crate::engine::same_view(&t, call.view) {
+                            return Err(crate::engine::unknown_task(id));
+                        }
                         // The resumed steps are the caller's work too.
                         t.set_caller(call.session);
                     }
-                    let handle = crate::engine::resume(engine, id, from, vars, None, None, None)?;
+                    let handle = crate::engine::resume(engine, id, from, vars, None, None)?;
                     // An abandoned call (timeout, cancel) stops the task too.
                     let _stop = StopOnDrop(engine.get(id));
                     let _ = handle.await;
@@ -260,7 +260,8 @@ impl Controls {
             }
             Tool::RecordReplay => {
                 let req: crate::protocol::recording::ReplayReq = params_of(tool, params)?;
-                crate::recording::replay::execute(engine, None, call.session, &req).await
+                let view = call.view.map(std::sync::Arc::from);
+                crate::recording::replay::execute(engine, None, call.session, view, &req).await
             }
         }
     }

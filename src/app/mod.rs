@@ -143,10 +143,16 @@ impl App {
 /// connected; restart the hub to drop every client at once).
 fn spawn_access_reload(hub: Hub, access: SharedAccess) {
     let mut rx = hub.watch_config();
-    let mut applied = (
-        hub.config().server.token.clone(),
-        hub.config().server.allowed_origins.clone(),
-    );
+    let gate_of = |cfg: &crate::config::Config| {
+        let views: Vec<String> = cfg.views.keys().cloned().collect();
+        (
+            cfg.server.token.clone(),
+            cfg.server.allowed_origins.clone(),
+            cfg.clients.clone(),
+            views,
+        )
+    };
+    let mut applied = gate_of(&hub.config());
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -154,30 +160,33 @@ fn spawn_access_reload(hub: Hub, access: SharedAccess) {
                 changed = rx.changed() => if changed.is_err() { break },
             }
             let cfg = rx.borrow_and_update().clone();
-            let now = (cfg.server.token.clone(), cfg.server.allowed_origins.clone());
+            let now = gate_of(&cfg);
             if now == applied {
                 continue;
             }
             match Access::resolve(&cfg) {
                 Ok(a) => {
-                    if let Some(t) = &a.token {
+                    for t in a.token.iter().chain(a.clients.iter().map(|c| &c.token)) {
                         cfg.security.secrets.add(t);
-                        crate::secrets::mask_logs_with(&cfg.security.secrets);
                     }
+                    crate::secrets::mask_logs_with(&cfg.security.secrets);
                     for w in a.warnings() {
                         tracing::warn!("{w}");
                     }
                     let token_changed = now.0 != applied.0;
                     access.replace(a);
+                    let clients: Vec<&String> = now.2.keys().collect();
                     tracing::info!(
                         token_changed,
                         origins = ?now.1,
+                        ?clients,
+                        views = ?now.3,
                         "gate updated from the config: new connections are checked against the new token and origins; open connections stay"
                     );
                     applied = now;
                 }
                 Err(e) => tracing::error!(error = %e,
-                    "server.token/allowedOrigins not applied; the gate keeps the previous values"),
+                    "server.token/allowedOrigins/clients not applied; the gate keeps the previous values"),
             }
         }
     });

@@ -80,6 +80,7 @@ impl Engine {
             hub_version: env!("CARGO_PKG_VERSION").to_string(),
             call_key: task.call_key.get().cloned(),
             context: task.set_context_of(),
+            view: task.view.get().map(|v| v.to_string()),
         };
         let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
         match r {
@@ -373,6 +374,7 @@ impl Engine {
             created_ms,
             call_key,
             context,
+            view,
             ..
         }) = records.next()
         else {
@@ -407,6 +409,9 @@ impl Engine {
         }
         if let Some(c) = context {
             task.set_context(c);
+        }
+        if let Some(v) = view {
+            let _ = task.view.set(v.into());
         }
         task.with(|d| {
             d.created_ms = created_ms;

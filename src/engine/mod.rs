@@ -31,7 +31,6 @@ use serde_json::{json, Value};
 
 use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
 pub use service::Engine;
@@ -41,13 +40,28 @@ use task::Task;
 /// Longest a `task_status` with `wait: true` is held before answering.
 const STATUS_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Validate a batch and create its task (not yet started).
+/// Validate a batch and create its task (not yet started), in the view of
+/// the connection that owns it.
 pub fn create_task(
     engine: &Engine,
     batch_id: Value,
     req: &BatchReq,
     owner: Option<Outbox>,
     context: Option<ClientContext>,
+) -> Result<Arc<Task>, HubError> {
+    let view = owner.as_ref().and_then(|o| o.view.clone());
+    create_task_in(engine, batch_id, req, owner, context, view)
+}
+
+/// [`create_task`] in `view`: every step is validated against the view's
+/// tools before anything runs, and called within it.
+pub fn create_task_in(
+    engine: &Engine,
+    batch_id: Value,
+    req: &BatchReq,
+    owner: Option<Outbox>,
+    context: Option<ClientContext>,
+    view: Option<Arc<str>>,
 ) -> Result<Arc<Task>, HubError> {
     let hub = engine.hub();
     if let Some(Err(m)) = req.context.as_deref().map(check_label) {
@@ -57,11 +71,13 @@ pub fn create_task(
         ));
     }
     let cfg = hub.config();
-    let tools = hub.tools();
+    let in_view = view.as_deref().map(|v| hub.view(v)).transpose()?;
+    let all = hub.tools();
+    let tools = in_view.as_ref().map_or(&*all, |v| v.snapshot());
     let plan = validate::validate(
         &req.steps,
         &req.options,
-        &tools,
+        tools,
         engine.templates(),
         cfg.task_engine.max_batch_steps,
     )
@@ -88,6 +104,9 @@ pub fn create_task(
     ));
     if let Some(k) = keyed::mark(req) {
         let _ = task.call_key.set(k);
+    }
+    if let Some(v) = view {
+        let _ = task.view.set(v);
     }
     let context = context.or_else(|| {
         owner_session(&task).map(|s| ClientContext::session(&s, req.context.as_deref()))
@@ -126,15 +145,11 @@ pub fn note_secrets(
 }
 
 /// Start driving a task in the background; returns a handle to await it.
-/// `place` (the starting request's place under its session's cap) is held
-/// while the task runs, need_user waits included, and dropped right
-/// before `batch_complete`.
 pub fn start(
     engine: &Engine,
     task: Arc<Task>,
     from: usize,
     event: TaskEvent,
-    place: Option<Place>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     let guard = task.driving.clone().try_lock_owned().map_err(|_| {
@@ -148,18 +163,13 @@ pub fn start(
     let engine = engine.clone();
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %task.id);
-        let hold = runner::Hold {
-            driving: guard,
-            place,
-        };
-        tracing::Instrument::instrument(runner::drive(engine, task, from, event, hold), span).await;
+        tracing::Instrument::instrument(runner::drive(engine, task, from, event, guard), span)
+            .await;
     }))
 }
 
 /// Handle a task message from a connection.
-/// `place` is the message's place under its session's cap (a message that
-/// starts work has one): held by the task it starts, or until the reply.
-pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place: Option<Place>) {
+pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
     // A finished task asked for by id that is not in memory: read its
     // journal back off the runtime's thread first, then answer as usual.
     let named = match &msg {
@@ -172,30 +182,30 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place: Op
         let engine = engine.clone();
         tokio::spawn(async move {
             engine.load(&task_id).await;
-            handle_loaded(&engine, out, id, msg, place);
+            handle_loaded(&engine, out, id, msg);
         });
         return;
     }
-    handle_loaded(engine, out, id, msg, place)
+    handle_loaded(engine, out, id, msg)
 }
 
 /// [`handle`], with any task the message names already in memory (or
 /// unknown).
-fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place: Option<Place>) {
+fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
     let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
         out.send(protocol::error_msg(id, &e));
     };
     match msg {
         ClientMsg::ToolBatch(req) => {
             if let Some(key) = req.call_key.clone() {
-                return keyed::batch(engine, out, id, req, key, place);
+                return keyed::batch(engine, out, id, req, key);
             }
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
             match create_task(engine, batch_id, &req, Some(out.clone()), None) {
                 Ok(task) => {
-                    if let Err(e) = start(engine, task, 0, TaskEvent::Start, place) {
+                    if let Err(e) = start(engine, task, 0, TaskEvent::Start) {
                         reply_err(&out, &id, e);
                     }
                 }
@@ -232,7 +242,6 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
             Some(t) if r.wait => {
                 tokio::spawn(async move {
                     t.wait_inactive(STATUS_WAIT_LIMIT).await;
-                    drop(place);
                     out.send(protocol::reply(
                         "task",
                         &id,
@@ -263,7 +272,6 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
                 r.variables.clone(),
                 Some(out.clone()),
                 r.context.as_deref(),
-                place,
             ) {
                 reply_err(&out, &id, e);
             }
@@ -318,7 +326,6 @@ pub fn resume(
     variables: Option<serde_json::Map<String, Value>>,
     owner: Option<Outbox>,
     context: Option<&str>,
-    place: Option<Place>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     if !crate::store::valid_id(task_id) {
@@ -331,6 +338,13 @@ pub fn resume(
         ));
     }
     let t = engine.get(task_id).ok_or_else(|| unknown_task(task_id))?;
+    // A task stays in the view it was started in: another view's session
+    // (or the aggregate's) does not find it.
+    if let Some(o) = &owner {
+        if !same_view(&t, o.view.as_deref()) {
+            return Err(unknown_task(task_id));
+        }
+    }
     if let Err(why) = t.state().resumable() {
         return Err(HubError::new(
             ErrorType::InvalidMessage,
@@ -382,20 +396,16 @@ pub fn resume(
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %t.id);
         tracing::Instrument::instrument(
-            runner::drive(
-                engine,
-                t,
-                from,
-                TaskEvent::Resume,
-                runner::Hold {
-                    driving: guard,
-                    place,
-                },
-            ),
+            runner::drive(engine, t, from, TaskEvent::Resume, guard),
             span,
         )
         .await;
     }))
+}
+
+/// Whether `task` was started in `view` (`None`: the aggregate).
+pub fn same_view(task: &Task, view: Option<&str>) -> bool {
+    task.view.get().map(|v| &**v) == view
 }
 
 /// `hub__tool_batch`: run a batch for an agent that can only emit tool
@@ -405,6 +415,7 @@ pub async fn run_inline(
     params: &Value,
     session: &str,
     context: &ClientContext,
+    view: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Value, HubError> {
     let req: BatchReq = serde_path_to_error::deserialize(params.clone()).map_err(|e| {
@@ -419,11 +430,11 @@ pub async fn run_inline(
     })?;
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
     // The steps run in the calling tool's context (its tab's browser).
-    let task = create_task(engine, batch_id, &req, None, Some(context.clone()))?;
+    let view = view.map(Arc::from);
+    let task = create_task_in(engine, batch_id, &req, None, Some(context.clone()), view)?;
     // Its steps are the calling session's work (its run logs them).
     task.set_caller(session);
-    // Its calling tool call holds the session's place.
-    let handle = start(engine, task.clone(), 0, TaskEvent::Start, None)?;
+    let handle = start(engine, task.clone(), 0, TaskEvent::Start)?;
     // If the calling tool call gives up (timeout, cancel, dropped future),
     // so does the batch: never a second copy running behind a retry.
     let _stop = StopOnDrop(Some(task.clone()));

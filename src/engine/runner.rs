@@ -21,20 +21,16 @@ use super::uncertain::{settle_uncertain, Uncertain};
 use crate::errors::{ErrorType, HubError};
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question};
 
-/// What a run holds while it drives its task; let go right before
-/// `batch_complete` goes out, so a client may resume the task, or start
-/// more work, as soon as it sees the task end.
-pub struct Hold {
-    /// The task's run lock (`task.driving`).
-    pub driving: tokio::sync::OwnedMutexGuard<()>,
-    /// The place under its session's cap of the request that started this
-    /// run (`tool_batch`, `resume_task`); none for a run a tool call or a
-    /// replay holds the place for.
-    pub place: Option<crate::inflight::Place>,
-}
-
-/// Run `task` from step `start` to its end, holding `hold`.
-pub async fn drive(engine: Engine, task: Arc<Task>, start: usize, event: TaskEvent, hold: Hold) {
+/// Run `task` from step `start` to its end. The caller holds `task.driving`.
+/// `driving` is the task's run lock; it is released before `batch_complete`
+/// goes out, so a client may resume as soon as it sees the task end.
+pub async fn drive(
+    engine: Engine,
+    task: Arc<Task>,
+    start: usize,
+    event: TaskEvent,
+    driving: tokio::sync::OwnedMutexGuard<()>,
+) {
     let hub = engine.hub();
     // The task's instances of per-context servers live while it runs,
     // even if its session ends (it goes on as a durable task).
@@ -182,7 +178,7 @@ pub async fn drive(engine: Engine, task: Arc<Task>, start: usize, event: TaskEve
     // journal failed) sends what it holds here, before anyone is told.
     engine.flush(&task);
     task.finished.send_modify(|n| *n += 1);
-    drop(hold);
+    drop(driving);
     task.emit(msg);
 }
 
@@ -264,6 +260,7 @@ async fn run_step(
     );
     req.timeout = step.timeout.map(Duration::from_millis);
     req.context = task.context();
+    req.view = task.view.get().cloned();
     req.retry = planned.retry.clone();
     req.on_retry = Some(crate::hub::RetryHook(Arc::new({
         let (engine, task) = (engine.clone(), task.clone());

@@ -64,6 +64,9 @@ pub struct Task {
     held: Mutex<Vec<String>>,
     /// The `callKey` the batch came with (journaled in its header).
     pub call_key: std::sync::OnceLock<crate::store::journal::CallKeyMark>,
+    /// The view the task was started in (`/ws/<view>`, a helper called
+    /// there): each step is called within it (journaled in its header).
+    pub view: std::sync::OnceLock<Arc<str>>,
     /// The client context its steps run in, when set (journaled in its
     /// header); else the session's own.
     context: Mutex<Option<ClientContext>>,
@@ -121,6 +124,7 @@ impl Task {
             delays: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
             call_key: std::sync::OnceLock::new(),
+            view: std::sync::OnceLock::new(),
             context: Mutex::new(None),
         }
     }

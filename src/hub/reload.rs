@@ -58,6 +58,8 @@ impl Hub {
             *slot = restart;
         }
         let diff = config::reload::diff_servers(&old, &new);
+        let views_before = self.views();
+        let views_changed = old.views != new.views;
         self.set_config(new.clone());
         // In-process tools take up their settings (builtin.*) before the
         // tool list is rebuilt below.
@@ -87,6 +89,11 @@ impl Hub {
             }
         }
         self.rebuild_tools("config reload");
+        self.report_views(&views_before, "config reload");
+        if views_changed {
+            // Sessions of a view hear of it; the aggregate's are not told.
+            self.broadcast(serde_json::json!({"type": "tools_updated", "_viewsOnly": true, "reason": "config reload"}));
+        }
         // Logged once it is in force: whoever reads this line (a person, a
         // test) and asks the hub next sees the new config applied.
         tracing::info!(added = ?diff.added, removed = ?diff.removed, changed = ?diff.changed,

@@ -110,6 +110,11 @@ impl ViewTools {
         }
     }
 
+    /// The view's tools as a snapshot (a batch is validated against it).
+    pub fn snapshot(&self) -> &ToolSnapshot {
+        &self.snap
+    }
+
     /// Every tool of the view under its view name, sorted.
     pub fn tools(&self) -> &[Arc<ToolInfo>] {
         self.snap.tools()
@@ -236,6 +241,67 @@ impl Hub {
             views: views.clone(),
         });
         views
+    }
+
+    /// `{"tools", "hash"}` of the aggregate (`None`) or of a view, as
+    /// `list_tools` answers; a view no longer configured lists nothing.
+    pub fn listing(&self, view: Option<&str>) -> Value {
+        match view {
+            None => {
+                let t = self.tools();
+                json!({"tools": t.tools(), "hash": t.hash()})
+            }
+            Some(v) => match self.view(v) {
+                Ok(v) => json!({"tools": v.listed(), "hash": v.hash(), "view": v.name}),
+                Err(_) => json!({"tools": [], "hash": "", "view": v}),
+            },
+        }
+    }
+
+    /// A view's own `tools_updated` after a hub event, when what the view
+    /// lists differs from `last_hash` (which it updates).
+    pub fn view_update(&self, view: &str, reason: &Value, last_hash: &mut String) -> Option<Value> {
+        let now = self.listing(Some(view));
+        let hash = now["hash"].as_str().unwrap_or_default().to_string();
+        if &hash == last_hash {
+            return None;
+        }
+        *last_hash = hash;
+        let mut msg = now;
+        msg["type"] = json!("tools_updated");
+        msg["reason"] = reason.clone();
+        Some(msg)
+    }
+
+    /// Log what a config reload or a tool change did to each view.
+    pub fn report_views(&self, before: &BTreeMap<String, Arc<ViewTools>>, reason: &str) {
+        let after = self.views();
+        for (name, v) in after.iter() {
+            let names = |v: &ViewTools| -> std::collections::BTreeSet<String> {
+                v.tools().iter().map(|t| t.qualified_name.clone()).collect()
+            };
+            let now = names(v);
+            match before.get(name) {
+                None => {
+                    tracing::info!(view = %name, reason, tools = now.len(), discovery = v.discovery, "view added")
+                }
+                Some(old) => {
+                    let was = names(old);
+                    let added: Vec<&String> = now.difference(&was).collect();
+                    let removed: Vec<&String> = was.difference(&now).collect();
+                    if !added.is_empty() || !removed.is_empty() || old.discovery != v.discovery {
+                        tracing::info!(view = %name, reason, tools = now.len(), ?added, ?removed,
+                            discovery = v.discovery, "view changed");
+                    }
+                }
+            }
+            for p in &v.problems {
+                tracing::warn!(view = %name, "{p}");
+            }
+        }
+        for name in before.keys().filter(|n| !after.contains_key(*n)) {
+            tracing::info!(view = %name, reason, "view removed: its sessions hold no tool now");
+        }
     }
 
     /// One view now; a view no longer configured holds no tool.

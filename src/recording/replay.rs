@@ -14,7 +14,6 @@ use crate::client_context::ClientContext;
 use crate::diff::{self, Ignore};
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::recording::{Mode, ReplayReq};
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchOptions, BatchReq, BatchStep, MsgId};
@@ -57,15 +56,17 @@ fn variables(
     (vars, missing)
 }
 
-/// `replay_recording` from a connection: stream, then `replay_complete`;
-/// `place` (its session's place) is held until then.
-pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq, place: Option<Place>) {
-    let done = execute(&engine, Some(&out), &out.session, &req).await;
-    drop(place);
-    match done {
-        Ok(done) => out.send(protocol::with_reply_to(done, &id)),
-        Err(e) => out.send(protocol::error_msg(&id, &e)),
-    };
+/// `replay_recording` from a connection: stream, then `replay_complete`.
+pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq) {
+    let view = out.view.clone();
+    match execute(&engine, Some(&out), &out.session, view, &req).await {
+        Ok(done) => {
+            out.send(protocol::with_reply_to(done, &id));
+        }
+        Err(e) => {
+            out.send(protocol::error_msg(&id, &e));
+        }
+    }
 }
 
 /// Run a replay; step results go to `out` when there is one. Returns the
@@ -74,6 +75,7 @@ pub async fn execute(
     engine: &Engine,
     out: Option<&Outbox>,
     session: &str,
+    view: Option<Arc<str>>,
     req: &ReplayReq,
 ) -> Result<Value, HubError> {
     let hub = engine.hub();
@@ -94,7 +96,10 @@ pub async fn execute(
     let mut msg = match mode {
         Mode::Dry => dry(engine, &sink, &rec, &replay_id, req.variables.as_ref()),
         Mode::Offline => offline(&sink, &rec, &replay_id),
-        Mode::Live => live(engine, &sink, session, &rec, &replay_id, req, &ignore).await?,
+        Mode::Live => {
+            let place = (session, view);
+            live(engine, &sink, place, &rec, &replay_id, req, &ignore).await?
+        }
     };
     msg["type"] = json!("replay_complete");
     msg["recordingId"] = json!(rec.header.recording_id);
@@ -272,7 +277,7 @@ fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
 async fn live(
     engine: &Engine,
     out: &Sink,
-    session: &str,
+    (session, view): (&str, Option<Arc<str>>),
     rec: &Recording,
     replay_id: &str,
     req: &ReplayReq,
@@ -317,12 +322,13 @@ async fn live(
     }
     let own = format!("replay-{replay_id}");
     let context = ClientContext::session(session, Some(req.context.as_deref().unwrap_or(&own)));
-    let task = crate::engine::create_task(
+    let task = crate::engine::create_task_in(
         engine,
         json!(replay_id),
         &batch,
         out.0.clone(),
         Some(context.clone()),
+        view,
     )?;
     // Without a connection (hub__record_replay) the steps are the caller's.
     task.set_caller(session);
@@ -389,8 +395,6 @@ async fn live(
         task.clone(),
         0,
         crate::engine::state::TaskEvent::Start,
-        // The replay request holds its session's place (`run`).
-        None,
     )?;
     // An abandoned built-in call stops the replay's task too.
     let _stop = crate::engine::StopOnDrop(Some(task.clone()));

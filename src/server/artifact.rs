@@ -7,12 +7,11 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::artifact::{ArtifactOwner, ArtifactReq};
 use crate::protocol::{self, MsgId, Outbox};
 use crate::store::artifact::{self, Artifact};
 
-pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Option<Place>) {
+pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq) {
     let cfg = app.hub.config();
     let out = out.clone();
     tokio::spawn(async move {
@@ -24,7 +23,7 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Optio
                 format!("reading the file failed: {e}"),
             ))
         });
-        let reply = match result {
+        match result {
             Ok(a) => {
                 let (key, value) = match &owner {
                     ArtifactOwner::Recording(r) => ("recordingId", r),
@@ -37,12 +36,10 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Optio
                     "data": crate::b64::encode(&a.bytes),
                 });
                 body[key] = json!(value);
-                protocol::reply("artifact", &id, body)
+                out.send(protocol::reply("artifact", &id, body))
             }
-            Err(e) => protocol::error_msg(&id, &e),
+            Err(e) => out.send(protocol::error_msg(&id, &e)),
         };
-        drop(place);
-        out.send(reply);
     });
 }
 

@@ -24,9 +24,15 @@ use crate::protocol::{self, MsgId, OutboxReceiver, ResumeSessionReq};
 
 /// Serve one socket; every log line carries `conn{session}` (the socket's
 /// first session: a resume names the one it took over).
-pub async fn run(socket: WebSocket, app: App, slot: Slot, sessions: Sessions, scope: Arc<str>) {
+pub async fn run(
+    socket: WebSocket,
+    app: App,
+    slot: Slot,
+    sessions: Sessions,
+    (scope, view): (Arc<str>, Option<Arc<str>>),
+) {
     let evict = CancellationToken::new();
-    let (session, rx) = sessions.open(&app, scope, evict.clone());
+    let (session, rx) = sessions.open(&app, scope, view, evict.clone());
     let span = tracing::info_span!("conn", session = %session.id);
     let link = Link { session, rx, evict };
     tracing::Instrument::instrument(serve(socket, app, sessions, link, slot), span).await;
@@ -200,6 +206,19 @@ async fn resume(
             let e = HubError::new(
                 ErrorType::InvalidMessage,
                 "this socket already serves that session",
+            );
+            link.session.outbox.send(protocol::error_msg(&id, &e));
+            return Ok(false);
+        }
+        // A session stays in its view: a socket of another view (or of
+        // the aggregate) cannot take it over.
+        Ok(t) if t.outbox.view != link.session.outbox.view => {
+            let e = HubError::new(
+                ErrorType::NotFound,
+                format!(
+                    "session {} belongs to another view; resume it from the path it was opened at",
+                    req.session_id
+                ),
             );
             link.session.outbox.send(protocol::error_msg(&id, &e));
             return Ok(false);

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use subtle::ConstantTimeEq;
 
-use crate::access::SharedAccess;
+use crate::access::{Principal, SharedAccess};
 
 /// The subprotocol the hub speaks; a browser offers the token beside it.
 pub const SUBPROTOCOL: &str = "toolhub.v1";
@@ -85,16 +85,70 @@ impl Gate {
     /// The scope of the call keys of a client the gate just let in: a
     /// fingerprint of the token in force (clients of one token share their
     /// keys; a new token starts afresh). The token itself is never kept.
-    pub fn key_scope(&self) -> std::sync::Arc<str> {
+    /// A client's keys are its own and its view's: a repeat in another
+    /// view never gets an answer of a tool it cannot reach.
+    pub fn key_scope(&self, who: &Principal, view: Option<&str>) -> std::sync::Arc<str> {
         use sha2::{Digest, Sha256};
-        match &self.access.current().token {
-            Some(t) => hex::encode(&Sha256::digest(t.as_bytes())[..8]).into(),
+        let access = self.access.current();
+        let token = match who {
+            Principal::Main => access.token.clone(),
+            Principal::Client { name, .. } => access
+                .clients
+                .iter()
+                .find(|c| &c.name == name)
+                .map(|c| c.token.clone()),
+        };
+        let base: String = match token {
+            Some(t) => hex::encode(&Sha256::digest(t.as_bytes())[..8]),
             None => "no-token".into(),
+        };
+        match view {
+            None => base.into(),
+            Some(v) => format!("{base}/{v}").into(),
         }
     }
 
-    /// Check a request's headers; `Ok` lets it through.
-    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    /// What a principal may open at a path: the aggregate (`None`) or the
+    /// view it names. The main token opens every view and the aggregate; a
+    /// client's only its own views (403 naming them otherwise); a view
+    /// that is not configured is 404 naming those that are.
+    pub fn open(&self, who: &Principal, view: Option<&str>) -> Result<Option<String>, Refusal> {
+        let access = self.access.current();
+        if let Some(v) = view {
+            if !access.views.iter().any(|k| k == v) {
+                let known = if access.views.is_empty() {
+                    "no views are configured".to_string()
+                } else {
+                    format!("the views are {}", access.views.join(", "))
+                };
+                return Err(Refusal {
+                    status: StatusCode::NOT_FOUND,
+                    message: format!("there is no view \"{v}\"; {known}"),
+                    suggestion: Some("connect to /ws/<view> or /mcp/<view> with a view from \"views\" in config.json".into()),
+                });
+            }
+        }
+        match who {
+            Principal::Main => Ok(view.map(str::to_string)),
+            Principal::Client { name, views } => match view {
+                Some(v) if views.iter().any(|k| k == v) => Ok(Some(v.to_string())),
+                _ => {
+                    let what = match view {
+                        Some(v) => format!("view \"{v}\""),
+                        None => "the whole aggregate".to_string(),
+                    };
+                    Err(forbidden(
+                        format!("client \"{name}\" may not open {what}; its token opens only the views {}", views.join(", ")),
+                        format!("connect to /ws/<view> or /mcp/<view> with one of: {}", views.join(", ")),
+                    ))
+                }
+            },
+        }
+    }
+
+    /// Check a request's headers; `Ok` lets it through and says whose
+    /// token it presented.
+    pub fn check(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
         self.check_host(headers)?;
         self.check_origin(headers)?;
         self.check_token(headers, Surface::WebSocket)
@@ -102,7 +156,7 @@ impl Gate {
 
     /// The same checks for `/mcp`, where the token travels only as
     /// `Authorization: Bearer`.
-    pub fn check_mcp(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+    pub fn check_mcp(&self, headers: &HeaderMap) -> Result<Principal, Refusal> {
         self.check_host(headers)?;
         self.check_origin(headers)?;
         self.check_token(headers, Surface::Mcp)
@@ -184,10 +238,10 @@ impl Gate {
         }
     }
 
-    fn check_token(&self, headers: &HeaderMap, surface: Surface) -> Result<(), Refusal> {
+    fn check_token(&self, headers: &HeaderMap, surface: Surface) -> Result<Principal, Refusal> {
         let access = self.access.current();
         let Some(expected) = &access.token else {
-            return Ok(());
+            return Ok(Principal::Main);
         };
         let bearer = headers
             .get("authorization")
@@ -210,8 +264,13 @@ impl Gate {
             Surface::WebSocket => "send `Authorization: Bearer <token>` or offer the subprotocol toolhub.token.<token> beside toolhub.v1",
             Surface::Mcp => "send the header `Authorization: Bearer <token>` with every request to /mcp (`toolhub stdio` passes it for clients that can only launch a command)",
         };
+        let client = presented.and_then(|t| client_of(&access, t));
         match presented {
-            Some(t) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(()),
+            Some(t) if bool::from(t.as_bytes().ct_eq(expected.as_bytes())) => Ok(Principal::Main),
+            Some(_) if client.is_some() => Ok(client.map_or(Principal::Main, |c| Principal::Client {
+                name: c.name.clone(),
+                views: c.views.clone(),
+            })),
             Some(_) => Err(unauthorized(
                 format!("the token presented is wrong; the hub's token is in {source}"),
                 format!(
@@ -224,6 +283,21 @@ impl Gate {
             )),
         }
     }
+}
+
+/// The client whose token this is, compared in constant time with every
+/// client's token (the loop does not stop at a match).
+fn client_of<'a>(
+    access: &'a crate::access::Access,
+    presented: &str,
+) -> Option<&'a crate::access::ClientAccess> {
+    let mut found = None;
+    for c in &access.clients {
+        if bool::from(presented.as_bytes().ct_eq(c.token.as_bytes())) {
+            found = Some(c);
+        }
+    }
+    found
 }
 
 /// Exact match, or `chrome-extension://*` matching any well-formed extension id.

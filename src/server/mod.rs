@@ -48,6 +48,7 @@ pub fn router(state: AppState) -> Router {
         .then(|| mcp::router(state.app.clone(), state.gate.clone()));
     let router = Router::new()
         .route("/ws", get(ws_upgrade))
+        .route("/ws/{view}", get(ws_upgrade_view))
         .route("/health", get(health))
         .route("/ui", get(ui::index))
         .route("/ui/", get(ui::index))
@@ -149,14 +150,38 @@ fn refuse(r: gate::Refusal) -> Response {
     (r.status, Json(serde_json::json!({ "error": err }))).into_response()
 }
 
+/// `/ws/<view>`: a session that sees and reaches only the view's tools.
+async fn ws_upgrade_view(
+    State(state): State<AppState>,
+    axum::extract::Path(view): axum::extract::Path<String>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    upgrade(state, Some(view), headers, ws)
+}
+
 async fn ws_upgrade(
     State(state): State<AppState>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    if let Err(r) = state.gate.check(&headers) {
-        return refuse(r);
-    }
+    upgrade(state, None, headers, ws)
+}
+
+fn upgrade(
+    state: AppState,
+    view: Option<String>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let who = match state.gate.check(&headers) {
+        Ok(who) => who,
+        Err(r) => return refuse(r),
+    };
+    let view = match state.gate.open(&who, view.as_deref()) {
+        Ok(v) => v,
+        Err(r) => return refuse(r),
+    };
     let cfg = state.app.hub.config();
     // Reserve a slot before upgrading; the connection holds it to its end
     // (a failed upgrade drops it with the callback).
@@ -173,7 +198,8 @@ async fn ws_upgrade(
         .max(64 * 1024);
     let app = state.app.clone();
     let sessions = state.sessions.clone();
-    let scope = state.gate.key_scope();
+    let scope = state.gate.key_scope(&who, view.as_deref());
+    let view: Option<std::sync::Arc<str>> = view.map(std::sync::Arc::from);
     ws.protocols([gate::SUBPROTOCOL])
         // Our frames are small: an 8 KiB read buffer (it grows for a large
         // frame) instead of tungstenite's eager 128 KiB per connection.
@@ -182,7 +208,7 @@ async fn ws_upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, scope))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, (scope, view)))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {

@@ -58,6 +58,7 @@ impl Sessions {
         &self,
         app: &App,
         scope: Arc<str>,
+        view: Option<Arc<str>>,
         evict: CancellationToken,
     ) -> (Arc<Session>, OutboxReceiver) {
         let hub = &app.hub;
@@ -70,6 +71,7 @@ impl Sessions {
         };
         let (mut outbox, rx) = Outbox::new(id.clone(), limits, evict);
         outbox.scope = scope;
+        outbox.view = view;
         let session = Arc::new(Session {
             resume_token: hex::encode(rand::random::<[u8; 16]>()),
             id: id.clone(),
@@ -83,7 +85,9 @@ impl Sessions {
             &id,
             &session.resume_token,
             hub.server_summaries(),
-            hub.tools().tools().len(),
+            hub.listing(session.outbox.view.as_deref())["tools"]
+                .as_array()
+                .map_or(0, Vec::len),
         ));
         let span = tracing::info_span!("session", session = %id);
         tokio::spawn(tracing::Instrument::instrument(
@@ -177,7 +181,7 @@ impl Sessions {
             end(session, Why::SocketClosed);
             return;
         }
-        tracing::info!(session = %session.id, grace_ms = grace.as_millis() as u64, in_flight = session.outbox.in_flight().count(),
+        tracing::info!(session = %session.id, grace_ms = grace.as_millis() as u64, calls = session.outbox.calls_running(),
             "socket closed; the session waits for a resume_session (server.sessionGraceMs)");
         let session = session.clone();
         let attached_before = session.outbox.attachments();
@@ -257,7 +261,7 @@ fn end(session: &Session, why: Why) {
 async fn lifetime(app: App, sessions: Sessions, session: Arc<Session>) {
     let ended = session.outbox.ended();
     tokio::select! {
-        _ = forward_events(app.hub.subscribe(), session.outbox.clone()) => {}
+        _ = forward_events(app.hub.subscribe(), session.outbox.clone(), app.hub.clone()) => {}
         _ = ended.cancelled() => {}
     }
     ended.cancelled().await;
@@ -269,9 +273,34 @@ async fn lifetime(app: App, sessions: Sessions, session: Arc<Session>) {
 }
 
 /// Hub-wide events (tools_updated, server_status, …) to this session.
-async fn forward_events(mut rx: broadcast::Receiver<Arc<Value>>, outbox: Outbox) {
+async fn forward_events(
+    mut rx: broadcast::Receiver<Arc<Value>>,
+    outbox: Outbox,
+    hub: crate::hub::Hub,
+) {
+    // A view's session hears of its own tool list only (`hub::views`).
+    let mut view_hash = match &outbox.view {
+        Some(v) => hub.listing(Some(v))["hash"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        None => String::new(),
+    };
     loop {
         match rx.recv().await {
+            Ok(ev) if ev.get("type").and_then(Value::as_str) == Some("tools_updated") => {
+                let update = match &outbox.view {
+                    None if ev.get("_viewsOnly").is_some() => continue,
+                    None => strip_private(&ev),
+                    Some(v) => match hub.view_update(v, &ev["reason"], &mut view_hash) {
+                        Some(u) => u,
+                        None => continue,
+                    },
+                };
+                if !outbox.send(update) && outbox.is_closed() {
+                    return;
+                }
+            }
             Ok(ev) => {
                 if let Some(owner) = ev.get("_session").and_then(Value::as_str) {
                     if owner != outbox.session {

@@ -66,6 +66,10 @@ pub enum Record {
         /// runs them in a fresh instance of the same context.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         context: Option<crate::client_context::ClientContext>,
+        /// The view the task was started in: a resume after a restart
+        /// stays within it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        view: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     StepStarted {

@@ -191,6 +191,29 @@ impl TestHub {
         c
     }
 
+    /// Connect to `path` (`/ws`, `/ws/<view>`) with `token`; the HTTP
+    /// status when the gate refuses.
+    pub async fn connect_at(&self, path: &str, token: &str) -> Result<Client, u16> {
+        let url = format!("ws://{}{path}", self.addr);
+        let mut req = url.into_client_request().expect("request");
+        let bearer = format!("Bearer {token}").parse().expect("header");
+        req.headers_mut().insert("Authorization", bearer);
+        match tokio_tungstenite::connect_async(req).await {
+            Ok((ws, _)) => {
+                let mut c = Client {
+                    ws,
+                    next_id: 0,
+                    backlog: Vec::new(),
+                    seen: Vec::new(),
+                };
+                c.recv_type("hello").await;
+                Ok(c)
+            }
+            Err(tokio_tungstenite::tungstenite::Error::Http(r)) => Err(r.status().as_u16()),
+            Err(e) => panic!("connect to {path}: {e}"),
+        }
+    }
+
     /// Wait until a log line containing `needle` appears (past or future).
     pub async fn wait_log(&self, needle: &str) -> String {
         let mut rx = self.logs.subscribe();

@@ -41,6 +41,7 @@ fn journal(dir: &std::path::Path, durability: Durability) -> JournalWriter {
         hub_version: "test".into(),
         call_key: None,
         context: None,
+        view: None,
     };
     JournalWriter::create(dir, &header, durability).unwrap()
 }

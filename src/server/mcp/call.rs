@@ -33,7 +33,12 @@ pub async fn call_tool(
 ) -> Result<mrtr::Reply, ErrorData> {
     let app = &ep.app;
     let names = ep.tool_names();
-    let tool = names.to_call(&req.name);
+    // In a view the name is the view's own (`hub::views` resolves it).
+    let view = super::view::of(&cx);
+    let tool = match view {
+        Some(_) => req.name.to_string(),
+        None => names.to_call(&req.name),
+    };
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let caps = cx.client_capabilities();
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
@@ -53,6 +58,7 @@ pub async fn call_tool(
         app.hub.shutdown.child_token(),
     );
     call.link = Some(link);
+    call.view = view;
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
     let elicit = Elicit {

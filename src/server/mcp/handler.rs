@@ -18,7 +18,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::limit::Ticket;
 use super::paging::{self, List};
@@ -95,25 +95,7 @@ impl HubServer {
     fn tool(&self, exposed: &str, qualified: &str) -> Option<Tool> {
         let snapshot = self.ep.app.hub.tools();
         let t = snapshot.get(qualified)?;
-        let schema = match &t.input_schema {
-            v @ serde_json::Value::Object(_) => v.clone(),
-            _ => json!({"type": "object"}),
-        };
-        let mut v = json!({
-            "name": exposed,
-            "description": t.description,
-            "inputSchema": schema,
-        });
-        if let Some(a) = &t.annotations {
-            v["annotations"] = a.clone();
-        }
-        // title, outputSchema, icons and _meta as the server listed them.
-        if let (Value::Object(m), Ok(Value::Object(extra))) =
-            (&mut v, serde_json::to_value(&t.extra))
-        {
-            m.extend(extra);
-        }
-        serde_json::from_value(v).ok()
+        super::view::mcp_tool(exposed, t)
     }
 }
 
@@ -175,9 +157,17 @@ impl ServerHandler for HubServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let starting = self.settled(&request).await;
+        if let Some(view) = super::view::of(&cx) {
+            let tools = super::view::tools(&self.ep.app.hub, &view);
+            let (tools, next) = self.page(List::Tools, tools, request)?;
+            let mut r = ListToolsResult::with_all_items(tools);
+            r.next_cursor = next;
+            (r.meta, r.ttl_ms) = partial(starting);
+            return Ok(r);
+        }
         let names = self.ep.tool_names();
         let pairs: Vec<(&String, &String)> = names.by_exposed.iter().collect();
         let (pairs, next) = self.page(List::Tools, pairs, request)?;
@@ -203,17 +193,6 @@ impl ServerHandler for HubServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let key = self.state().key.clone();
-        // A place under the session's cap, held until the call's result;
-        // at the cap the call fails at once (a stateless request is a
-        // session of its own).
-        let cap = self.ep.app.hub.config().server.max_in_flight_per_session;
-        let _place = match self.state().in_flight.take(cap, "tools/call") {
-            Ok(p) => p,
-            Err(e) => {
-                let refused = crate::hub::CallOutcome::failed(&request.name, e, Default::default());
-                return Ok(super::call::to_result(&refused).into());
-            }
-        };
         super::call::call_tool(&self.ep, &key, request, cx)
             .await
             .map(Into::into)

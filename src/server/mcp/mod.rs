@@ -18,6 +18,7 @@ pub mod names;
 mod paging;
 mod sessions;
 mod stateless;
+mod view;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -150,7 +151,8 @@ pub fn router(app: App, gate: Gate) -> Router {
         config,
     );
     Router::new()
-        .route_service("/mcp", service)
+        .route_service("/mcp", service.clone())
+        .route_service("/mcp/{view}", service)
         .route_layer(axum::middleware::from_fn_with_state(
             ep.clone(),
             limit::limit,
@@ -160,9 +162,17 @@ pub fn router(app: App, gate: Gate) -> Router {
 
 /// The gate in front of rmcp; a refusal is a JSON-RPC error body that says
 /// how to get in.
-async fn gated(State(gate): State<Gate>, req: Request, next: Next) -> Response {
-    match gate.check_mcp(req.headers()) {
-        Ok(()) => next.run(req).await,
+async fn gated(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
+    let opened = gate
+        .check_mcp(req.headers())
+        .and_then(|who| gate.open(&who, view::in_path(req.uri().path())));
+    match opened {
+        Ok(view) => {
+            if let Some(v) = view {
+                req.extensions_mut().insert(view::McpView(v.into()));
+            }
+            next.run(req).await
+        }
         Err(r) => {
             tracing::warn!(status = %r.status, reason = %r.message, "MCP request refused by the gate");
             let mut err = crate::errors::HubError::new(

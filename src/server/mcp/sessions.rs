@@ -39,8 +39,6 @@ pub struct SessionState {
     http_id: std::sync::OnceLock<Arc<str>>,
     level: Mutex<Option<LoggingLevel>>,
     subscribed: Mutex<BTreeSet<String>>,
-    /// Its `tools/call`s in flight, under `server.maxInFlightPerSession`.
-    pub in_flight: crate::inflight::InFlight,
 }
 
 impl SessionState {
@@ -51,7 +49,6 @@ impl SessionState {
             http_id: std::sync::OnceLock::new(),
             level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
-            in_flight: Default::default(),
         })
     }
 

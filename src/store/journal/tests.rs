@@ -22,6 +22,7 @@ fn header(task_id: &str) -> Record {
         hub_version: "0.1.0".to_string(),
         call_key: None,
         context: None,
+        view: None,
     }
 }
 

@@ -1,0 +1,254 @@
+//! Tool views (issue 40): a view's session lists its tools under its
+//! names, and a tool outside it is TOOL_NOT_FOUND on every path (single
+//! call, batch step, hub__tool_batch, replay, /mcp); client tokens open
+//! only their views; a reload that takes a tool out tells the view.
+
+use serde_json::{json, Value};
+
+use crate::mcp::driver::{mcp_url, Driver};
+use crate::support::{call_log, testserver_entry, write_config, TestHub};
+
+const EXT: &str = "ext-token-0123456789abcdef";
+
+fn config(dir: &std::path::Path, hide: &[&str], with_client: bool) -> Value {
+    let mut c = json!({
+        "mcpServers": {"t": testserver_entry(dir, "t", &[])},
+        "views": {
+            "chat": {
+                "tools": ["hub__list_tools", "hub__tool_batch", "t__*"],
+                "hide": hide,
+                "rename": {"t__echo": {"name": "say", "description": "Say it back."}}
+            },
+            "other": {"tools": ["t__slow"]}
+        }
+    });
+    if with_client {
+        c["clients"] = json!({"ext": {"token": EXT, "views": ["chat"]}});
+    }
+    c
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            t["qualifiedName"]
+                .as_str()
+                .or(t["name"].as_str())
+                .map(String::from)
+        })
+        .collect()
+}
+
+fn not_found(r: &Value) -> bool {
+    r["success"] == false && r["error"]["errorType"] == "TOOL_NOT_FOUND"
+}
+
+fn slow_calls(hub: &TestHub) -> usize {
+    call_log(&hub.path(), "t")
+        .iter()
+        .filter(|c| c["tool"] == "slow")
+        .count()
+}
+
+async fn start() -> TestHub {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(dir.path(), &["t__slow"], true);
+    let hub = TestHub::start_in(dir, cfg).await;
+    let mut main = hub.connect().await;
+    crate::mcp::wait_running(&mut main, &["t"]).await;
+    hub
+}
+
+#[tokio::test]
+async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
+    let hub = start().await;
+    let main_token = hub.token.clone().expect("token");
+    let mut c = hub
+        .connect_at("/ws/chat", EXT)
+        .await
+        .expect("ext opens chat");
+    let list = c.request(json!({"type": "list_tools"})).await;
+    let listed = names(&list);
+    assert!(listed.contains(&"say".to_string()), "{listed:?}");
+    for hidden in ["t__echo", "t__slow", "hub__write_file", "hub__run_command"] {
+        assert!(
+            !listed.contains(&hidden.to_string()),
+            "{hidden} in {listed:?}"
+        );
+    }
+    assert_eq!(list["view"], "chat");
+
+    // The renamed tool runs; the result names the view and the real tool.
+    let r = c.call("say", json!({"message": "hi"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["qualifiedName"], "say", "{r}");
+    assert_eq!(r["realTool"], "t__echo", "{r}");
+    assert_eq!(r["view"], "chat", "{r}");
+
+    // A hidden tool by any name: unknown in the view.
+    for name in ["t__slow", "slow", "hub__write_file", "write_file"] {
+        let r = c
+            .call(name, json!({"ms": 1, "path": "x", "content": "x"}))
+            .await;
+        assert!(not_found(&r), "{name}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("view"),
+            "{r}"
+        );
+    }
+    // A batch step outside the view: refused before the batch starts.
+    let b = c
+        .request(json!({"type": "tool_batch", "steps": [
+            {"tool": "say", "params": {"message": "first"}},
+            {"tool": "t__slow", "params": {"ms": 1}}]}))
+        .await;
+    assert_eq!(b["type"], "error", "{b}");
+    assert!(
+        b["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("t__slow"),
+        "{b}"
+    );
+    // The hub's own batch tool stays in the view too.
+    let r = c
+        .call(
+            "hub__tool_batch",
+            json!({"steps": [{"tool": "t__slow", "params": {"ms": 1}}]}),
+        )
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    let r = c
+        .call(
+            "hub__tool_batch",
+            json!({"steps": [{"tool": "say", "params": {"message": "in"}}]}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(slow_calls(&hub), 0, "a hidden tool ran");
+
+    // History names the view's name and the real tool.
+    let mut main = hub.connect().await;
+    let h = main.request(json!({"type": "history", "limit": 50})).await;
+    let said = h["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["tool"] == "say")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(said["realTool"], "t__echo", "{h}");
+    assert_eq!(said["view"], "chat", "{h}");
+
+    // The gate: the client token opens only its view.
+    assert_eq!(hub.connect_at("/ws", EXT).await.err(), Some(403));
+    assert_eq!(hub.connect_at("/ws/other", EXT).await.err(), Some(403));
+    assert_eq!(
+        hub.connect_at("/ws/nope", &main_token).await.err(),
+        Some(404)
+    );
+    assert_eq!(
+        hub.connect_at("/ws/chat", "wrong-token-0123456789")
+            .await
+            .err(),
+        Some(401)
+    );
+    // The main token opens every view.
+    let mut o = hub
+        .connect_at("/ws/other", &main_token)
+        .await
+        .expect("main opens other");
+    assert_eq!(
+        names(&o.request(json!({"type": "list_tools"})).await),
+        ["t__slow"]
+    );
+}
+
+#[tokio::test]
+async fn a_replay_in_a_view_cannot_run_a_hidden_tool() {
+    let hub = start().await;
+    let mut main = hub.connect().await;
+    let started = main
+        .request(json!({"type": "start_recording", "name": "slow"}))
+        .await;
+    let id = started["recordingId"].as_str().expect("id").to_string();
+    assert_eq!(
+        main.call("t__slow", json!({"ms": 1})).await["success"],
+        true
+    );
+    let stopped = main.request(json!({"type": "stop_recording"})).await;
+    assert_eq!(stopped["type"], "recording_stopped", "{stopped}");
+    assert_eq!(slow_calls(&hub), 1);
+
+    let mut c = hub.connect_at("/ws/chat", EXT).await.expect("chat");
+    let r = c
+        .request(json!({"type": "replay_recording", "recordingId": id, "mode": "live"}))
+        .await;
+    assert!(r.to_string().contains("t__slow"), "{r}");
+    assert_eq!(
+        slow_calls(&hub),
+        1,
+        "the replay ran a tool outside the view: {r}"
+    );
+}
+
+#[tokio::test]
+async fn mcp_at_a_view_lists_and_calls_only_its_tools() {
+    let hub = start().await;
+    let mut d = Driver::start().await;
+    let url = format!("{}/chat", mcp_url(&hub));
+    d.ok(json!({"op": "connect", "url": url, "token": EXT}))
+        .await;
+    let list = d.ok(json!({"op": "listTools"})).await;
+    let listed = names(&list);
+    assert!(listed.contains(&"say".to_string()), "{listed:?}");
+    assert!(
+        !listed.iter().any(|n| n == "t__slow" || n == "t__echo"),
+        "{listed:?}"
+    );
+    let r = d.call("say", json!({"message": "over mcp"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    for (tool, args) in [
+        ("t__slow", json!({"ms": 1})),
+        ("hub__write_file", json!({"path": "x", "content": "x"})),
+        (
+            "hub__tool_batch",
+            json!({"steps": [{"tool": "t__slow", "params": {"ms": 1}}]}),
+        ),
+    ] {
+        let r = d.call(tool, args).await;
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+    }
+    assert_eq!(slow_calls(&hub), 0, "a hidden tool ran over /mcp");
+}
+
+#[tokio::test]
+async fn a_reload_takes_a_tool_out_and_revokes_a_client() {
+    let hub = start().await;
+    let main_token = hub.token.clone().expect("token");
+    let mut c = hub.connect_at("/ws/chat", &main_token).await.expect("chat");
+    assert_eq!(
+        c.call("say", json!({"message": "before"})).await["success"],
+        true
+    );
+    let path = hub.path();
+    write_config(
+        &path.join("config.json"),
+        &crate::support::with_test_defaults(config(&path, &["t__slow", "t__echo"], false)),
+    );
+    let update = c.recv_type("tools_updated").await;
+    assert_eq!(update["view"], "chat", "{update}");
+    assert!(!names(&update).contains(&"say".to_string()), "{update}");
+    hub.wait_log("view changed").await;
+    hub.wait_log("gate updated from the config").await;
+    let r = c.call("say", json!({"message": "after"})).await;
+    assert!(not_found(&r), "{r}");
+    // The client is gone from the config: its token opens nothing now.
+    assert_eq!(hub.connect_at("/ws/chat", EXT).await.err(), Some(401));
+}
