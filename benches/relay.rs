@@ -116,6 +116,18 @@ impl Hub {
         servers: Value,
         tuning: Value,
     ) -> Hub {
+        Hub::start_bin(None, durability, max_connections, servers, tuning).await
+    }
+
+    /// [`Hub::start_full`] with `bin` as the hub's binary (else
+    /// `TOOLHUB_BIN`, else this build's).
+    async fn start_bin(
+        bin: Option<&str>,
+        durability: &str,
+        max_connections: usize,
+        servers: Value,
+        tuning: Value,
+    ) -> Hub {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut server = json!({"listen": "127.0.0.1:0", "maxConnections": max_connections});
         for (k, v) in tuning.as_object().into_iter().flatten() {
@@ -140,8 +152,9 @@ impl Hub {
         let path = dir.path().join("config.json");
         std::fs::write(&path, config.to_string()).expect("config");
         // TOOLHUB_BIN: another build of the hub to measure (e.g. a baseline).
-        let bin =
-            std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into());
+        let bin = bin.map(String::from).unwrap_or_else(|| {
+            std::env::var("TOOLHUB_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub").into())
+        });
         let mut child = Command::new(bin)
             .arg("--config")
             .arg(&path)
@@ -422,7 +435,8 @@ async fn bench_main() {
     }
     if std::env::args().any(|a| a == "--stall-only") {
         let hub = Hub::start("step", 64).await;
-        return stall::phase(&hub, quick).await;
+        stall::phase(&hub, quick).await;
+        return stall::large_results(quick).await;
     }
 
     // Direct.
@@ -575,6 +589,7 @@ async fn bench_main() {
     runs::list_runs(&hub, client.as_ref(), if quick { 200 } else { 1000 }).await;
 
     stall::phase(&hub, quick).await;
+    stall::large_results(quick).await;
 
     recovery::transient_mix().await;
 

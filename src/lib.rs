@@ -8,7 +8,8 @@
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
 //!   `secrets` (secret values masked wherever the hub writes), `trim`
 //!   (heap given back after bulk frees), `shell` (the
-//!   shell-subset parser the safety gate reads scripts with)
+//!   shell-subset parser the safety gate reads scripts with), `inflight`
+//!   (a session's work held to `server.maxInFlightPerSession`)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
@@ -37,6 +38,7 @@ pub mod engine;
 pub mod errors;
 pub mod history;
 pub mod hub;
+pub mod inflight;
 pub mod lock;
 pub mod mcp;
 pub mod process;

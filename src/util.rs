@@ -179,6 +179,42 @@ pub fn read_last_lines_before(
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
+/// Above this many bytes, tree work on one value (building, walking or
+/// serialising a tool result) leaves the async worker ([`heavy`]).
+pub const HEAVY_BYTES: usize = 1 << 20;
+
+/// Run `f`, CPU work on about `bytes` of data: off the async worker when it
+/// is [`HEAVY_BYTES`] or more (`block_in_place`: the worker's other tasks,
+/// other clients' frames, move to another thread meanwhile), inline when
+/// small or outside a multi-thread runtime.
+pub fn heavy<T>(bytes: usize, f: impl FnOnce() -> T) -> T {
+    let multi = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if bytes >= HEAVY_BYTES && multi {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
+/// About how many bytes `v` holds: its strings' lengths plus one per node.
+/// A walk over the nodes, not the bytes (a result that is one long text
+/// costs one step).
+pub fn json_bytes(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => s.len() + 1,
+        Value::Array(a) => a.iter().map(json_bytes).sum::<usize>() + 1,
+        Value::Object(m) => {
+            m.iter()
+                .map(|(k, v)| k.len() + json_bytes(v))
+                .sum::<usize>()
+                + 1
+        }
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

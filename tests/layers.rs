@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "util",
             "b64",
             "callkeys",
+            "inflight",
             "client_context",
             "errors",
             "suggest",

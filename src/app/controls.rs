@@ -210,7 +210,7 @@ impl Controls {
                         // The resumed steps are the caller's work too.
                         t.set_caller(call.session);
                     }
-                    let handle = crate::engine::resume(engine, id, from, vars, None, None)?;
+                    let handle = crate::engine::resume(engine, id, from, vars, None, None, None)?;
                     // An abandoned call (timeout, cancel) stops the task too.
                     let _stop = StopOnDrop(engine.get(id));
                     let _ = handle.await;

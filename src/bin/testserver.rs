@@ -23,6 +23,8 @@
 
 #![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
 
+#[path = "testserver/barrier.rs"]
+mod barrier;
 #[path = "testserver/cli.rs"]
 mod cli;
 #[path = "testserver/conformance.rs"]
@@ -134,6 +136,8 @@ struct TestServer {
     conformance: bool,
     /// What `memo` was last told, in this process only.
     memo: Mutex<Option<String>>,
+    /// `barrier`, `await_waiting` and `release`.
+    barriers: barrier::Barriers,
 }
 
 impl TestServer {
@@ -163,6 +167,7 @@ impl TestServer {
             list_changed,
             conformance: cli.conformance,
             memo: Mutex::new(None),
+            barriers: barrier::Barriers::default(),
         })
     }
 
@@ -280,6 +285,15 @@ impl TestServer {
                 cx.ct.cancelled().await;
                 Err(self.cancelled(tool, cx))
             }
+            "barrier" => match self.barriers.wait(args.string("name")?, &cx.ct).await {
+                Some(r) => Ok(r),
+                None => Err(self.cancelled(tool, cx)),
+            },
+            "await_waiting" => Ok(self
+                .barriers
+                .await_waiting(args.string("name")?, args.uint("count")?)
+                .await),
+            "release" => Ok(self.barriers.release(args.string("name")?)),
             "crash" => {
                 let code = args.opt_int("code")?.unwrap_or(1);
                 eprintln!("testserver {} crashing with code {code}", self.name);

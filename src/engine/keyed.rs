@@ -13,6 +13,7 @@ use super::state::TaskEvent;
 use super::task::Task;
 use crate::callkeys::{self, Claim};
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::{self, BatchReq, MsgId, Outbox, StepPage};
 use crate::store::journal::CallKeyMark;
 
@@ -29,8 +30,16 @@ pub(super) fn mark(req: &BatchReq) -> Option<CallKeyMark> {
     })
 }
 
-/// Run `req` unless its key says it already ran (or runs).
-pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key: String) {
+/// Run `req` unless its key says it already ran (or runs). `place` is held
+/// by the task it starts, or until a repeat's answer.
+pub(super) fn batch(
+    engine: &Engine,
+    out: Outbox,
+    id: MsgId,
+    req: BatchReq,
+    key: String,
+    place: Option<Place>,
+) {
     if let Err(m) = callkeys::check_key(&key) {
         return reply_err(&out, &id, invalid(format!("tool_batch: {m}")));
     }
@@ -46,7 +55,7 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
                     .and_then(|v| v.get("taskId").and_then(|t| t.as_str()).map(String::from))
                     .and_then(|t| engine.get(&t));
                 match task {
-                    Some(t) => answer_repeat(out, id, t).await,
+                    Some(t) => answer_repeat(out, id, t, place).await,
                     None => reply_err(
                         &out,
                         &id,
@@ -72,7 +81,7 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
                 let engine = engine.clone();
                 tokio::spawn(async move {
                     match engine.load(&task_id).await {
-                        Some(t) => answer_repeat(out, id, t).await,
+                        Some(t) => answer_repeat(out, id, t, place).await,
                         None => reply_err(&out, &id, gone(&key, &task_id)),
                     }
                 });
@@ -84,7 +93,7 @@ pub(super) fn batch(engine: &Engine, out: Outbox, id: MsgId, req: BatchReq, key:
             match super::create_task(engine, batch_id, &req, Some(out.clone()), None) {
                 Ok(task) => {
                     guard.finish(json!({"taskId": task.id}));
-                    if let Err(e) = super::start(engine, task, 0, TaskEvent::Start) {
+                    if let Err(e) = super::start(engine, task, 0, TaskEvent::Start, place) {
                         reply_err(&out, &id, e);
                     }
                 }
@@ -108,8 +117,9 @@ pub fn claim(engine: &Engine, out: &Outbox, key: &str, hash: &str) -> Claim {
 
 /// The first task's `task` object once it stops running, as the reply to
 /// a repeat.
-async fn answer_repeat(out: Outbox, id: MsgId, task: Arc<Task>) {
+async fn answer_repeat(out: Outbox, id: MsgId, task: Arc<Task>, place: Option<Place>) {
     task.wait_inactive(super::STATUS_WAIT_LIMIT).await;
+    drop(place);
     let page = StepPage {
         offset: None,
         limit: Some(StepPage::MAX_LIMIT),

@@ -31,6 +31,7 @@ use serde_json::{json, Value};
 
 use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
 pub use service::Engine;
@@ -145,11 +146,15 @@ pub fn note_secrets(
 }
 
 /// Start driving a task in the background; returns a handle to await it.
+/// `place` (the starting request's place under its session's cap) is held
+/// while the task runs, need_user waits included, and dropped right
+/// before `batch_complete`.
 pub fn start(
     engine: &Engine,
     task: Arc<Task>,
     from: usize,
     event: TaskEvent,
+    place: Option<Place>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     let guard = task.driving.clone().try_lock_owned().map_err(|_| {
@@ -163,13 +168,18 @@ pub fn start(
     let engine = engine.clone();
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %task.id);
-        tracing::Instrument::instrument(runner::drive(engine, task, from, event, guard), span)
-            .await;
+        let hold = runner::Hold {
+            driving: guard,
+            place,
+        };
+        tracing::Instrument::instrument(runner::drive(engine, task, from, event, hold), span).await;
     }))
 }
 
 /// Handle a task message from a connection.
-pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
+/// `place` is the message's place under its session's cap (a message that
+/// starts work has one): held by the task it starts, or until the reply.
+pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place: Option<Place>) {
     // A finished task asked for by id that is not in memory: read its
     // journal back off the runtime's thread first, then answer as usual.
     let named = match &msg {
@@ -182,30 +192,30 @@ pub fn handle(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
         let engine = engine.clone();
         tokio::spawn(async move {
             engine.load(&task_id).await;
-            handle_loaded(&engine, out, id, msg);
+            handle_loaded(&engine, out, id, msg, place);
         });
         return;
     }
-    handle_loaded(engine, out, id, msg)
+    handle_loaded(engine, out, id, msg, place)
 }
 
 /// [`handle`], with any task the message names already in memory (or
 /// unknown).
-fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
+fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place: Option<Place>) {
     let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
         out.send(protocol::error_msg(id, &e));
     };
     match msg {
         ClientMsg::ToolBatch(req) => {
             if let Some(key) = req.call_key.clone() {
-                return keyed::batch(engine, out, id, req, key);
+                return keyed::batch(engine, out, id, req, key, place);
             }
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
             match create_task(engine, batch_id, &req, Some(out.clone()), None) {
                 Ok(task) => {
-                    if let Err(e) = start(engine, task, 0, TaskEvent::Start) {
+                    if let Err(e) = start(engine, task, 0, TaskEvent::Start, place) {
                         reply_err(&out, &id, e);
                     }
                 }
@@ -242,6 +252,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
             Some(t) if r.wait => {
                 tokio::spawn(async move {
                     t.wait_inactive(STATUS_WAIT_LIMIT).await;
+                    drop(place);
                     out.send(protocol::reply(
                         "task",
                         &id,
@@ -272,6 +283,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg) {
                 r.variables.clone(),
                 Some(out.clone()),
                 r.context.as_deref(),
+                place,
             ) {
                 reply_err(&out, &id, e);
             }
@@ -326,6 +338,7 @@ pub fn resume(
     variables: Option<serde_json::Map<String, Value>>,
     owner: Option<Outbox>,
     context: Option<&str>,
+    place: Option<Place>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
     let hub = engine.hub();
     if !crate::store::valid_id(task_id) {
@@ -396,7 +409,16 @@ pub fn resume(
     Ok(tokio::spawn(async move {
         let span = tracing::info_span!("task", id = %t.id);
         tracing::Instrument::instrument(
-            runner::drive(engine, t, from, TaskEvent::Resume, guard),
+            runner::drive(
+                engine,
+                t,
+                from,
+                TaskEvent::Resume,
+                runner::Hold {
+                    driving: guard,
+                    place,
+                },
+            ),
             span,
         )
         .await;
@@ -434,7 +456,8 @@ pub async fn run_inline(
     let task = create_task_in(engine, batch_id, &req, None, Some(context.clone()), view)?;
     // Its steps are the calling session's work (its run logs them).
     task.set_caller(session);
-    let handle = start(engine, task.clone(), 0, TaskEvent::Start)?;
+    // Its calling tool call holds the session's place.
+    let handle = start(engine, task.clone(), 0, TaskEvent::Start, None)?;
     // If the calling tool call gives up (timeout, cancel, dropped future),
     // so does the batch: never a second copy running behind a retry.
     let _stop = StopOnDrop(Some(task.clone()));

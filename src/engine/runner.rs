@@ -21,16 +21,20 @@ use super::uncertain::{settle_uncertain, Uncertain};
 use crate::errors::{ErrorType, HubError};
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question};
 
-/// Run `task` from step `start` to its end. The caller holds `task.driving`.
-/// `driving` is the task's run lock; it is released before `batch_complete`
-/// goes out, so a client may resume as soon as it sees the task end.
-pub async fn drive(
-    engine: Engine,
-    task: Arc<Task>,
-    start: usize,
-    event: TaskEvent,
-    driving: tokio::sync::OwnedMutexGuard<()>,
-) {
+/// What a run holds while it drives its task; let go right before
+/// `batch_complete` goes out, so a client may resume the task, or start
+/// more work, as soon as it sees the task end.
+pub struct Hold {
+    /// The task's run lock (`task.driving`).
+    pub driving: tokio::sync::OwnedMutexGuard<()>,
+    /// The place under its session's cap of the request that started this
+    /// run (`tool_batch`, `resume_task`); none for a run a tool call or a
+    /// replay holds the place for.
+    pub place: Option<crate::inflight::Place>,
+}
+
+/// Run `task` from step `start` to its end, holding `hold`.
+pub async fn drive(engine: Engine, task: Arc<Task>, start: usize, event: TaskEvent, hold: Hold) {
     let hub = engine.hub();
     // The task's instances of per-context servers live while it runs,
     // even if its session ends (it goes on as a durable task).
@@ -178,7 +182,7 @@ pub async fn drive(
     // journal failed) sends what it holds here, before anyone is told.
     engine.flush(&task);
     task.finished.send_modify(|n| *n += 1);
-    drop(driving);
+    drop(hold);
     task.emit(msg);
 }
 

@@ -355,7 +355,11 @@ impl Hub {
             _ = cancel.cancelled() => return Attempt { result: Err(tag(cancelled_error())), raw: None, reach: Reach::Unknown },
         };
         match response {
-            Ok(mcp_call::CallAnswer::Complete(raw)) => complete(raw, tag),
+            Ok(mcp_call::CallAnswer::Complete(raw)) => {
+                // A large result is walked off the async worker.
+                let bytes = crate::util::json_bytes(&raw);
+                crate::util::heavy(bytes, || complete(raw, tag))
+            }
             Ok(mcp_call::CallAnswer::Deferred) => Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::Unknown,

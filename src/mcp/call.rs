@@ -2,8 +2,8 @@
 //! linked to the client call it relays for when there is one.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest, RequestId,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
+    ContentBlock, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleClient};
@@ -77,9 +77,21 @@ pub async fn send_call(
     }
     let sent = |error| CallFailure { error, sent: true };
     match answer.map_err(sent)? {
-        ServerResult::CallToolResult(r) => serde_json::to_value(&r)
-            .map(CallAnswer::Complete)
-            .map_err(|_| sent(ServiceError::UnexpectedResponse)),
+        ServerResult::CallToolResult(r) => {
+            // A large result's tree is built off the async worker.
+            let bytes = r
+                .content
+                .iter()
+                .map(|c| match c {
+                    ContentBlock::Text(t) => t.text.len(),
+                    ContentBlock::Image(i) => i.data.len(),
+                    _ => 0,
+                })
+                .sum();
+            crate::util::heavy(bytes, || serde_json::to_value(&r))
+                .map(CallAnswer::Complete)
+                .map_err(|_| sent(ServiceError::UnexpectedResponse))
+        }
         ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_) => {
             Ok(CallAnswer::Deferred)
         }

@@ -21,7 +21,7 @@ pub use client::{
     ReloadToolsReq, ResumeSessionReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
 pub use outbox::{
-    Dropped, Limits as OutboxLimits, Outbox, OutboxReceiver, Refusal as ResumeRefusal, Running,
+    Dropped, Limits as OutboxLimits, Outbox, OutboxReceiver, Refusal as ResumeRefusal,
 };
 pub use page::StepPage;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};

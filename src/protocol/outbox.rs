@@ -25,7 +25,6 @@
 
 mod log;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
@@ -33,6 +32,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::inflight::InFlight;
 pub use log::{Dropped, Refusal};
 use log::{Log, Pushed};
 
@@ -57,8 +57,8 @@ struct Queue {
     ready: Notify,
     /// The session ended: nothing more is queued or written.
     ended: CancellationToken,
-    /// Calls of this session whose reply is not queued yet.
-    running: AtomicUsize,
+    /// The session's work whose reply is not queued yet.
+    work: InFlight,
 }
 
 impl Queue {
@@ -138,7 +138,7 @@ impl OutboxReceiver {
     /// replies ready now leave in one write (one wake-up of the client)
     /// instead of one each; a lone call never waits for that.
     pub fn replies_coming(&self) -> bool {
-        self.queue.running.load(Ordering::Relaxed) > 0
+        self.queue.work.count() > 0
     }
 
     /// The socket of this receiver ends: the session is detached (it goes
@@ -155,16 +155,6 @@ enum Next {
     Gone,
 }
 
-/// A running call of the session ([`Outbox::call_started`]); dropped just
-/// before its reply is queued.
-pub struct Running(Arc<Queue>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
 impl Outbox {
     /// A session's queue, attached to its first socket (whose `evict` token
     /// fires when the socket must go: it stopped reading).
@@ -179,7 +169,7 @@ impl Outbox {
             log: Mutex::new(log),
             ready: Notify::new(),
             ended: CancellationToken::new(),
-            running: AtomicUsize::new(0),
+            work: InFlight::default(),
         });
         let rx = OutboxReceiver {
             queue: queue.clone(),
@@ -225,16 +215,10 @@ impl Outbox {
         true
     }
 
-    /// A call whose reply will come through this queue has started; drop
-    /// the guard right before queueing the reply.
-    pub fn call_started(&self) -> Running {
-        self.queue.running.fetch_add(1, Ordering::Relaxed);
-        Running(self.queue.clone())
-    }
-
-    /// Calls of this session whose reply is not queued yet.
-    pub fn calls_running(&self) -> usize {
-        self.queue.running.load(Ordering::Relaxed)
+    /// The session's work in flight, under `server.maxInFlightPerSession`:
+    /// whatever replies through this queue takes a place there first.
+    pub fn in_flight(&self) -> &InFlight {
+        &self.queue.work
     }
 
     /// The session has ended: nothing more reaches its client.

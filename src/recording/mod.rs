@@ -20,6 +20,7 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::recording::{ExportFormat, ExportReq, RecordingMsg, UpdateReq};
 use crate::protocol::Outbox;
 use crate::protocol::{self, MsgId};
@@ -38,6 +39,7 @@ pub fn handle(
     out: Outbox,
     id: MsgId,
     msg: RecordingMsg,
+    place: Option<Place>,
 ) {
     let session = out.session.clone();
     let target = match &msg {
@@ -55,7 +57,7 @@ pub fn handle(
         let engine = engine.clone();
         tokio::spawn(async move {
             let _ = queued.await;
-            replay::run(engine, out, id, r).await;
+            replay::run(engine, out, id, r, place).await;
         });
         return;
     }
@@ -64,19 +66,31 @@ pub fn handle(
     // A call sent after start_recording waits for it before it is captured.
     let mark = matches!(msg, RecordingMsg::Start(_)).then(|| recorder.starting.mark(&session));
     let job = recorder.io.run(&keys, move || {
-        answer(&recorder_, &cfg, &out, &id, msg);
+        answer(&recorder_, &cfg, &out, &id, msg, place);
         drop(mark);
         Ok(())
     });
     tokio::spawn(job);
 }
 
-/// Answer one recording message (blocking file IO: on the blocking pool).
-fn answer(recorder: &Recorder, cfg: &Config, out: &Outbox, id: &MsgId, msg: RecordingMsg) {
+/// Answer one recording message (blocking file IO: on the blocking pool);
+/// `place` is let go right before the reply.
+fn answer(
+    recorder: &Recorder,
+    cfg: &Config,
+    out: &Outbox,
+    id: &MsgId,
+    msg: RecordingMsg,
+    place: Option<Place>,
+) {
     let storage = &cfg.recording.storage_path;
-    let reply = |ty: &str, r: Result<Value, HubError>| match r {
-        Ok(v) => out.send(protocol::reply(ty, id, v)),
-        Err(e) => out.send(protocol::error_msg(id, &e)),
+    let place = std::cell::Cell::new(place);
+    let reply = |ty: &str, r: Result<Value, HubError>| {
+        drop(place.take());
+        match r {
+            Ok(v) => out.send(protocol::reply(ty, id, v)),
+            Err(e) => out.send(protocol::error_msg(id, &e)),
+        }
     };
     match msg {
         RecordingMsg::Start(r) => {

@@ -14,6 +14,7 @@ use crate::client_context::ClientContext;
 use crate::diff::{self, Ignore};
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::recording::{Mode, ReplayReq};
 use crate::protocol::Outbox;
 use crate::protocol::{self, BatchOptions, BatchReq, BatchStep, MsgId};
@@ -56,17 +57,16 @@ fn variables(
     (vars, missing)
 }
 
-/// `replay_recording` from a connection: stream, then `replay_complete`.
-pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq) {
+/// `replay_recording` from a connection: stream, then `replay_complete`;
+/// `place` (its session's place) is held until then.
+pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq, place: Option<Place>) {
     let view = out.view.clone();
-    match execute(&engine, Some(&out), &out.session, view, &req).await {
-        Ok(done) => {
-            out.send(protocol::with_reply_to(done, &id));
-        }
-        Err(e) => {
-            out.send(protocol::error_msg(&id, &e));
-        }
-    }
+    let done = execute(&engine, Some(&out), &out.session, view, &req).await;
+    drop(place);
+    match done {
+        Ok(done) => out.send(protocol::with_reply_to(done, &id)),
+        Err(e) => out.send(protocol::error_msg(&id, &e)),
+    };
 }
 
 /// Run a replay; step results go to `out` when there is one. Returns the
@@ -395,6 +395,8 @@ async fn live(
         task.clone(),
         0,
         crate::engine::state::TaskEvent::Start,
+        // The replay request holds its session's place (`run`).
+        None,
     )?;
     // An abandoned built-in call stops the replay's task too.
     let _stop = crate::engine::StopOnDrop(Some(task.clone()));

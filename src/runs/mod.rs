@@ -31,6 +31,7 @@ use crate::builtin::sandbox::RunFolder;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
+use crate::inflight::Place;
 use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
 use crate::protocol::{self, MsgId, Outbox};
 use crate::store::offload::{blocking, Serial};
@@ -557,21 +558,25 @@ fn enum_field<T: serde::de::DeserializeOwned + serde::Serialize>(
 /// Handle a run message from a connection: on the blocking pool (every
 /// message reads or writes run folders), in the order the connection sent
 /// them; the reply goes out from the job.
-pub fn handle(runs: &Arc<Runs>, out: &Outbox, id: MsgId, msg: RunMsg) {
+pub fn handle(runs: &Arc<Runs>, out: &Outbox, id: MsgId, msg: RunMsg, place: Option<Place>) {
     let (me, owner) = (runs.clone(), out.clone());
     // A call sent after set_run waits for it before it is logged.
     let mark = matches!(msg, RunMsg::Set(_)).then(|| runs.setting.mark(&out.session));
     let job = runs.io.run(&[out.session.as_str()], move || {
         let out = owner;
-        answer(&me, &out, &id, msg);
+        answer(&me, &out, &id, msg, place);
         drop(mark);
         Ok(())
     });
     tokio::spawn(job);
 }
 
-fn answer(runs: &Runs, out: &Outbox, id: &MsgId, msg: RunMsg) {
+/// `place` (the message's place under its session's cap) is let go right
+/// before the reply.
+fn answer(runs: &Runs, out: &Outbox, id: &MsgId, msg: RunMsg, place: Option<Place>) {
+    let place = std::cell::Cell::new(place);
     let reply = |ty: &str, r: Result<Value, HubError>| {
+        drop(place.take());
         let _sent = match r {
             Ok(v) => out.send(protocol::reply(ty, id, v)),
             Err(e) => out.send(protocol::error_msg(id, &e)),

@@ -7,11 +7,12 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::artifact::{ArtifactOwner, ArtifactReq};
 use crate::protocol::{self, MsgId, Outbox};
 use crate::store::artifact::{self, Artifact};
 
-pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq) {
+pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Option<Place>) {
     let cfg = app.hub.config();
     let out = out.clone();
     tokio::spawn(async move {
@@ -23,7 +24,7 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq) {
                 format!("reading the file failed: {e}"),
             ))
         });
-        match result {
+        let reply = match result {
             Ok(a) => {
                 let (key, value) = match &owner {
                     ArtifactOwner::Recording(r) => ("recordingId", r),
@@ -36,10 +37,12 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq) {
                     "data": crate::b64::encode(&a.bytes),
                 });
                 body[key] = json!(value);
-                out.send(protocol::reply("artifact", &id, body))
+                protocol::reply("artifact", &id, body)
             }
-            Err(e) => out.send(protocol::error_msg(&id, &e)),
+            Err(e) => protocol::error_msg(&id, &e),
         };
+        drop(place);
+        out.send(reply);
     });
 }
 

@@ -13,6 +13,7 @@ use crate::client_context::{self, ClientContext};
 use crate::engine::confirm::SingleCall;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::{Approval, CallRequest, Watch};
+use crate::inflight::Place;
 use crate::protocol::{self, ClientMsg, MsgId, Outbox, ResumeSessionReq, ToolCallReq};
 use crate::retry::RetryOverride;
 
@@ -35,6 +36,13 @@ pub fn handle(
         }
     };
     let id = env.id;
+    // The one place the session's cap is applied: a message that starts
+    // work (a task of its own, or a job on the blocking pool) takes a place
+    // before anything runs, and its handler drops it right before the reply.
+    let place = match work_of(&env.msg) {
+        Some(what) => Some(take_place(app, out, &id, what)?),
+        None => None,
+    };
     match env.msg {
         ClientMsg::Ping => {
             out.send(protocol::reply("pong", &id, json!({})));
@@ -42,7 +50,6 @@ pub fn handle(
         ClientMsg::ListTools => {
             // Right after start-up this waits for the servers still
             // starting; a list that is still partial says so.
-            let running = slot(app, out, &id, "list_tools")?;
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
                 let starting = hub.settle_first_start().await;
@@ -50,26 +57,24 @@ pub fn handle(
                 if !starting.is_empty() {
                     msg["starting"] = json!(starting);
                 }
-                drop(running);
+                drop(place);
                 out.send(protocol::reply("tools", &id, msg));
             });
         }
-        ClientMsg::ToolCall(req) => tool_call(app, session, id, req),
+        ClientMsg::ToolCall(req) => tool_call(app, session, id, req, place),
         ClientMsg::HealthCheck => {
-            let running = slot(app, out, &id, "health_check")?;
             let (app, out) = (app.clone(), out.clone());
             tokio::spawn(async move {
                 let report = app.health().await;
-                drop(running);
+                drop(place);
                 out.send(protocol::reply("health_status", &id, report));
             });
         }
         ClientMsg::ReloadTools(req) => {
-            let running = slot(app, out, &id, "reload_tools")?;
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
                 hub.reload_tools_and_wait(req.approve).await;
-                drop(running);
+                drop(place);
                 let mut msg = hub.listing(out.view.as_deref());
                 msg["reason"] = json!("reload_tools");
                 out.send(protocol::reply("tools", &id, msg));
@@ -77,11 +82,10 @@ pub fn handle(
         }
         ClientMsg::History(req) => {
             // Right after start-up this waits for the file's tail.
-            let running = slot(app, out, &id, "history")?;
             let (history, out) = (hub.history.clone(), out.clone());
             tokio::spawn(async move {
                 let entries = history.latest(req.limit.min(1000)).await;
-                drop(running);
+                drop(place);
                 out.send(protocol::reply(
                     "history",
                     &id,
@@ -90,11 +94,11 @@ pub fn handle(
             });
         }
         ClientMsg::Recording(m) => {
-            crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m)
+            crate::recording::handle(&app.recorder, &app.engine, out.clone(), id, m, place)
         }
-        ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m),
-        ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req),
-        ClientMsg::KeepResult(req) => super::keep::handle(app, out, id, req),
+        ClientMsg::Run(m) => crate::runs::handle(&app.runs, out, id, m, place),
+        ClientMsg::Artifact(req) => super::artifact::handle(app, out, id, req, place),
+        ClientMsg::KeepResult(req) => super::keep::handle(app, out, id, req, place),
         ClientMsg::Ack(req) => out.ack(req.seq),
         ClientMsg::StopInstance(req) => {
             let context = ClientContext::parse(&req.context);
@@ -118,27 +122,52 @@ pub fn handle(
             }
         }
         ClientMsg::ResumeSession(req) => return Some((id, req)),
-        other => crate::engine::handle(&app.engine, out.clone(), id, other),
+        other => crate::engine::handle(&app.engine, out.clone(), id, other, place),
     }
     None
 }
 
-/// A place under the session's in-flight cap (`server.maxInFlightPerSession`)
-/// for the work a message spawns (a call, a listing, a health check, a
-/// reload, history), held until its reply is queued; `None` when the
-/// session is at its cap, after telling the client `LIMIT_EXCEEDED`.
-fn slot(app: &App, out: &Outbox, id: &MsgId, what: &str) -> Option<crate::protocol::Running> {
+/// The work a message starts, by the name its refusal gives it; `None`
+/// for a message answered at once or one that ends or answers work
+/// (`ping`, `ack`, `cancel_task`, `confirm`, `list_tasks`,
+/// `stop_instance`, `resume_session`): those are never refused, so a
+/// session at its cap can still cancel its work and answer its questions.
+fn work_of(msg: &ClientMsg) -> Option<&'static str> {
+    Some(match msg {
+        ClientMsg::ListTools => "list_tools",
+        ClientMsg::ToolCall(_) => "call",
+        ClientMsg::ToolBatch(_) => "tool_batch",
+        ClientMsg::ResumeTask(_) => "resume_task",
+        ClientMsg::TaskStatus(_) => "task_status",
+        ClientMsg::HealthCheck => "health_check",
+        ClientMsg::ReloadTools(_) => "reload_tools",
+        ClientMsg::History(_) => "history",
+        ClientMsg::Recording(_) => "recording request",
+        ClientMsg::Run(_) => "run request",
+        ClientMsg::Artifact(_) => "get_artifact",
+        ClientMsg::KeepResult(_) => "keep_result",
+        ClientMsg::Ping
+        | ClientMsg::CancelTask(_)
+        | ClientMsg::ListTasks(_)
+        | ClientMsg::Confirm(_)
+        | ClientMsg::ResumeSession(_)
+        | ClientMsg::Ack(_)
+        | ClientMsg::StopInstance(_) => return None,
+    })
+}
+
+/// A place under the session's cap (`server.maxInFlightPerSession`) for
+/// `what`; `None` when the session is at its cap, after telling the client
+/// `LIMIT_EXCEEDED`.
+fn take_place(app: &App, out: &Outbox, id: &MsgId, what: &str) -> Option<Place> {
     let cap = app.hub.config().server.max_in_flight_per_session;
-    if out.calls_running() >= cap {
-        let e = HubError::new(
-            ErrorType::LimitExceeded,
-            format!("this session already has {cap} calls running (server.maxInFlightPerSession); the {what} was not started"),
-        )
-        .with_suggestion("wait for a running call to answer, send many steps as one tool_batch, or raise server.maxInFlightPerSession");
-        out.send(protocol::error_msg(id, &e));
-        return None;
+    match out.in_flight().take(cap, what) {
+        Ok(place) => Some(place),
+        Err(e) => {
+            out.send(protocol::error_msg(id, &e));
+            None
+        }
     }
-    Some(out.call_started())
 }
 
 fn reject(out: &Outbox, id: &MsgId, message: String) {
@@ -150,7 +179,7 @@ fn reject(out: &Outbox, id: &MsgId, message: String) {
 
 /// A `tool_call`: checked, held to the session's in-flight cap, then run
 /// in its own task (once per `callKey`), cancelled if the session ends.
-fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
+fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq, place: Option<Place>) {
     let out = &session.outbox;
     let retry = match RetryOverride::parse(req.retry.as_ref()) {
         Ok(r) => r,
@@ -162,7 +191,8 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq) {
     if let Some(Err(m)) = req.context.as_deref().map(client_context::check_label) {
         return reject(out, &id, format!("tool_call: {m}"));
     }
-    let Some(running) = slot(app, out, &id, "call") else {
+    // Taken in `handle` (a tool_call always has one).
+    let Some(running) = place else {
         return;
     };
     let mut call = CallRequest::new(
@@ -198,7 +228,7 @@ struct Job {
     id: MsgId,
     call: CallRequest,
     save_images: Option<crate::protocol::SaveImages>,
-    running: crate::protocol::Running,
+    running: Place,
 }
 
 /// A `tool_call` with a `callKey`: the first with the key runs; a repeat
@@ -274,8 +304,12 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     if let Some(g) = key {
         super::keyed::settle(g, &outcome);
     }
+    // A large result is serialised off the async worker.
+    let bytes = crate::util::json_bytes(&outcome.result)
+        + outcome.raw.as_ref().map_or(0, crate::util::json_bytes);
+    let text = crate::util::heavy(bytes, || protocol::tool_result_text(&id, &outcome));
     drop(running);
-    match protocol::tool_result_text(&id, &outcome) {
+    match text {
         Some(text) => out.send_text(text),
         None => out.send(protocol::tool_result_msg(&id, outcome.to_json())),
     };

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
+use crate::inflight::Place;
 use crate::protocol::keep::KeepResultReq;
 use crate::protocol::{self, MsgId, Outbox};
 
@@ -20,7 +21,7 @@ pub const MAX_TEXT_BYTES: usize = 32 * 1024 * 1024;
 /// Where kept results go, relative to the workspace.
 pub const RESULTS_DIR: &str = ".toolhub/results";
 
-pub fn handle(app: &App, out: &Outbox, id: MsgId, req: KeepResultReq) {
+pub fn handle(app: &App, out: &Outbox, id: MsgId, req: KeepResultReq, place: Option<Place>) {
     let builtin = app.hub.config().builtin.clone();
     let out = out.clone();
     tokio::spawn(async move {
@@ -41,6 +42,7 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: KeepResultReq) {
             )
             .with_suggestion("put the whole result into the chat, or have the operator set builtin.enabled to true in config.json (a config reload applies it)"))
         };
+        drop(place);
         match kept {
             Ok((path, chars)) => out.send(protocol::reply(
                 "result_kept",

@@ -181,7 +181,7 @@ impl Sessions {
             end(session, Why::SocketClosed);
             return;
         }
-        tracing::info!(session = %session.id, grace_ms = grace.as_millis() as u64, calls = session.outbox.calls_running(),
+        tracing::info!(session = %session.id, grace_ms = grace.as_millis() as u64, in_flight = session.outbox.in_flight().count(),
             "socket closed; the session waits for a resume_session (server.sessionGraceMs)");
         let session = session.clone();
         let attached_before = session.outbox.attachments();

@@ -7,6 +7,7 @@ mod artifacts;
 mod assertions;
 mod batch;
 mod browser_tabs;
+mod caps;
 mod contexts;
 mod durable;
 mod extension;

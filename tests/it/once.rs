@@ -18,7 +18,7 @@ async fn hub() -> (TestHub, Client) {
 }
 
 /// [`hub`] with `server` settings.
-async fn hub_with(server: Value) -> (TestHub, Client) {
+pub(crate) async fn hub_with(server: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace")).expect("ws");

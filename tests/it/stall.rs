@@ -104,3 +104,54 @@ async fn one_clients_file_work_never_stalls_another_clients_ping() {
         );
     }
 }
+
+/// Large results off the async workers (issue 38.5): while one client
+/// receives three 8 MB tool results, another client's worst ping is held
+/// against its worst in a quiet half second before, as a ratio (printed;
+/// the relay bench's stall phase prints it for a release build and a
+/// baseline). Every tree walk of such a result (its parse into a `Value`,
+/// the outcome, redaction, serialisation) runs off the worker; the
+/// bound is generous for a debug build on a shared 2-core machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_results_never_stall_another_clients_ping() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({"mcpServers": {"t": crate::support::testserver_entry(&p, "t", &[])}}),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    crate::servers::wait_running(&mut c, "t").await;
+    let token = hub.token.clone().expect("token");
+    let mut worker = fixture::Worker::connect(hub.url(), &token).await;
+    let call =
+        |bytes: u64| json!({"type": "tool_call", "tool": "t__big", "params": {"bytes": bytes}});
+    let pinger = fixture::Pinger::start(hub.url(), token);
+    // A measurement window, not a wait for anything: the machine's own
+    // noise with nothing else running.
+    let quiet = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (quiet_to, work) = (Instant::now(), Instant::now());
+    for _ in 0..3 {
+        let r = worker.request(call(8_000_000)).await;
+        assert!(
+            has_type(&r, "tool_result") && r.len() > 8_000_000,
+            "{r:.300}"
+        );
+    }
+    let done = Instant::now();
+    let rtts = pinger.stop();
+    let (idle, _) = fixture::worst_between(&rtts, quiet, quiet_to);
+    let (during, n) = fixture::worst_between(&rtts, work, done);
+    eprintln!(
+        "3 × 8 MB results in {:?}: worst ping {during:?} ({n} pings) against {idle:?} quiet: ratio {:.1}",
+        done - work,
+        during.as_secs_f64() / idle.as_secs_f64().max(1e-4)
+    );
+    assert!(n >= 3, "only {n} pings during the results");
+    assert!(
+        during < WORST_PING,
+        "a ping waited {during:?} while another client received 8 MB results (quiet worst {idle:?})"
+    );
+}

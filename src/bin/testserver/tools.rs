@@ -87,6 +87,24 @@ pub fn builtin_tools() -> Vec<Tool> {
             schema(json!({}), &[]),
         ),
         tool(
+            "barrier",
+            "Waits until `release` is called with the same `name` (or the call is cancelled).",
+            schema(json!({"name": string("barrier name")}), &["name"]),
+        ),
+        tool(
+            "await_waiting",
+            "Answers once at least `count` calls wait at barrier `name`, with how many wait.",
+            schema(
+                json!({"name": string("barrier name"), "count": integer("calls to wait for")}),
+                &["name", "count"],
+            ),
+        ),
+        tool(
+            "release",
+            "Lets every call at barrier `name` go (and any later one); answers how many waited.",
+            schema(json!({"name": string("barrier name")}), &["name"]),
+        ),
+        tool(
             "crash",
             "Exits the server process mid-call without answering.",
             schema(json!({"code": integer("exit code, default 1")}), &[]),

@@ -193,6 +193,17 @@ impl ServerHandler for HubServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let key = self.state().key.clone();
+        // A place under the session's cap, held until the call's result;
+        // at the cap the call fails at once (a stateless request is a
+        // session of its own).
+        let cap = self.ep.app.hub.config().server.max_in_flight_per_session;
+        let _place = match self.state().in_flight.take(cap, "tools/call") {
+            Ok(p) => p,
+            Err(e) => {
+                let refused = crate::hub::CallOutcome::failed(&request.name, e, Default::default());
+                return Ok(super::call::to_result(&refused).into());
+            }
+        };
         super::call::call_tool(&self.ep, &key, request, cx)
             .await
             .map(Into::into)

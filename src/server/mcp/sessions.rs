@@ -39,6 +39,8 @@ pub struct SessionState {
     http_id: std::sync::OnceLock<Arc<str>>,
     level: Mutex<Option<LoggingLevel>>,
     subscribed: Mutex<BTreeSet<String>>,
+    /// Its `tools/call`s in flight, under `server.maxInFlightPerSession`.
+    pub in_flight: crate::inflight::InFlight,
 }
 
 impl SessionState {
@@ -49,6 +51,7 @@ impl SessionState {
             http_id: std::sync::OnceLock::new(),
             level: Mutex::new(None),
             subscribed: Mutex::new(BTreeSet::new()),
+            in_flight: Default::default(),
         })
     }
 
