@@ -12,6 +12,7 @@ mod ctx;
 mod defaults;
 mod glob;
 mod json_error;
+mod keys;
 mod locate;
 mod raw;
 pub mod reload;

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ctx::Ctx;
+use super::keys::{check_keys, fields_of, UnknownKey};
 use super::locate::esc;
-use super::raw::{check_keys, fields_of, UnknownKey};
 use super::ConfigError;
 
 /// One view: a subset of the aggregate, under its own names.

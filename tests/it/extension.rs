@@ -170,14 +170,19 @@ async fn on_the_chat_sites_only_the_live_turn_runs_by_itself() {
     let marker = format!("FAKE-ED25519-KEY-{}", std::process::id());
     std::fs::write(
         home.join(".ssh/id_ed25519"),
-        format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{marker}\n-----END OPENSSH PRIVATE KEY-----\n"),
+        format!(
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n{marker}\n-----END OPENSSH PRIVATE KEY-----\n"
+        ),
     )
     .expect("key");
     let workspace = p.join("workspace");
     std::fs::create_dir_all(&workspace).expect("workspace");
     for id in ["chatgpt", "claude", "gemini", "genspark"] {
-        std::fs::write(workspace.join(format!("notes-{id}.txt")), format!("notes of {id}"))
-            .expect("notes");
+        std::fs::write(
+            workspace.join(format!("notes-{id}.txt")),
+            format!("notes of {id}"),
+        )
+        .expect("notes");
         let big = format!("BIG-HEAD-{id}\n{}\nBIG-TAIL-{id}", "x".repeat(30_000));
         std::fs::write(workspace.join(format!("big-{id}.txt")), big).expect("big");
     }
