@@ -84,6 +84,7 @@ impl App {
         hub.mount(BUILTIN_SERVER, builtin);
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
+        hub.mount(BUILTIN_SERVER, crate::hub::discovery::Discovery::new(hub.clone()));
         runs.spawn_index_checks();
         hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
         hub.start_servers();

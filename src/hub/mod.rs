@@ -10,6 +10,7 @@
 
 pub mod aggregate;
 mod call;
+pub mod discovery;
 mod events;
 pub mod health;
 pub mod instances;

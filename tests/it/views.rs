@@ -1,7 +1,9 @@
 //! Tool views (issue 40): a view's session lists its tools under its
 //! names, and a tool outside it is TOOL_NOT_FOUND on every path (single
-//! call, batch step, hub__tool_batch, replay, /mcp); client tokens open
-//! only their views; a reload that takes a tool out tells the view.
+//! call, batch step, hub__tool_batch, replay, /mcp, the discovery
+//! meta-tools); client tokens open only their views; a reload that takes a
+//! tool out tells the view; a discovery view's list is a tenth of the
+//! aggregate's or less.
 
 use serde_json::{json, Value};
 
@@ -251,4 +253,110 @@ async fn a_reload_takes_a_tool_out_and_revokes_a_client() {
     assert!(not_found(&r), "{r}");
     // The client is gone from the config: its token opens nothing now.
     assert_eq!(hub.connect_at("/ws/chat", EXT).await.err(), Some(401));
+}
+
+/// The characters of a tool list as a client receives it, and a rough
+/// token count (4 characters a token, as tokenizers average on JSON).
+fn size(list: &Value) -> (usize, usize) {
+    let chars = list["tools"].to_string().chars().count();
+    (chars, chars.div_ceil(4))
+}
+
+#[tokio::test]
+async fn discovery_finds_describes_and_calls_only_the_views_tools() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cfg = config(dir.path(), &["t__slow"], true);
+    cfg["views"]["agent"] = json!({"discovery": true, "hide": ["t__slow", "hub__run_command"]});
+    let hub = TestHub::start_in(dir, cfg).await;
+    let mut main = hub.connect().await;
+    crate::mcp::wait_running(&mut main, &["t"]).await;
+    let token = hub.token.clone().expect("token");
+    let mut a = hub.connect_at("/ws/agent", &token).await.expect("agent");
+
+    // The view lists the meta-tools only.
+    let list = a.request(json!({"type": "list_tools"})).await;
+    let mut listed = names(&list);
+    listed.sort();
+    assert_eq!(
+        listed,
+        ["hub__call_tool", "hub__describe_tool", "hub__search_tools"]
+    );
+    let whole = main.request(json!({"type": "list_tools"})).await;
+    let ((d_chars, d_tokens), (w_chars, w_tokens)) = (size(&list), size(&whole));
+    println!(
+        "discovery view lists {} tools: {d_chars} characters (~{d_tokens} tokens); the aggregate {} tools: {w_chars} characters (~{w_tokens} tokens)",
+        listed.len(),
+        names(&whole).len()
+    );
+    // 1,332 against 26,381 characters when this was written (57 tools).
+    assert!(d_chars * 10 < w_chars, "{d_chars} vs {w_chars}");
+
+    // Search by a word of the description; a hidden tool is not found.
+    let found = a
+        .call("hub__search_tools", json!({"query": "echo message text"}))
+        .await;
+    assert_eq!(found["success"], true, "{found}");
+    let hits: Vec<&str> = found["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(hits.first(), Some(&"t__echo"), "{found}");
+    for query in ["slow", "milliseconds wait", "run_command", "search_tools"] {
+        let r = a.call("hub__search_tools", json!({"query": query})).await;
+        let hits: Vec<&str> = r["result"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(r["success"], true, "{r}");
+        for hidden in ["t__slow", "hub__run_command", "hub__search_tools"] {
+            assert!(!hits.contains(&hidden), "{query}: {r}");
+        }
+    }
+
+    // Describe: the schema of a tool of the view; not of a hidden one.
+    let d = a
+        .call("hub__describe_tool", json!({"name": "t__echo"}))
+        .await;
+    assert_eq!(
+        d["result"]["inputSchema"]["required"],
+        json!(["message"]),
+        "{d}"
+    );
+    let d = a
+        .call("hub__describe_tool", json!({"name": "t__slow"}))
+        .await;
+    assert!(not_found(&d), "{d}");
+
+    // Call through the meta-tool: the view's tool runs, a hidden one not.
+    let r = a
+        .call(
+            "hub__call_tool",
+            json!({"name": "echo", "arguments": {"message": "via discovery"}}),
+        )
+        .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert!(r["result"].to_string().contains("via discovery"), "{r}");
+    for name in ["t__slow", "slow", "hub__run_command"] {
+        let r = a
+            .call(
+                "hub__call_tool",
+                json!({"name": name, "arguments": {"ms": 1, "command": "true"}}),
+            )
+            .await;
+        assert!(not_found(&r), "{name}: {r}");
+    }
+    let r = a
+        .call(
+            "hub__call_tool",
+            json!({"name": "hub__call_tool", "arguments": {"name": "t__slow"}}),
+        )
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    // Nor directly, though the view does not list the tools.
+    assert!(not_found(&a.call("t__slow", json!({"ms": 1})).await));
+    assert_eq!(slow_calls(&hub), 0, "a hidden tool ran through discovery");
 }
