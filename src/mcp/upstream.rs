@@ -352,6 +352,7 @@ pub async fn connect(
         }
         Transport::Http { url, headers } => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            tls_provider();
             let mut map = HashMap::new();
             for (k, v) in headers {
                 let name = http::HeaderName::try_from(k.as_str())
@@ -374,7 +375,10 @@ pub async fn connect(
                         leader_exit: None,
                     })
                 }
-                Ok(Err(e)) => Err(format!("MCP handshake with {url} failed: {e}")),
+                Ok(Err(e)) => Err(format!(
+                    "MCP handshake with {url} failed: {e}{}",
+                    causes(&e)
+                )),
                 Err(_) => Err(format!(
                     "MCP handshake with {url} did not finish within {} ms",
                     init_timeout.as_millis()
@@ -490,4 +494,33 @@ pub async fn apply_log_level(peer: &Peer<RoleClient>, level: LoggingLevel, timeo
         Ok(Err(e)) => tracing::debug!(error = %e, "logging/setLevel refused"),
         Err(_) => tracing::debug!("logging/setLevel did not answer in time"),
     }
+}
+
+/// Install rustls's ring provider as the process default, once, before the
+/// first HTTPS client is built (reqwest is built without a provider of its
+/// own, so the hub links ring, not aws-lc). Harmless when one is installed.
+pub fn tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// The causes under an error, as ": cause: deeper cause" (a refused TLS
+/// certificate sits several levels under rmcp's transport error, and is
+/// what a person needs to read).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = String::new();
+    let mut next = e.source();
+    let mut seen = e.to_string();
+    while let Some(c) = next {
+        let text = c.to_string();
+        if !seen.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+            seen.push_str(&text);
+        }
+        next = c.source();
+    }
+    out
 }

@@ -75,6 +75,7 @@ pub async fn run(target: Target) -> Result<(), String> {
             target.url
         ));
     }
+    crate::mcp::upstream::tls_provider();
     let mut cfg = StreamableHttpClientTransportConfig::with_uri(target.url.clone());
     if let Some(t) = &target.token {
         cfg = cfg.auth_header(t.clone());

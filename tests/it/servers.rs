@@ -374,6 +374,97 @@ async fn a_remote_streamable_http_server_is_served_like_a_child() {
     assert_eq!(h["servers"][0]["transport"], "http", "{h}");
 }
 
+/// The hub speaks TLS to a remote server with rustls's ring provider (no
+/// aws-lc): against an HTTPS server whose certificate nobody signed (openssl
+/// s_server with a self-signed certificate made here), the handshake runs
+/// and the certificate is refused, and the server's status says so: no
+/// panic for want of a crypto provider, no plain-text fallback.
+#[tokio::test]
+async fn an_https_remote_with_an_unknown_certificate_is_refused_by_tls() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().expect("dir");
+    let (key, crt) = (dir.path().join("key.pem"), dir.path().join("crt.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .expect("openssl");
+    assert!(made.status.success(), "{made:?}");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    // Its handshake errors go to stderr: both streams are read as one.
+    let mut tls = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec openssl s_server -www -accept {port} -key '{}' -cert '{}' 2>&1",
+            key.display(),
+            crt.display()
+        ))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("openssl s_server");
+    let mut lines = tokio::io::BufReader::new(tls.stdout.take().expect("stdout")).lines();
+    tokio::time::timeout(crate::support::WAIT, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            if l.contains("ACCEPT") {
+                return;
+            }
+        }
+        panic!("openssl s_server exited before accepting");
+    })
+    .await
+    .expect("openssl s_server did not start");
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let hub = hub_with(|_| json!({"remote": {"url": url}})).await;
+    let mut c = hub.connect().await;
+    let failed = c
+        .recv_where("the remote's failure", |v| {
+            v["type"] == "server_status"
+                && v["name"] == "remote"
+                && v["lastError"].as_str().is_some_and(|e| !e.is_empty())
+        })
+        .await;
+    assert!(
+        failed["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("MCP handshake with https://"),
+        "{failed}"
+    );
+    // The TLS server saw the hub's handshake end with the hub's alert that
+    // it does not know who signed the certificate.
+    let alert = tokio::time::timeout(crate::support::WAIT, async {
+        while let Ok(Some(l)) = lines.next_line().await {
+            let l = l.to_lowercase();
+            if l.contains("alert") || l.contains("unknown ca") || l.contains("certificate") {
+                return l;
+            }
+        }
+        String::new()
+    })
+    .await
+    .unwrap_or_default();
+    assert!(!alert.is_empty(), "no TLS alert seen by the server");
+    assert!(!hub.logs().contains("CryptoProvider"), "{}", hub.logs());
+}
+
 #[tokio::test]
 async fn a_server_that_keeps_failing_is_parked_in_crash_loop_until_reload_tools() {
     // `false` exits at once: the MCP handshake fails on every start.
