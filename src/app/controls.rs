@@ -188,7 +188,7 @@ impl Controls {
                     .and_then(Value::as_u64)
                     .unwrap_or(50)
                     .min(1000) as usize;
-                Ok(json!({"entries": hub.history.latest(limit).await}))
+                Ok(json!({"entries": hub.history.latest_in(limit, call.view).await}))
             }
             Tool::Batch => {
                 let (session, context, view) = (call.session, call.context, call.view);
@@ -218,10 +218,13 @@ impl Controls {
                 let t = engine
                     .load(id)
                     .await
+                    .filter(|t| crate::engine::same_view(t, call.view))
                     .ok_or_else(|| crate::engine::unknown_task(id))?;
                 Ok(t.status_json(page))
             }
-            Tool::ListTasks => crate::engine::list_json(engine, &params_of(tool, params)?),
+            Tool::ListTasks => {
+                crate::engine::list_json(engine, &params_of(tool, params)?, call.view)
+            }
             // The recorder's file work runs on the blocking pool, in order
             // with the session's recording messages.
             Tool::RecordStart => {

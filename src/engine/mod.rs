@@ -222,6 +222,14 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
                 Err(e) => reply_err(&out, &id, e),
             }
         }
+        // A task of another view is unknown in this one.
+        ClientMsg::CancelTask(r) | ClientMsg::TaskStatus(r)
+            if engine
+                .get(&r.task_id)
+                .is_some_and(|t| !same_view(&t, out.view.as_deref())) =>
+        {
+            reply_err(&out, &id, unknown_task(&r.task_id))
+        }
         ClientMsg::CancelTask(r) => match engine.get(&r.task_id) {
             Some(t) if t.state().is_active() => {
                 t.cancel_token().cancel();
@@ -269,7 +277,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
             }
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
-        ClientMsg::ListTasks(r) => match list_json(engine, &r) {
+        ClientMsg::ListTasks(r) => match list_json(engine, &r, out.view.as_deref()) {
             Ok(v) => {
                 out.send(protocol::reply("tasks", &id, v));
             }
@@ -472,7 +480,13 @@ pub async fn run_inline(
 
 /// `{"tasks": [...], "problems": [...], "total", "offset", "limit"}` for
 /// list_tasks: the tasks matching the filters, newest first, one page.
-pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError> {
+/// In a view only the view's tasks (a finished task known only from the
+/// index, which keeps no view, is the aggregate's).
+pub fn list_json(
+    engine: &Engine,
+    req: &ListTasksReq,
+    view: Option<&str>,
+) -> Result<Value, HubError> {
     let state = match &req.state {
         None => None,
         Some(s) => Some(durable::parse_state(s).ok_or_else(|| {
@@ -494,6 +508,7 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
     let mut hits: Vec<(u64, &str, Hit)> = live
         .iter()
         .filter(|t| state.is_none_or(|s| t.state() == s))
+        .filter(|t| same_view(t, view))
         .filter(|t| {
             req.tool.as_deref().is_none_or(|want| {
                 t.plan
@@ -507,7 +522,7 @@ pub fn list_json(engine: &Engine, req: &ListTasksReq) -> Result<Value, HubError>
         .collect();
     // Tasks that succeeded before this start: from the index alone.
     let ix = engine.store.finished.lock();
-    if state.is_none_or(|s| s == state::TaskState::Success) {
+    if view.is_none() && state.is_none_or(|s| s == state::TaskState::Success) {
         hits.extend(
             ix.entries()
                 .filter(|e| engine.tasks.get(&e.id).is_none())

@@ -168,6 +168,28 @@ impl History {
 
     /// The latest `limit` entries, oldest first (the file's tail included:
     /// right after start-up this waits for it).
+    /// The latest `limit` calls made in `view` (`None`: every call, the
+    /// aggregate's view of history); a view's client sees only its own.
+    pub async fn latest_in(&self, limit: usize, view: Option<&str>) -> Vec<Value> {
+        let Some(view) = view else {
+            return self.latest(limit).await;
+        };
+        self.wait_loaded().await;
+        let Ok(r) = self.recent.lock() else {
+            return Vec::new();
+        };
+        let mut out: Vec<Value> = r
+            .entries
+            .iter()
+            .rev()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|e| e.get("view").and_then(Value::as_str) == Some(view))
+            .take(limit)
+            .collect();
+        out.reverse();
+        out
+    }
+
     pub async fn latest(&self, limit: usize) -> Vec<Value> {
         self.wait_loaded().await;
         match self.recent.lock() {

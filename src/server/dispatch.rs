@@ -83,8 +83,11 @@ pub fn handle(
         ClientMsg::History(req) => {
             // Right after start-up this waits for the file's tail.
             let (history, out) = (hub.history.clone(), out.clone());
+            let view = out.view.clone();
             tokio::spawn(async move {
-                let entries = history.latest(req.limit.min(1000)).await;
+                let entries = history
+                    .latest_in(req.limit.min(1000), view.as_deref())
+                    .await;
                 drop(place);
                 out.send(protocol::reply(
                     "history",

@@ -360,3 +360,38 @@ async fn discovery_finds_describes_and_calls_only_the_views_tools() {
     assert!(not_found(&a.call("t__slow", json!({"ms": 1})).await));
     assert_eq!(slow_calls(&hub), 0, "a hidden tool ran through discovery");
 }
+
+#[tokio::test]
+async fn tasks_and_history_of_another_view_are_not_found_in_a_view() {
+    let hub = start().await;
+    let mut main = hub.connect().await;
+    main.send(json!({"type": "tool_batch", "id": "b1", "steps": [
+        {"tool": "t__slow", "params": {"ms": 1}}]}))
+        .await;
+    let done = main.recv_type("batch_complete").await;
+    let task = done["taskId"].as_str().expect("taskId").to_string();
+    let mut c = hub.connect_at("/ws/chat", EXT).await.expect("chat");
+    assert_eq!(
+        c.call("say", json!({"message": "mine"})).await["success"],
+        true
+    );
+    // The aggregate's task: unknown in the view, by message and by tool.
+    for msg in ["task_status", "cancel_task"] {
+        let r = c.request(json!({"type": msg, "taskId": task})).await;
+        assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{msg}: {r}");
+    }
+    let listed = c.request(json!({"type": "list_tasks"})).await;
+    assert!(!listed.to_string().contains(&task), "{listed}");
+    assert!(main
+        .request(json!({"type": "list_tasks"}))
+        .await
+        .to_string()
+        .contains(&task));
+    // History: the view's calls only.
+    let h = c.request(json!({"type": "history", "limit": 100})).await;
+    let entries = h["entries"].as_array().cloned().unwrap_or_default();
+    assert!(!entries.is_empty(), "{h}");
+    assert!(entries.iter().all(|e| e["view"] == "chat"), "{h}");
+    let h = main.request(json!({"type": "history", "limit": 100})).await;
+    assert!(h.to_string().contains("t__slow"), "{h}");
+}
