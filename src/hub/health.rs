@@ -193,6 +193,11 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         "changedTools": changed_tools,
         "restartNeeded": restart,
         "ambiguousTools": ambiguous,
+        "views": hub.views().values().map(|v| v.summary()).collect::<Vec<_>>(),
+        // Names and views only: a client's token is never shown.
+        "clients": hub.config().clients.values().map(|c| json!({
+            "name": c.name, "views": c.views,
+        })).collect::<Vec<_>>(),
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
         })).collect::<Vec<_>>(),

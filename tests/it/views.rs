@@ -161,6 +161,21 @@ async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
             .err(),
         Some(401)
     );
+    // Health names the views and clients, never a token.
+    let health = main.request(json!({"type": "health_check"})).await;
+    let chat = health["views"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"] == "chat")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(chat["toolCount"], listed.len(), "{health}");
+    assert_eq!(
+        health["clients"],
+        json!([{"name": "ext", "views": ["chat"]}])
+    );
+    assert!(!health.to_string().contains(EXT), "a token in health");
     // The main token opens every view.
     let mut o = hub
         .connect_at("/ws/other", &main_token)
