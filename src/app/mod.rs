@@ -84,11 +84,16 @@ impl App {
         hub.mount(BUILTIN_SERVER, builtin);
         hub.mount(BUILTIN_SERVER, controls::Controls::new(app.clone()));
         hub.mount(BUILTIN_SERVER, Assertions::new(hub.clone()));
-        hub.mount(BUILTIN_SERVER, crate::hub::discovery::Discovery::new(hub.clone()));
+        hub.mount(
+            BUILTIN_SERVER,
+            crate::hub::discovery::Discovery::new(hub.clone()),
+        );
         runs.spawn_index_checks();
         hub.mount(BUILTIN_SERVER, crate::runs::tools::RunTools::new(runs));
         hub.start_servers();
         engine.recover();
+        // MCP tasks nobody else would resume: the hub does.
+        crate::engine::unattended::resume_all(&engine);
         app.recorder.spawn_index_checks();
         crate::engine::durable::spawn_retention(engine);
         crate::hub::reload_watcher(hub.clone());

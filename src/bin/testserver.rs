@@ -35,6 +35,8 @@ mod fast;
 mod reply;
 #[path = "testserver/state.rs"]
 mod state;
+#[path = "testserver/tasks.rs"]
+mod tasks;
 #[path = "testserver/tools.rs"]
 mod tools;
 
@@ -155,6 +157,7 @@ impl TestServer {
         }
         if cli.conformance {
             fixed.extend(conformance::tools());
+            fixed.extend(tasks::tools());
         }
         let (list_changed, _) = broadcast::channel(16);
         Ok(Self {

@@ -81,6 +81,7 @@ impl Engine {
             call_key: task.call_key.get().cloned(),
             context: task.set_context_of(),
             view: task.view.get().map(|v| v.to_string()),
+            unattended: task.unattended.get().map(|k| k.as_str().to_string()),
         };
         let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
         match r {
@@ -375,6 +376,7 @@ impl Engine {
             call_key,
             context,
             view,
+            unattended,
             ..
         }) = records.next()
         else {
@@ -412,6 +414,12 @@ impl Engine {
         }
         if let Some(v) = view {
             let _ = task.view.set(v.into());
+        }
+        if let Some(k) = unattended
+            .as_deref()
+            .and_then(super::task::Unattended::parse)
+        {
+            let _ = task.unattended.set(k);
         }
         task.with(|d| {
             d.created_ms = created_ms;

@@ -22,6 +22,7 @@ pub mod step_end;
 pub mod store;
 pub mod task;
 pub mod template;
+pub mod unattended;
 pub mod uncertain;
 pub mod validate;
 
@@ -51,11 +52,13 @@ pub fn create_task(
     context: Option<ClientContext>,
 ) -> Result<Arc<Task>, HubError> {
     let view = owner.as_ref().and_then(|o| o.view.clone());
-    create_task_in(engine, batch_id, req, owner, context, view)
+    create_task_in(engine, batch_id, req, owner, context, view, None)
 }
 
 /// [`create_task`] in `view`: every step is validated against the view's
-/// tools before anything runs, and called within it.
+/// tools before anything runs, and called within it. `unattended`: a task
+/// no client drives, and how its result is read (journaled before
+/// anything runs).
 pub fn create_task_in(
     engine: &Engine,
     batch_id: Value,
@@ -63,6 +66,7 @@ pub fn create_task_in(
     owner: Option<Outbox>,
     context: Option<ClientContext>,
     view: Option<Arc<str>>,
+    unattended: Option<task::Unattended>,
 ) -> Result<Arc<Task>, HubError> {
     let hub = engine.hub();
     if let Some(Err(m)) = req.context.as_deref().map(check_label) {
@@ -108,6 +112,9 @@ pub fn create_task_in(
     }
     if let Some(v) = view {
         let _ = task.view.set(v);
+    }
+    if let Some(k) = unattended {
+        let _ = task.unattended.set(k);
     }
     let context = context.or_else(|| {
         owner_session(&task).map(|s| ClientContext::session(&s, req.context.as_deref()))
@@ -461,7 +468,15 @@ pub async fn run_inline(
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
     // The steps run in the calling tool's context (its tab's browser).
     let view = view.map(Arc::from);
-    let task = create_task_in(engine, batch_id, &req, None, Some(context.clone()), view)?;
+    let task = create_task_in(
+        engine,
+        batch_id,
+        &req,
+        None,
+        Some(context.clone()),
+        view,
+        None,
+    )?;
     // Its steps are the calling session's work (its run logs them).
     task.set_caller(session);
     // Its calling tool call holds the session's place.

@@ -215,7 +215,10 @@ pub(super) fn enter_need_user(
     params: &Value,
 ) {
     engine.persist_need_user(task, i, reason, &super::approvals::params_hash(params));
-    task.with(|d| d.waiting_step = Some(i));
+    task.with(|d| {
+        d.waiting_step = Some(i);
+        d.waiting_reason = Some(reason.to_string());
+    });
     if task.transition(TaskEvent::AskUser).is_some() {
         engine.persist_state(task);
         emit_state(task, Some(i));
@@ -228,7 +231,10 @@ pub(super) fn enter_need_user(
 /// The decision came (or the wait ended): back to running.
 pub(super) fn leave_need_user(engine: &Engine, task: &Arc<Task>, i: usize) {
     engine.approvals.forget(&task.id);
-    task.with(|d| d.waiting_step = None);
+    task.with(|d| {
+        d.waiting_step = None;
+        d.waiting_reason = None;
+    });
     if task.transition(TaskEvent::UserAnswered).is_some() {
         engine.persist_state(task);
         emit_state(task, Some(i));

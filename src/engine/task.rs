@@ -34,6 +34,8 @@ pub struct TaskData {
     pub resumed: bool,
     /// The step index a `need_user` is waiting on.
     pub waiting_step: Option<usize>,
+    /// Why that step waits (the rule's reason, or an uncertain step's).
+    pub waiting_reason: Option<String>,
 }
 
 pub struct Task {
@@ -67,6 +69,9 @@ pub struct Task {
     /// The view the task was started in (`/ws/<view>`, a helper called
     /// there): each step is called within it (journaled in its header).
     pub view: std::sync::OnceLock<Arc<str>>,
+    /// Set for a task no client drives (an MCP task): the hub resumes it
+    /// after a restart (journaled in its header).
+    pub unattended: std::sync::OnceLock<Unattended>,
     /// The client context its steps run in, when set (journaled in its
     /// header); else the session's own.
     context: Mutex<Option<ClientContext>>,
@@ -113,6 +118,7 @@ impl Task {
                 error: None,
                 resumed: false,
                 waiting_step: None,
+                waiting_reason: None,
             }),
             cancel: Mutex::new(cancel),
             owner: Mutex::new(owner),
@@ -125,6 +131,7 @@ impl Task {
             held: Mutex::new(Vec::new()),
             call_key: std::sync::OnceLock::new(),
             view: std::sync::OnceLock::new(),
+            unattended: std::sync::OnceLock::new(),
             context: Mutex::new(None),
         }
     }
@@ -468,3 +475,31 @@ impl Task {
 
 #[cfg(test)]
 mod tests;
+
+/// How an unattended task's result is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unattended {
+    /// One tool call run as a one-step batch: the result is step 0's
+    /// outcome, as the call's own result.
+    Call,
+    /// A batch (`hub__tool_batch`, a resumed task): the result is the
+    /// batch's summary.
+    Batch,
+}
+
+impl Unattended {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unattended::Call => "call",
+            Unattended::Batch => "batch",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Unattended> {
+        match s {
+            "call" => Some(Unattended::Call),
+            "batch" => Some(Unattended::Batch),
+            _ => None,
+        }
+    }
+}

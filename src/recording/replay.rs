@@ -329,6 +329,7 @@ async fn live(
         out.0.clone(),
         Some(context.clone()),
         view,
+        None,
     )?;
     // Without a connection (hub__record_replay) the steps are the caller's.
     task.set_caller(session);

@@ -70,6 +70,11 @@ pub enum Record {
         /// stays within it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         view: Option<String>,
+        /// Set for a task no client drives (an MCP task): the hub resumes
+        /// it at start. The value says how its result is read
+        /// (`engine::unattended::Kind`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unattended: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
     StepStarted {

@@ -42,6 +42,7 @@ fn journal(dir: &std::path::Path, durability: Durability) -> JournalWriter {
         call_key: None,
         context: None,
         view: None,
+        unattended: None,
     };
     JournalWriter::create(dir, &header, durability).unwrap()
 }

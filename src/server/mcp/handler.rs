@@ -8,13 +8,13 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ResultType, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, Reference, ResultType,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, Tool, UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -23,6 +23,7 @@ use serde_json::json;
 use super::limit::Ticket;
 use super::paging::{self, List};
 use super::sessions::{ListKind, SessionState};
+use super::tasks::Plan;
 use super::Endpoint;
 use crate::server::slots::Slot;
 
@@ -112,6 +113,7 @@ impl ServerHandler for HubServer {
                 .enable_prompts_list_changed()
                 .enable_logging()
                 .enable_completions()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("toolhub", env!("CARGO_PKG_VERSION")))
@@ -204,9 +206,50 @@ impl ServerHandler for HubServer {
                 return Ok(super::call::to_result(&refused).into());
             }
         };
+        let tool = match super::view::of(&cx) {
+            Some(_) => request.name.to_string(),
+            None => self.ep.tool_names().to_call(&request.name),
+        };
+        match super::tasks::plan(&self.ep, &cx, &request, &tool)? {
+            Plan::Call => {}
+            Plan::Task(kind) => {
+                let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
+                return super::tasks::create(&self.ep, &cx, &key, kind, &tool, &args)
+                    .map(Into::into);
+            }
+            Plan::Resume(id) => {
+                return super::tasks::resume(&self.ep, &cx, &key, &id)
+                    .await
+                    .map(Into::into)
+            }
+        }
         super::call::call_tool(&self.ep, &key, request, cx)
             .await
             .map(Into::into)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        super::tasks::get(&self.ep, &cx, &request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::tasks::update(&self.ep, &cx, &request.task_id, &request.input_responses).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        super::tasks::cancel(&self.ep, &cx, &request.task_id).await
     }
 
     async fn list_resources(

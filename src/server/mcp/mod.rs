@@ -18,6 +18,7 @@ pub mod names;
 mod paging;
 mod sessions;
 mod stateless;
+mod tasks;
 mod view;
 
 use std::collections::BTreeMap;

@@ -23,6 +23,7 @@ fn header(task_id: &str) -> Record {
         call_key: None,
         context: None,
         view: None,
+        unattended: None,
     }
 }
 

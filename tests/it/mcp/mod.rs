@@ -13,6 +13,7 @@ mod relay;
 mod revision;
 mod starting;
 mod stdio;
+mod tasks;
 
 use std::path::Path;
 

@@ -1,0 +1,79 @@
+//! Tasks no client drives: started for an MCP client that asked for a
+//! task (`server::mcp::tasks`), journaled with `unattended` in their
+//! header, read by polling, and resumed by the hub itself when a restart
+//! finds them stopped mid-run (`resume_all`, from `App::start`).
+//!
+//! The engine stays blind to MCP: a [`Kind`] only says how the task's
+//! result is read, a single call's outcome or the batch's summary.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::service::Engine;
+use super::state::{TaskEvent, TaskState};
+use super::task::Task;
+use crate::client_context::ClientContext;
+use crate::errors::HubError;
+use crate::protocol::BatchReq;
+
+pub use super::task::Unattended as Kind;
+
+/// Validate `req`, create its task (journaled, the header synced: a
+/// restart from here on finds it) and start it in the background, as
+/// `session`'s work in `view`. The returned task is running.
+pub fn start(
+    engine: &Engine,
+    req: &BatchReq,
+    kind: Kind,
+    session: &str,
+    view: Option<Arc<str>>,
+) -> Result<Arc<Task>, HubError> {
+    let batch_id = json!(format!("task-{}", uuid::Uuid::new_v4()));
+    let context = ClientContext::session(session, req.context.as_deref());
+    let task = super::create_task_in(engine, batch_id, req, None, Some(context), view, Some(kind))?;
+    task.set_caller(session);
+    // Durable before the caller hears of it.
+    engine.flush(&task);
+    // Nobody awaits the run: its state is read by polling.
+    drop(super::start(
+        engine,
+        task.clone(),
+        0,
+        TaskEvent::Start,
+        None,
+    )?);
+    Ok(task)
+}
+
+/// Resume every unattended task a restart found stopped mid-run (state
+/// `recoverable`): its finished steps never run again, an uncertain one
+/// follows `resumeUncertain`. Called once at start, after recovery.
+pub fn resume_all(engine: &Engine) {
+    let stopped: Vec<Arc<Task>> = engine
+        .list()
+        .into_iter()
+        .filter(|t| t.unattended.get().is_some() && t.state() == TaskState::Recoverable)
+        .collect();
+    for t in stopped {
+        match super::resume(engine, &t.id, None, None, None, None, None) {
+            Ok(handle) => {
+                tracing::info!(task = %t.id, "resuming an unattended task the hub stopped under");
+                drop(handle);
+            }
+            Err(e) => {
+                tracing::warn!(task = %t.id, error = %e.message, "an unattended task could not be resumed")
+            }
+        }
+    }
+}
+
+/// Stop a running task; a task that already ended is left as it is.
+/// `Ok(false)`: it had already ended.
+pub fn cancel(task: &Task) -> bool {
+    if task.state().is_active() {
+        task.cancel_token().cancel();
+        return true;
+    }
+    false
+}

@@ -1,0 +1,369 @@
+//! MCP Tasks (`io.modelcontextprotocol/tasks`, SEP-2663) backed by the
+//! engine: a `tools/call` that becomes a task is an engine task started
+//! unattended (`engine::unattended`), so it is journaled before the
+//! `CreateTaskResult` goes out, survives the hub's own crash (the hub
+//! resumes it at start) and runs each finished step once. `tasks/get`,
+//! `tasks/update` and `tasks/cancel` act on that task; its id is the
+//! engine's task id.
+//!
+//! Which calls become tasks, for a request that declared the extension:
+//! `hub__tool_batch` (the batch is the task), `hub__resume_task` (the
+//! resumed task), `hub__replay_recording`, a tool whose server lists it
+//! with `_meta["io.modelcontextprotocol/tasks"].taskSupport` `optional`
+//! or `required`, and any call the client marks with
+//! `_meta["toolhub/task"]: true`. A `required` tool without the extension
+//! is `-32021`.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, CreateTaskResult, DetailedTask, GetTaskResult,
+    InputRequests, InputResponses, Task as McpTask, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{json, Map, Value};
+
+use super::Endpoint;
+use crate::engine::state::TaskState;
+use crate::engine::task::Task;
+use crate::engine::unattended::{self, Kind};
+use crate::errors::{ErrorType, HubError};
+use crate::mcp::registry::ToolInfo;
+
+/// The `_meta` key by which a server behind the hub says a tool is long.
+pub const SUPPORT_META: &str = "io.modelcontextprotocol/tasks";
+/// The request `_meta` key by which a client asks for any call as a task.
+pub const ASK_META: &str = "toolhub/task";
+/// How often a client should poll, in ms.
+const POLL_MS: u64 = 1000;
+
+/// What a `tools/call` becomes.
+pub enum Plan {
+    /// Run it as a call.
+    Call,
+    /// Run it as a task of this kind.
+    Task(Kind),
+    /// `hub__resume_task`: resume that task and answer with it.
+    Resume(String),
+}
+
+/// Whether the request declared the tasks extension.
+pub fn declared(cx: &RequestContext<RoleServer>) -> bool {
+    cx.client_capabilities().is_some_and(|c| c.supports_tasks())
+}
+
+/// Decide what `req` (resolved to `tool`, the name the pipeline takes)
+/// becomes; a `required` tool for a request without the extension is
+/// `-32021`.
+pub fn plan(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    req: &CallToolRequestParams,
+    tool: &str,
+) -> Result<Plan, ErrorData> {
+    let info = resolve(ep, cx, tool);
+    let support = info.as_deref().and_then(support_of);
+    if !declared(cx) {
+        if support == Some("required") {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        return Ok(Plan::Call);
+    }
+    let own = info
+        .as_deref()
+        .filter(|t| t.server == crate::hub::BUILTIN_SERVER)
+        .map(|t| t.name.as_str());
+    match own {
+        Some("tool_batch") => return Ok(Plan::Task(Kind::Batch)),
+        Some("resume_task") => {
+            let id = req
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("taskId"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Ok(Plan::Resume(id.to_string()));
+        }
+        Some("replay_recording") => return Ok(Plan::Task(Kind::Call)),
+        _ => {}
+    }
+    // rmcp moves a request's `_meta` into its context.
+    let asked = req
+        .meta
+        .as_ref()
+        .and_then(|m| m.0.get(ASK_META))
+        .or_else(|| cx.meta.0.get(ASK_META))
+        .is_some_and(|v| v == &Value::Bool(true));
+    if asked || matches!(support, Some("optional" | "required")) {
+        return Ok(Plan::Task(Kind::Call));
+    }
+    Ok(Plan::Call)
+}
+
+/// The tool a name finds, in the request's view.
+fn resolve(ep: &Endpoint, cx: &RequestContext<RoleServer>, tool: &str) -> Option<Arc<ToolInfo>> {
+    let hub = &ep.app.hub;
+    match super::view::of(cx) {
+        Some(v) => hub.view(&v).ok()?.resolve(tool).ok(),
+        None => hub.tools().resolve(tool).ok().cloned(),
+    }
+}
+
+fn support_of(t: &ToolInfo) -> Option<&str> {
+    t.extra
+        .meta
+        .as_ref()?
+        .get(SUPPORT_META)?
+        .get("taskSupport")?
+        .as_str()
+}
+
+/// Start the call as a task: journaled and synced, then running; the
+/// `CreateTaskResult` for it.
+pub fn create(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    session: &str,
+    kind: Kind,
+    tool: &str,
+    args: &Value,
+) -> Result<CreateTaskResult, ErrorData> {
+    let batch = match kind {
+        Kind::Batch => args.clone(),
+        Kind::Call => json!({"steps": [{"tool": tool, "params": args}]}),
+    };
+    let req: crate::protocol::BatchReq = serde_path_to_error::deserialize(batch).map_err(|e| {
+        ErrorData::invalid_params(
+            format!(
+                "tool_batch params: {} at {}; expected {{\"steps\": [...], \"options\"?: {{...}}}}",
+                e.inner(),
+                e.path()
+            ),
+            None,
+        )
+    })?;
+    let view = super::view::of(cx);
+    let task = unattended::start(&ep.app.engine, &req, kind, session, view).map_err(refused)?;
+    tracing::info!(task = %task.id, %tool, %session, "an MCP tools/call runs as a task");
+    Ok(CreateTaskResult::new(base(&task, TaskStatus::Working)))
+}
+
+/// `hub__resume_task` as a task: resume it (in the caller's view) and
+/// answer with it.
+pub async fn resume(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    session: &str,
+    id: &str,
+) -> Result<CreateTaskResult, ErrorData> {
+    let engine = &ep.app.engine;
+    let view = super::view::of(cx);
+    let t = find(ep, view.as_deref(), id).await?;
+    t.set_caller(session);
+    let handle =
+        crate::engine::resume(engine, id, None, None, None, None, None).map_err(refused)?;
+    drop(handle);
+    Ok(CreateTaskResult::new(base(&t, TaskStatus::Working)))
+}
+
+/// `tasks/get`: the task's status, and its result, error or questions.
+pub async fn get(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    id: &str,
+) -> Result<GetTaskResult, ErrorData> {
+    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    Ok(GetTaskResult::new(detailed(ep, &t)?))
+}
+
+/// `tasks/update`: answers to the task's questions (a step's `need_user`,
+/// keyed `step-<index>`); an answer to no open question is ignored.
+pub async fn update(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    id: &str,
+    answers: &InputResponses,
+) -> Result<(), ErrorData> {
+    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    let approvals = &ep.app.engine.approvals;
+    if let Some((step, hash)) = approvals.waiting(&t.id) {
+        if let Some(a) = answers.get(&question_key(step)) {
+            let approve = a.get("action").and_then(Value::as_str) == Some("accept")
+                && a.get("content").and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
+            if let Err(m) = approvals.decide(&t.id, approve, Some(step), Some(&hash)) {
+                tracing::warn!(task = %t.id, step, reason = %m, "a tasks/update answer was not taken");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `tasks/cancel`: stop the task if it runs; the same empty answer if it
+/// already ended.
+pub async fn cancel(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    id: &str,
+) -> Result<(), ErrorData> {
+    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    if unattended::cancel(&t) {
+        tracing::info!(task = %t.id, "an MCP client cancelled its task");
+    }
+    Ok(())
+}
+
+/// The task by id, in memory or read back from its journal; another
+/// view's task is as unknown as none (`-32602`).
+async fn find(ep: &Endpoint, view: Option<&str>, id: &str) -> Result<Arc<Task>, ErrorData> {
+    let engine = &ep.app.engine;
+    let unknown = || {
+        let e = crate::engine::unknown_task(id);
+        let data = serde_json::to_value(&e).ok();
+        ErrorData::invalid_params(e.message, data)
+    };
+    if !crate::store::valid_id(id) {
+        return Err(unknown());
+    }
+    match engine.load(id).await {
+        Some(t) if crate::engine::same_view(&t, view) => Ok(t),
+        _ => Err(unknown()),
+    }
+}
+
+fn refused(e: HubError) -> ErrorData {
+    let data = serde_json::to_value(&e).ok();
+    match e.error_type {
+        ErrorType::InvalidMessage | ErrorType::InvalidParams | ErrorType::NotFound => {
+            ErrorData::invalid_params(e.message, data)
+        }
+        _ => ErrorData::internal_error(e.message, data),
+    }
+}
+
+/// The task's base fields.
+fn base(t: &Task, status: TaskStatus) -> McpTask {
+    let (created, updated) = t.with(|d| (d.created_ms, d.updated_ms));
+    let at = |ms: u64| {
+        crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms))
+    };
+    McpTask::new(t.id.clone(), status, at(created), at(updated)).with_poll_interval_ms(POLL_MS)
+}
+
+fn question_key(step: usize) -> String {
+    format!("step-{step}")
+}
+
+/// The task as `tasks/get` shows it.
+fn detailed(ep: &Endpoint, t: &Task) -> Result<DetailedTask, ErrorData> {
+    let state = t.state();
+    let payload = match state {
+        TaskState::NeedUser => match ep.app.engine.approvals.waiting(&t.id) {
+            Some((step, _)) => TaskPayload::InputRequired {
+                input_requests: question(t, step)?,
+            },
+            None => TaskPayload::Working,
+        },
+        TaskState::Pending | TaskState::Running | TaskState::Retrying => TaskPayload::Working,
+        // Stopped under by a restart: resumed at start, so working while
+        // it is driven; else it needs hub__resume_task.
+        TaskState::Recoverable if t.driving.try_lock().is_err() => TaskPayload::Working,
+        TaskState::Recoverable => TaskPayload::Failed {
+            error: error_object(
+                -32603,
+                &format!("task {} stopped before it finished and was not resumed; call hub__resume_task with its taskId to continue it", t.id),
+            ),
+        },
+        TaskState::Cancelled => TaskPayload::Cancelled,
+        TaskState::Success | TaskState::Failed => ended(t),
+    };
+    Ok(DetailedTask::new(base(t, payload.status()), payload))
+}
+
+/// A finished task's result: a call's own result (a JSON-RPC error the
+/// server raised is `failed`), or a batch's summary.
+fn ended(t: &Task) -> TaskPayload {
+    if t.unattended.get() != Some(&Kind::Call) {
+        let mut summary = t.to_json(true);
+        summary["success"] = json!(t.state() == TaskState::Success);
+        let mut r = rmcp::model::CallToolResult::success(vec![rmcp::model::ContentBlock::text(
+            summary.to_string(),
+        )]);
+        r.structured_content = Some(summary);
+        return TaskPayload::Completed {
+            result: object(serde_json::to_value(r).unwrap_or_default()),
+        };
+    }
+    let outcome = t
+        .with(|d| d.steps.first().and_then(|s| s.outcome.clone()))
+        .unwrap_or(Value::Null);
+    let error: Option<HubError> = outcome
+        .get("error")
+        .and_then(|e| serde_json::from_value(e.clone()).ok());
+    match error {
+        Some(e) if e.error_type == ErrorType::UpstreamError => TaskPayload::Failed {
+            error: error_object(-32603, &e.message),
+        },
+        _ => TaskPayload::Completed {
+            result: object(call_result(&outcome, error)),
+        },
+    }
+}
+
+/// A step's outcome as the `CallToolResult` the call would have answered.
+fn call_result(outcome: &Value, error: Option<HubError>) -> Value {
+    let success = outcome.get("success") == Some(&Value::Bool(true));
+    let result = outcome.get("result").cloned().unwrap_or(Value::Null);
+    let mut o = crate::hub::CallOutcome::failed(
+        outcome.get("tool").and_then(Value::as_str).unwrap_or(""),
+        error.unwrap_or_else(|| HubError::new(ErrorType::Unknown, "the call failed")),
+        std::time::Duration::ZERO,
+    );
+    if success {
+        o.success = true;
+        o.error = None;
+        o.result = result;
+    }
+    let mut r = serde_json::to_value(super::call::to_result(&o)).unwrap_or_default();
+    // A task's result is read through tasks/get, not sent as a tools/call
+    // answer: no discriminator of its own.
+    if let Some(m) = r.as_object_mut() {
+        m.remove("resultType");
+    }
+    r
+}
+
+fn error_object(code: i64, message: &str) -> Map<String, Value> {
+    object(json!({"code": code, "message": message}))
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The question a step waits on, as an `elicitation/create` form under
+/// `step-<index>`: approve to run the step.
+fn question(t: &Task, step: usize) -> Result<InputRequests, ErrorData> {
+    let tool = t
+        .plan
+        .steps
+        .get(step)
+        .map(|p| p.step.tool.clone())
+        .unwrap_or_default();
+    let reason = t
+        .with(|d| d.waiting_reason.clone())
+        .unwrap_or_else(|| "a safety rule asks for a person's confirmation".into());
+    let message = format!(
+        "toolhub: task {} step {step} calls {tool}: run it? ({reason})",
+        t.id
+    );
+    serde_json::from_value(json!({
+        question_key(step): {"method": "elicitation/create", "params": super::mrtr::confirm_form(&message)}
+    }))
+    .map_err(|e| ErrorData::internal_error(format!("the question could not be built: {e}"), None))
+}
