@@ -8,7 +8,7 @@
 //!
 //! Which calls become tasks, for a request that declared the extension:
 //! `hub__tool_batch` (the batch is the task), `hub__resume_task` (the
-//! resumed task), `hub__replay_recording`, a tool whose server lists it
+//! resumed task), `hub__record_replay`, a tool whose server lists it
 //! with `_meta["io.modelcontextprotocol/tasks"].taskSupport` `optional`
 //! or `required`, and any call the client marks with
 //! `_meta["toolhub/task"]: true`. A `required` tool without the extension
@@ -87,7 +87,7 @@ pub fn plan(
                 .unwrap_or_default();
             return Ok(Plan::Resume(id.to_string()));
         }
-        Some("replay_recording") => return Ok(Plan::Task(Kind::Call)),
+        Some("record_replay") => return Ok(Plan::Task(Kind::Call)),
         _ => {}
     }
     // rmcp moves a request's `_meta` into its context.
