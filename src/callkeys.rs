@@ -22,7 +22,7 @@ use tokio::time::Instant;
 /// The longest key a client may choose.
 pub const MAX_KEY_CHARS: usize = 200;
 
-type Slot = watch::Receiver<Option<Arc<Value>>>;
+type AnswerWatch = watch::Receiver<Option<Arc<Value>>>;
 /// Shared by the entry and its guard: repeats waiting for a first request
 /// whose key was pushed out (count, age) still get its answer.
 type Answer = Arc<watch::Sender<Option<Arc<Value>>>>;
@@ -77,7 +77,7 @@ pub enum Claim {
 }
 
 /// A repeat's answer, now or once the first request finishes.
-pub struct Repeat(Slot);
+pub struct Repeat(AnswerWatch);
 
 impl Repeat {
     /// The first request's answer; `None` when it ended without one (it was

@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::browser::Probe;
-use super::locator::{self, clip, Query, Verdict};
+use super::locator::{self, clip, Pick, Query};
 use crate::errors::HubError;
 
 /// How much of the caller's text a message repeats.
@@ -134,7 +134,7 @@ fn judge_element(description: &str, q: &Query, p: &Probe) -> Judgement {
         })
     };
     match locator::pick(q, &p.candidates) {
-        Verdict::Found(h) => {
+        Pick::Found(h) => {
             let c = h.candidate;
             let role = if c.role.is_empty() {
                 "generic"
@@ -151,7 +151,7 @@ fn judge_element(description: &str, q: &Query, p: &Probe) -> Judgement {
             ev.insert("inViewport".into(), json!(c.in_viewport));
             Judgement::Pass(ev)
         }
-        Verdict::Hidden(h) => miss(
+        Pick::Hidden(h) => miss(
             format!(
                 "no visible element matches \"{shown}\"; found a hidden {} ({})",
                 h.candidate.describe(),
@@ -159,7 +159,7 @@ fn judge_element(description: &str, q: &Query, p: &Probe) -> Judgement {
             ),
             true,
         ),
-        Verdict::Nearest(c) => {
+        Pick::Nearest(c) => {
             let state = match &c.hidden {
                 Some(why) => format!(", hidden: {why}"),
                 None => String::new(),
@@ -172,7 +172,7 @@ fn judge_element(description: &str, q: &Query, p: &Probe) -> Judgement {
                 false,
             )
         }
-        Verdict::Nothing => miss(
+        Pick::Nothing => miss(
             format!("no element matches \"{shown}\" and nothing on the page resembles it"),
             false,
         ),

@@ -362,7 +362,7 @@ pub struct Hit<'a> {
 
 /// The outcome of [`pick`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Verdict<'a> {
+pub enum Pick<'a> {
     /// A visible match.
     Found(Hit<'a>),
     /// The best tier matched only hidden elements; the first of them.
@@ -377,7 +377,7 @@ pub enum Verdict<'a> {
 const NEAREST_FLOOR: f64 = 0.34;
 
 /// Rank `candidates` (in document order) against `q`.
-pub fn pick<'a>(q: &Query, candidates: &'a [Candidate]) -> Verdict<'a> {
+pub fn pick<'a>(q: &Query, candidates: &'a [Candidate]) -> Pick<'a> {
     let role_ok = |c: &Candidate| q.role.is_none_or(|r| r.accepts(&c.role));
     // Pass 1: elements of the asked role (every element when none is asked).
     if let Some(v) = best_tier(q, candidates.iter().filter(|c| role_ok(c)), &Tier::ALL) {
@@ -398,7 +398,7 @@ fn best_tier<'a>(
     q: &Query,
     candidates: impl Iterator<Item = &'a Candidate> + Clone,
     tiers: &[Tier],
-) -> Option<Verdict<'a>> {
+) -> Option<Pick<'a>> {
     for tier in tiers {
         let mut hidden = None;
         for strategy in Strategy::ALL {
@@ -412,13 +412,13 @@ fn best_tier<'a>(
                     tier: *tier,
                 };
                 if c.hidden.is_none() {
-                    return Some(Verdict::Found(hit));
+                    return Some(Pick::Found(hit));
                 }
                 hidden.get_or_insert(hit);
             }
         }
         if let Some(h) = hidden {
-            return Some(Verdict::Hidden(h));
+            return Some(Pick::Hidden(h));
         }
     }
     None
@@ -436,7 +436,7 @@ fn matches(q: &Query, c: &Candidate, s: Strategy) -> Option<Tier> {
     tier_of(c.field(s), &q.name)
 }
 
-fn nearest<'a>(q: &Query, candidates: &'a [Candidate]) -> Verdict<'a> {
+fn nearest<'a>(q: &Query, candidates: &'a [Candidate]) -> Pick<'a> {
     let score = |c: &Candidate| {
         let by_name = Strategy::ALL
             .iter()
@@ -461,8 +461,8 @@ fn nearest<'a>(q: &Query, candidates: &'a [Candidate]) -> Verdict<'a> {
             _ => Some((s, c)),
         });
     match best {
-        Some((_, c)) => Verdict::Nearest(c),
-        None => Verdict::Nothing,
+        Some((_, c)) => Pick::Nearest(c),
+        None => Pick::Nothing,
     }
 }
 

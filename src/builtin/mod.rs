@@ -79,7 +79,7 @@ impl Tool {
 /// started with); with `builtin.enabled` false they are not listed.
 /// `run:` paths reach the calling session's current run (`run_path`).
 pub struct Builtin {
-    active: RwLock<Active>,
+    active: RwLock<InForce>,
     /// For the sandbox's private temp dir (`<stateDir>/tmp`).
     state_dir: PathBuf,
     /// Each connection's current run folder, writable by its commands.
@@ -87,7 +87,7 @@ pub struct Builtin {
 }
 
 /// The settings in force and, when enabled, the tools built from them.
-struct Active {
+struct InForce {
     cfg: BuiltinConfig,
     tools: Option<Arc<Workspace>>,
 }
@@ -112,7 +112,7 @@ impl Builtin {
         runs: Option<Arc<dyn sandbox::RunFolder>>,
     ) -> std::io::Result<Builtin> {
         Ok(Builtin {
-            active: RwLock::new(Active {
+            active: RwLock::new(InForce {
                 cfg: cfg.clone(),
                 tools: Workspace::new(cfg, state_dir, &runs)?.map(Arc::new),
             }),
@@ -154,7 +154,7 @@ impl Builtin {
         };
         tracing::info!(enabled = cfg.enabled, workspace = %cfg.workspace.display(),
             "builtin settings applied (the next call uses them)");
-        let next = Active {
+        let next = InForce {
             cfg: cfg.clone(),
             tools,
         };

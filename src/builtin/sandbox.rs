@@ -72,7 +72,7 @@ pub use super::run_path::RunFolder;
 
 /// What the hub does with `run_command`, decided once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Confinement {
     /// Confined with this Landlock ABI.
     Confined { abi: i32 },
     /// Refused: the kernel cannot give what the config asks for.
@@ -83,30 +83,30 @@ pub enum Verdict {
 
 /// The pure decision: the mode, whether TCP is allowed, and the kernel's
 /// Landlock ABI (`<= 0`: none) → what `run_command` does.
-pub fn decide(mode: SandboxMode, network: bool, abi: i32) -> Verdict {
+pub fn decide(mode: SandboxMode, network: bool, abi: i32) -> Confinement {
     let off = "or set builtin.sandbox to \"off\" in config.json (a config reload applies it) to run commands unconfined (they can then write anywhere the hub's user can)";
     if mode == SandboxMode::Off {
-        return Verdict::Unconfined;
+        return Confinement::Unconfined;
     }
     if abi <= 0 {
-        return Verdict::Refused {
+        return Confinement::Refused {
             why: "Landlock is not available on this kernel (not built in, or not in the boot parameter lsm=…)".into(),
             fix: format!("run the hub on Linux 6.2 or newer with Landlock enabled (lsm=…,landlock), {off}"),
         };
     }
     if abi < MIN_ABI {
-        return Verdict::Refused {
+        return Confinement::Refused {
             why: format!("this kernel's Landlock (ABI {abi}) cannot stop a command from truncating files outside the workspace; ABI {MIN_ABI} (Linux 6.2) can"),
             fix: format!("run the hub on Linux 6.2 or newer, {off}"),
         };
     }
     if !network && abi < NET_ABI {
-        return Verdict::Refused {
+        return Confinement::Refused {
             why: format!("builtin.sandboxNetwork is false, but this kernel's Landlock (ABI {abi}) cannot deny TCP; ABI {NET_ABI} (Linux 6.7) can"),
             fix: format!("set builtin.sandboxNetwork to true (commands may then use the network), run the hub on Linux 6.7 or newer, {off}"),
         };
     }
-    Verdict::Confined { abi }
+    Confinement::Confined { abi }
 }
 
 /// The kernel's Landlock ABI (`0` when it has none), or the test-only
@@ -147,7 +147,7 @@ fn real_abi() -> i32 {
 pub struct Sandbox {
     mode: SandboxMode,
     network: bool,
-    verdict: Verdict,
+    verdict: Confinement,
     workspace: PathBuf,
     /// The private temp dir (`TMPDIR` of every command).
     tmp: PathBuf,
@@ -201,7 +201,7 @@ impl Sandbox {
         cfg: &BuiltinConfig,
         workspace: &Path,
         tmp: PathBuf,
-        verdict: Verdict,
+        verdict: Confinement,
     ) -> Sandbox {
         Sandbox {
             mode: cfg.sandbox,
@@ -221,7 +221,7 @@ impl Sandbox {
         self.mode
     }
 
-    pub fn verdict(&self) -> &Verdict {
+    pub fn verdict(&self) -> &Confinement {
         &self.verdict
     }
 
@@ -290,7 +290,7 @@ impl Sandbox {
     pub fn check(&self) -> Check {
         let mode = self.mode.as_str();
         match &self.verdict {
-            Verdict::Confined { abi } => Check {
+            Confinement::Confined { abi } => Check {
                 name: "sandbox".into(),
                 ok: true,
                 message: format!(
@@ -301,13 +301,13 @@ impl Sandbox {
                 ),
                 fix: None,
             },
-            Verdict::Refused { why, fix } => Check {
+            Confinement::Refused { why, fix } => Check {
                 name: "sandbox".into(),
                 ok: false,
                 message: format!("{why}: run_command is refused (builtin.sandbox \"{mode}\")"),
                 fix: Some(fix.clone()),
             },
-            Verdict::Unconfined => Check {
+            Confinement::Unconfined => Check {
                 name: "sandbox".into(),
                 ok: false,
                 message: "builtin.sandbox is \"off\": run_command runs UNCONFINED, with every right of the hub's user (it can write anywhere the hub can, e.g. ~/.bashrc)".into(),
@@ -319,7 +319,7 @@ impl Sandbox {
     fn log_start(&self) {
         let c = self.check();
         match (&self.verdict, c.fix) {
-            (Verdict::Confined { .. }, _) => tracing::info!("{}", c.message),
+            (Confinement::Confined { .. }, _) => tracing::info!("{}", c.message),
             (_, Some(fix)) => tracing::warn!("{}; fix: {fix}", c.message),
             (_, None) => tracing::warn!("{}", c.message),
         }
@@ -329,7 +329,7 @@ impl Sandbox {
     /// `None` when commands may run.
     pub fn refusal(&self) -> Option<HubError> {
         match &self.verdict {
-            Verdict::Refused { why, fix } => Some(
+            Confinement::Refused { why, fix } => Some(
                 HubError::new(
                     ErrorType::Permission,
                     format!("run_command is refused: {why}; the hub does not run shell commands unconfined unless builtin.sandbox is \"off\""),
@@ -354,11 +354,11 @@ impl Sandbox {
     /// `None` when commands run unconfined.
     pub fn prepare(&self, writable: &[PathBuf]) -> Result<Option<Prepared>, HubError> {
         match &self.verdict {
-            Verdict::Unconfined => Ok(None),
-            Verdict::Refused { .. } => Err(self.refusal().unwrap_or_else(|| {
+            Confinement::Unconfined => Ok(None),
+            Confinement::Refused { .. } => Err(self.refusal().unwrap_or_else(|| {
                 HubError::new(ErrorType::Permission, "run_command is refused")
             })),
-            Verdict::Confined { abi } => rules::ruleset(*abi, self.network, writable, &self.reads)
+            Confinement::Confined { abi } => rules::ruleset(*abi, self.network, writable, &self.reads)
                 .map(Some)
                 .map_err(|e| {
                     HubError::new(

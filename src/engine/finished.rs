@@ -80,17 +80,17 @@ impl Finished {
 }
 
 /// The finished-task index of one task store.
-pub struct Index {
+pub struct FinishedIndex {
     path: PathBuf,
     ix: Mutex<MapIndex<Finished>>,
 }
 
-impl Index {
+impl FinishedIndex {
     /// An empty index for the task store in `state_dir`;
     /// [`load`](Self::load) reads the file (start-up, in `recover`).
-    pub fn new(state_dir: &Path) -> Index {
+    pub fn new(state_dir: &Path) -> FinishedIndex {
         let path = state_dir.join(FILE);
-        Index {
+        FinishedIndex {
             ix: Mutex::new(MapIndex::empty(&path)),
             path,
         }

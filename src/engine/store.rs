@@ -14,14 +14,14 @@ pub struct Store {
     /// Journals that could not be read (shown by list_tasks and health).
     pub problems: Mutex<Vec<String>>,
     /// The tasks that succeeded, known without replaying their journals.
-    pub finished: super::finished::Index,
+    pub finished: super::finished::FinishedIndex,
 }
 
 impl Store {
     pub fn new(cfg: &Config) -> Store {
         Store {
             dir: cfg.task_engine.state_dir.join("tasks"),
-            finished: super::finished::Index::new(&cfg.task_engine.state_dir),
+            finished: super::finished::FinishedIndex::new(&cfg.task_engine.state_dir),
             durability: match cfg.task_engine.durability {
                 CfgDurability::Step => Durability::Step,
                 CfgDurability::Batch => Durability::Batch,

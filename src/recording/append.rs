@@ -1,7 +1,7 @@
 //! One captured call written into its recording: what the recorder takes
 //! from a finished call on the runtime (owned copies, [`Pending`]), and the
 //! blocking part it runs on the blocking pool ([`Pending::append`]): the
-//! recording's lock ([`Active`]), the step's number, large results and
+//! recording's lock ([`OpenRecording`]), the step's number, large results and
 //! images to files, redaction ([`scrub`], shared with `update_recording`),
 //! the line appended and `fdatasync`ed. Two calls of one
 //! connection finishing together take the lock in turn; each gets the next
@@ -21,7 +21,7 @@ use crate::store::recordings::format::{Line, Step};
 const INLINE_LIMIT: usize = 64 * 1024;
 
 /// A recording being written: its file and counters, behind its lock.
-pub struct Active {
+pub struct OpenRecording {
     pub id: String,
     pub dir: PathBuf,
     pub(super) file: File,
@@ -119,7 +119,7 @@ impl Pending {
     }
 
     /// Number the step and append it (blocking file IO).
-    pub fn append(self, active: &Mutex<Active>, security: &SecurityConfig) -> Appended {
+    pub fn append(self, active: &Mutex<OpenRecording>, security: &SecurityConfig) -> Appended {
         let Ok(mut a) = active.lock() else {
             return Appended::Stopped;
         };

@@ -21,9 +21,9 @@ use crate::store::offload::{blocking, Serial};
 use crate::store::recordings as store;
 use crate::store::recordings::format::{Header, Line, SCHEMA_VERSION};
 
-use super::append::{to_line, Active, Appended, Pending};
-use super::slots::{self, stop_in, ActiveMap, Slot};
-use crate::store::recordings::index::{Index, Repairs};
+use super::append::{to_line, Appended, OpenRecording, Pending};
+use super::slots::{self, stop_in, ActiveMap, RecordingSlot};
+use crate::store::recordings::index::{RecordingIndex, Repairs};
 
 /// How often the recordings index is checked against the files.
 pub const INDEX_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -34,7 +34,7 @@ pub const INDEX_CHECK_EVERY: std::time::Duration = std::time::Duration::from_sec
 pub struct Recorder {
     hub: Hub,
     active: Arc<ActiveMap>,
-    index: Arc<Index>,
+    index: Arc<RecordingIndex>,
     /// The recording messages' file work, in order per connection and per
     /// recording, off the runtime's threads (`recording::handle`).
     pub io: Serial,
@@ -61,7 +61,7 @@ impl Recorder {
         Recorder {
             hub,
             active: Arc::default(),
-            index: Arc::new(Index::new()),
+            index: Arc::new(RecordingIndex::new()),
             io: Serial::default(),
             starting: Default::default(),
         }
@@ -79,9 +79,10 @@ impl Recorder {
     /// Check the index against the files (recordings being written are
     /// left alone; they are indexed when they stop).
     pub fn verify_index(&self) -> Repairs {
-        // Clone the handles first: an `Active` is locked only after the
+        // Clone the handles first: an `OpenRecording` is locked only after the
         // map's shard is let go (`stop` holds one while it removes).
-        let handles: Vec<Slot> = self.active.iter().flat_map(|a| a.value().clone()).collect();
+        let handles: Vec<RecordingSlot> =
+            self.active.iter().flat_map(|a| a.value().clone()).collect();
         let writing: HashSet<String> = handles
             .iter()
             .filter_map(|a| a.rec.lock().ok().map(|a| a.id.clone()))
@@ -139,7 +140,8 @@ impl Recorder {
 
     /// Whether some connection is recording into `id` right now.
     pub fn is_being_recorded(&self, id: &str) -> bool {
-        let handles: Vec<Slot> = self.active.iter().flat_map(|a| a.value().clone()).collect();
+        let handles: Vec<RecordingSlot> =
+            self.active.iter().flat_map(|a| a.value().clone()).collect();
         handles.iter().any(|a| {
             a.rec
                 .lock()
@@ -224,7 +226,7 @@ impl Recorder {
         file.write_all(line.as_bytes())
             .and_then(|_| file.sync_data())
             .map_err(io)?;
-        let active = Active {
+        let active = OpenRecording {
             id: id.clone(),
             dir: dir.clone(),
             file,
@@ -236,7 +238,7 @@ impl Recorder {
             stopped: None,
             batches: Default::default(),
         };
-        let slot = Slot::new(session, context.clone(), active, out);
+        let slot = RecordingSlot::new(session, context.clone(), active, out);
         self.active
             .entry(session.to_string())
             .or_default()
@@ -297,7 +299,7 @@ impl Recorder {
         if self.starting.is_marked(session) {
             self.io.barrier(session).await;
         }
-        let takers: Vec<Slot> = slots::all(&self.active, session)
+        let takers: Vec<RecordingSlot> = slots::all(&self.active, session)
             .into_iter()
             .filter(|s| s.takes(c.context()))
             .collect();

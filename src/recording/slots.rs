@@ -13,33 +13,38 @@ use std::sync::{Arc, Mutex};
 use dashmap::DashMap;
 use serde_json::{json, Value};
 
-use super::append::{to_line, Active};
+use super::append::{to_line, OpenRecording};
 use crate::client_context::ClientContext;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::Outbox;
 use crate::store::recordings::format::{End, Line};
-use crate::store::recordings::index::Index;
+use crate::store::recordings::index::RecordingIndex;
 
 /// One recording under way on a connection.
 #[derive(Clone)]
-pub(super) struct Slot {
+pub(super) struct RecordingSlot {
     /// The client's label (`tab-17`); `None` records every call.
     pub label: Option<String>,
     /// The full context a call must run in to be recorded here
     /// (`<session>/<label>`, as `Capture::source.context` names it).
     context: Option<String>,
-    pub rec: Arc<Mutex<Active>>,
+    pub rec: Arc<Mutex<OpenRecording>>,
     /// The connection's client (not for a `hub__record_start`): where a
     /// second `recording_stopped` of one call goes (see `Recorder::capture`).
     pub out: Option<Outbox>,
 }
 
-impl Slot {
-    pub fn new(session: &str, label: Option<String>, rec: Active, out: Option<Outbox>) -> Slot {
+impl RecordingSlot {
+    pub fn new(
+        session: &str,
+        label: Option<String>,
+        rec: OpenRecording,
+        out: Option<Outbox>,
+    ) -> RecordingSlot {
         let context = label
             .as_deref()
             .map(|l| ClientContext::session(session, Some(l)).to_string());
-        Slot {
+        RecordingSlot {
             label,
             context,
             rec: Arc::new(Mutex::new(rec)),
@@ -57,10 +62,10 @@ impl Slot {
 }
 
 /// The recordings under way, by session.
-pub(super) type ActiveMap = DashMap<String, Vec<Slot>>;
+pub(super) type ActiveMap = DashMap<String, Vec<RecordingSlot>>;
 
 /// `session`'s recording for `label`, if it has one.
-pub(super) fn find(map: &ActiveMap, session: &str, label: Option<&str>) -> Option<Slot> {
+pub(super) fn find(map: &ActiveMap, session: &str, label: Option<&str>) -> Option<RecordingSlot> {
     map.get(session)?
         .iter()
         .find(|s| s.label.as_deref() == label)
@@ -68,7 +73,7 @@ pub(super) fn find(map: &ActiveMap, session: &str, label: Option<&str>) -> Optio
 }
 
 /// Every recording of `session`.
-pub(super) fn all(map: &ActiveMap, session: &str) -> Vec<Slot> {
+pub(super) fn all(map: &ActiveMap, session: &str) -> Vec<RecordingSlot> {
     map.get(session).map(|s| s.clone()).unwrap_or_default()
 }
 
@@ -123,7 +128,7 @@ fn not_recording(label: Option<&str>, others: &[Option<String>]) -> HubError {
 /// false` deletes the recording (blocking file IO).
 pub(super) fn stop_in(
     map: &ActiveMap,
-    index: &Index,
+    index: &RecordingIndex,
     storage: &Path,
     session: &str,
     label: Option<&str>,
@@ -161,7 +166,7 @@ pub(super) fn stop_in(
         "reason": a.stopped.clone().unwrap_or_else(|| reason.to_string()),
         "metadata": meta,
     });
-    // The map is never locked while an `Active` is (see `verify_index`).
+    // The map is never locked while an `OpenRecording` is (see `verify_index`).
     drop(a);
     if let Some(mut slots) = map.get_mut(session) {
         slots.retain(|s| !Arc::ptr_eq(&s.rec, &slot.rec));
@@ -170,7 +175,7 @@ pub(super) fn stop_in(
     Ok(reply)
 }
 
-fn finish(a: &mut Active, reason: &str) -> Value {
+fn finish(a: &mut OpenRecording, reason: &str) -> Value {
     let total = a.started.elapsed().as_millis() as u64;
     let rate = if a.seq == 0 {
         1.0

@@ -6,7 +6,7 @@
 //! Kept in step with the files: the runs service puts an entry right after
 //! each change it makes to a run's metadata (create, set, archive, a
 //! rebuild) and deletes it with the run. A check against the files
-//! ([`Index::verify`]: at first use, then every few seconds) `stat`s each
+//! ([`RunIndex::verify`]: at first use, then every few seconds) `stat`s each
 //! run's `.metadata.json`, reads again the ones whose stamp differs (a
 //! change behind the hub's back), adds folders without an entry (a crash
 //! between a run's write and its index line) and drops entries whose
@@ -67,11 +67,11 @@ struct State {
 /// The index of one runs folder (the configured `runs.storagePath`; a
 /// changed path is loaded on first use).
 #[derive(Default)]
-pub struct Index {
+pub struct RunIndex {
     state: Mutex<Option<State>>,
 }
 
-impl Index {
+impl RunIndex {
     fn lock(&self) -> MutexGuard<'_, Option<State>> {
         // A panic while holding it leaves a usable map: entries are whole.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -95,7 +95,7 @@ impl Index {
     /// Load the index now (at start-up, off the call path).
     pub fn open(&self, storage: &Path) {
         let mut g = self.lock();
-        Index::state(&mut g, storage);
+        RunIndex::state(&mut g, storage);
     }
 
     /// Hold the index while the hub changes a run's files, then put or
@@ -104,7 +104,7 @@ impl Index {
     /// count the hub's own change as one made behind its back).
     pub fn hold<'a>(&'a self, storage: &'a Path) -> Held<'a> {
         let mut g = self.lock();
-        let st = Index::state(&mut g, storage);
+        let st = RunIndex::state(&mut g, storage);
         let fresh = st.folder.is_some() && Stamp::of(storage).ok() == st.folder;
         Held {
             guard: g,
@@ -117,7 +117,7 @@ impl Index {
     pub fn verify(&self, storage: &Path) -> Repairs {
         let mut g = self.lock();
         let first = g.as_ref().is_none_or(|s| s.storage != storage);
-        let st = Index::state(&mut g, storage);
+        let st = RunIndex::state(&mut g, storage);
         if first {
             // Just loaded, and checked while loading.
             return Repairs::default();
@@ -135,7 +135,7 @@ impl Index {
         limit: usize,
     ) -> Page {
         let mut g = self.lock();
-        let st = Index::state(&mut g, storage);
+        let st = RunIndex::state(&mut g, storage);
         if Stamp::of(storage).ok() != st.folder {
             verify(st);
         }
@@ -165,7 +165,7 @@ impl Index {
     }
 }
 
-/// The index held while the hub changes a run (see [`Index::hold`]).
+/// The index held while the hub changes a run (see [`RunIndex::hold`]).
 pub struct Held<'a> {
     guard: MutexGuard<'a, Option<State>>,
     storage: &'a Path,
@@ -175,7 +175,7 @@ pub struct Held<'a> {
 
 impl Held<'_> {
     fn state(&mut self) -> &mut State {
-        Index::state(&mut self.guard, self.storage)
+        RunIndex::state(&mut self.guard, self.storage)
     }
 
     /// Read run `id` again and put its entry (after the hub changed it).

@@ -74,7 +74,7 @@ pub struct Runs {
     locks: DashMap<String, Arc<Mutex<()>>>,
     /// What `list_runs` reads: one entry per run, kept in step with the
     /// run folders.
-    index: index::Index,
+    index: index::RunIndex,
     /// The run messages' file work, in order per connection, off the
     /// runtime's threads (`handle`).
     io: Serial,
@@ -97,7 +97,7 @@ impl Runs {
             env,
             env_gone: AtomicBool::new(false),
             locks: DashMap::new(),
-            index: index::Index::default(),
+            index: index::RunIndex::default(),
             io: Serial::default(),
             setting: Default::default(),
         }

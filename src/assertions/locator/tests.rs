@@ -93,7 +93,7 @@ fn the_first_visible_match_wins_in_strategy_then_document_order() {
     by_label.aria_label = "Submit".into();
     let cands = [el("", "Submit now"), by_label, el("button", "Submit")];
     match pick(&q(Some(Role::Button), "Submit"), &cands) {
-        Verdict::Found(h) => {
+        Pick::Found(h) => {
             assert_eq!(h.candidate.name, "Submit");
             assert_eq!((h.strategy, h.tier), (Strategy::RoleName, Tier::Exact));
         }
@@ -101,7 +101,7 @@ fn the_first_visible_match_wins_in_strategy_then_document_order() {
     }
     // Without a role, an exact text match beats a fuzzy one.
     match pick(&q(None, "Submit now"), &cands) {
-        Verdict::Found(h) => assert_eq!(
+        Pick::Found(h) => assert_eq!(
             (h.candidate.text.as_str(), h.strategy, h.tier),
             ("Submit now", Strategy::Text, Tier::Exact)
         ),
@@ -131,7 +131,7 @@ fn each_attribute_strategy_finds_its_element() {
     for (c, strategy) in cases {
         let cands = [c];
         match pick(&q(None, "email"), &cands) {
-            Verdict::Found(h) => {
+            Pick::Found(h) => {
                 assert_eq!((h.strategy, h.tier), (strategy, Tier::CaseInsensitive))
             }
             other => panic!("{strategy:?}: {other:?}"),
@@ -146,7 +146,7 @@ fn a_hidden_exact_match_is_a_miss_even_if_a_fuzzy_one_is_visible() {
         hidden(el("button", "Submit"), "display:none"),
     ];
     match pick(&q(None, "Submit"), &cands) {
-        Verdict::Hidden(h) => {
+        Pick::Hidden(h) => {
             assert_eq!(h.candidate.hidden.as_deref(), Some("display:none"));
             assert_eq!(h.candidate.describe(), "button \"Submit\"");
         }
@@ -155,7 +155,7 @@ fn a_hidden_exact_match_is_a_miss_even_if_a_fuzzy_one_is_visible() {
     // The same with a role: the paragraph may not stand in for the button.
     assert!(matches!(
         pick(&q(Some(Role::Button), "Submit"), &cands),
-        Verdict::Hidden(_)
+        Pick::Hidden(_)
     ));
 }
 
@@ -163,7 +163,7 @@ fn a_hidden_exact_match_is_a_miss_even_if_a_fuzzy_one_is_visible() {
 fn another_role_counts_only_by_a_close_name() {
     let cands = [el("", "Submit"), el("", "Submit it all")];
     match pick(&q(Some(Role::Button), "submit"), &cands) {
-        Verdict::Found(h) => assert_eq!(
+        Pick::Found(h) => assert_eq!(
             (h.candidate.text.as_str(), h.tier),
             ("Submit", Tier::CaseInsensitive)
         ),
@@ -172,7 +172,7 @@ fn another_role_counts_only_by_a_close_name() {
     let only_fuzzy = [el("", "Submit it all")];
     assert!(matches!(
         pick(&q(Some(Role::Button), "submit"), &only_fuzzy),
-        Verdict::Nearest(_)
+        Pick::Nearest(_)
     ));
 }
 
@@ -183,12 +183,12 @@ fn a_role_alone_matches_any_element_of_that_role() {
         el("dialog", "Cookies"),
     ];
     match pick(&q(Some(Role::Dialog), ""), &cands) {
-        Verdict::Found(h) => assert_eq!(h.candidate.name, "Cookies"),
+        Pick::Found(h) => assert_eq!(h.candidate.name, "Cookies"),
         other => panic!("{other:?}"),
     }
     assert_eq!(
         pick(&q(Some(Role::Dialog), ""), &[el("button", "x")]),
-        Verdict::Nothing
+        Pick::Nothing
     );
 }
 
@@ -200,11 +200,11 @@ fn a_miss_names_the_nearest_candidate() {
         el("", "Register"),
     ];
     match pick(&q(Some(Role::Button), "Log in"), &cands) {
-        Verdict::Nearest(c) => assert_eq!(c.describe(), "button \"Sign in\""),
+        Pick::Nearest(c) => assert_eq!(c.describe(), "button \"Sign in\""),
         other => panic!("{other:?}"),
     }
-    assert_eq!(pick(&q(None, "Checkout"), &cands), Verdict::Nothing);
-    assert_eq!(pick(&q(None, "Checkout"), &[]), Verdict::Nothing);
+    assert_eq!(pick(&q(None, "Checkout"), &cands), Pick::Nothing);
+    assert_eq!(pick(&q(None, "Checkout"), &[]), Pick::Nothing);
 }
 
 #[test]

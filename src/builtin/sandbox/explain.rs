@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::reads::{self, Denial};
-use super::{denied, Sandbox, Verdict, DEVICES};
+use super::{denied, Confinement, Sandbox, DEVICES};
 use crate::config::SandboxMode;
 use crate::errors::{ErrorType, HubError};
 
@@ -22,7 +22,7 @@ impl Sandbox {
     /// hub's own files). `None` for any other failure: no refused path, or a
     /// path the hub's user could not write (or read) either.
     pub fn explain(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
-        if !matches!(self.verdict, Verdict::Confined { .. }) {
+        if !matches!(self.verdict, Confinement::Confined { .. }) {
             return None;
         }
         let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
@@ -103,7 +103,7 @@ impl Sandbox {
     /// curl …`: the pipeline's status is curl's) fails all the same with
     /// `PERMISSION`: a refused read of a credential is never silent.
     pub fn explain_reads(&self, result: &Value, cwd: &Path, writable: &[PathBuf]) -> Option<Value> {
-        if !matches!(self.verdict, Verdict::Confined { .. }) {
+        if !matches!(self.verdict, Confinement::Confined { .. }) {
             return None;
         }
         let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
@@ -123,7 +123,7 @@ impl Sandbox {
     /// [`explain`]: Sandbox::explain
     pub fn hint(&self, e: HubError) -> HubError {
         if e.error_type != ErrorType::Permission
-            || !matches!(self.verdict, Verdict::Confined { .. })
+            || !matches!(self.verdict, Confinement::Confined { .. })
         {
             return e;
         }

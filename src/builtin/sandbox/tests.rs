@@ -25,16 +25,16 @@ fn cfg(mode: SandboxMode, network: bool) -> BuiltinConfig {
 #[test]
 fn decide_confines_refuses_or_runs_unconfined() {
     use SandboxMode::*;
-    let confined = |abi| Verdict::Confined { abi };
+    let confined = |abi| Confinement::Confined { abi };
     // (mode, network allowed, kernel ABI) → confined?
-    let table: &[(SandboxMode, bool, i32, Option<Verdict>)] = &[
+    let table: &[(SandboxMode, bool, i32, Option<Confinement>)] = &[
         (WorkspaceWrite, true, 7, Some(confined(7))),
         (WorkspaceWrite, false, 7, Some(confined(7))),
         (ReadOnly, true, 3, Some(confined(3))),
         (ReadOnly, false, 4, Some(confined(4))),
         (WorkspaceWrite, true, 3, Some(confined(3))),
-        (Off, true, 0, Some(Verdict::Unconfined)),
-        (Off, false, 7, Some(Verdict::Unconfined)),
+        (Off, true, 0, Some(Confinement::Unconfined)),
+        (Off, false, 7, Some(Confinement::Unconfined)),
         // Refused: no Landlock, too old for truncate, too old for TCP.
         (WorkspaceWrite, true, 0, None),
         (ReadOnly, true, -1, None),
@@ -46,7 +46,7 @@ fn decide_confines_refuses_or_runs_unconfined() {
         match want {
             Some(v) => assert_eq!(&got, v, "{mode:?} {network} {abi}"),
             None => {
-                let Verdict::Refused { why, fix } = &got else {
+                let Confinement::Refused { why, fix } = &got else {
                     panic!("{mode:?} {network} {abi}: expected a refusal, got {got:?}");
                 };
                 assert!(fix.contains("builtin.sandbox"), "{fix}");
@@ -54,7 +54,7 @@ fn decide_confines_refuses_or_runs_unconfined() {
             }
         }
     }
-    let Verdict::Refused { why, fix } = decide(WorkspaceWrite, false, 3) else {
+    let Confinement::Refused { why, fix } = decide(WorkspaceWrite, false, 3) else {
         panic!("refused");
     };
     assert!(
@@ -62,7 +62,7 @@ fn decide_confines_refuses_or_runs_unconfined() {
         "{why}"
     );
     assert!(fix.contains("sandboxNetwork to true"), "{fix}");
-    let Verdict::Refused { why, .. } = decide(WorkspaceWrite, true, 0) else {
+    let Confinement::Refused { why, .. } = decide(WorkspaceWrite, true, 0) else {
         panic!("refused");
     };
     assert!(why.contains("Landlock is not available"), "{why}");
@@ -96,7 +96,7 @@ fn health_check_and_refusal_say_what_the_hub_does() {
         &cfg(SandboxMode::Off, true),
         Path::new("/ws"),
         PathBuf::from("/state/tmp"),
-        Verdict::Unconfined,
+        Confinement::Unconfined,
     );
     let c = off.check();
     assert!(!c.ok && c.message.contains("UNCONFINED"), "{}", c.message);
@@ -106,7 +106,7 @@ fn health_check_and_refusal_say_what_the_hub_does() {
         &cfg(SandboxMode::WorkspaceWrite, false),
         Path::new("/ws"),
         PathBuf::from("/state/tmp"),
-        Verdict::Confined { abi: 7 },
+        Confinement::Confined { abi: 7 },
     );
     let c = on.check();
     assert!(c.ok && c.fix.is_none());
@@ -128,7 +128,7 @@ fn a_permission_failure_without_a_path_still_points_at_the_sandbox() {
         &cfg(SandboxMode::WorkspaceWrite, true),
         Path::new("/ws"),
         PathBuf::from("/t"),
-        Verdict::Confined { abi: 7 },
+        Confinement::Confined { abi: 7 },
     );
     let e = on.hint(HubError::classified("command exited with status 1: EACCES"));
     assert_eq!(e.error_type, ErrorType::Permission);
@@ -154,7 +154,7 @@ fn writable_folders_follow_the_mode() {
         &cfg(SandboxMode::WorkspaceWrite, true),
         Path::new("/ws"),
         PathBuf::from("/t"),
-        Verdict::Confined { abi: 7 },
+        Confinement::Confined { abi: 7 },
     );
     assert_eq!(
         ww.writable(run.clone()),
@@ -164,7 +164,7 @@ fn writable_folders_follow_the_mode() {
         &cfg(SandboxMode::ReadOnly, true),
         Path::new("/ws"),
         PathBuf::from("/t"),
-        Verdict::Confined { abi: 7 },
+        Confinement::Confined { abi: 7 },
     );
     assert_eq!(ro.writable(run), [PathBuf::from("/t")]);
 }

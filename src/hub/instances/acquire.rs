@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Active, Slot};
+use super::{InstanceSlot, InstanceUse};
 use crate::client_context::ClientContext;
 use crate::config::{Scope, ServerSpec};
 use crate::errors::{ErrorType, HubError};
@@ -25,11 +25,11 @@ impl Hub {
         context: &ClientContext,
         limit: Duration,
         cancel: &CancellationToken,
-    ) -> Result<Active, HubError> {
+    ) -> Result<InstanceUse, HubError> {
         let slot = self.slot_for(template, context)?;
         slot.calls.fetch_add(1, Ordering::Relaxed);
         slot.touch();
-        let active = Active {
+        let active = InstanceUse {
             slot: slot.clone(),
             pool: self.instances.clone(),
         };
@@ -83,7 +83,7 @@ impl Hub {
         &self,
         template: &ServerHandle,
         context: &ClientContext,
-    ) -> Result<Arc<Slot>, HubError> {
+    ) -> Result<Arc<InstanceSlot>, HubError> {
         let key = (template.name.clone(), context.clone());
         let limits = self
             .config()
@@ -133,7 +133,7 @@ impl Hub {
         Ok(slot)
     }
 
-    fn spawn_instance(&self, spec: &Arc<ServerSpec>, context: &ClientContext) -> Arc<Slot> {
+    fn spawn_instance(&self, spec: &Arc<ServerSpec>, context: &ClientContext) -> Arc<InstanceSlot> {
         let generation = self.instances.next_gen.fetch_add(1, Ordering::Relaxed);
         let recordings = self.config().recording.storage_path.clone();
         let label = context.to_string();
@@ -147,7 +147,7 @@ impl Hub {
             Some(&label),
         );
         let (state, _) = watch::channel(ServerState::Starting);
-        Arc::new(Slot {
+        Arc::new(InstanceSlot {
             server: spec.name.clone(),
             context: context.clone(),
             handle,
@@ -192,7 +192,7 @@ impl Hub {
 
     /// Stop every instance and wait for their process groups to be gone.
     pub(in crate::hub) async fn stop_all_instances(&self) {
-        let all: Vec<Arc<Slot>> = {
+        let all: Vec<Arc<InstanceSlot>> = {
             let mut p = self.instances.lock();
             std::mem::take(&mut p.slots).into_values().collect()
         };

@@ -37,7 +37,7 @@ const REAP_MAX_WAIT: Duration = Duration::from_secs(30);
 const MAX_ENDED_OWNERS: usize = 4096;
 
 /// One running (or starting) instance.
-pub struct Slot {
+pub struct InstanceSlot {
     pub server: String,
     pub context: ClientContext,
     pub handle: ServerHandle,
@@ -52,7 +52,7 @@ pub struct Slot {
     state: watch::Sender<ServerState>,
 }
 
-impl Slot {
+impl InstanceSlot {
     fn touch(&self) {
         if let Ok(mut t) = self.last_use.lock() {
             *t = Instant::now();
@@ -66,9 +66,9 @@ impl Slot {
 
 #[derive(Default)]
 struct Pool {
-    slots: BTreeMap<(String, ClientContext), Arc<Slot>>,
+    slots: BTreeMap<(String, ClientContext), Arc<InstanceSlot>>,
     /// Supervisor generation -> instance, for routing its events.
-    by_gen: HashMap<u64, Arc<Slot>>,
+    by_gen: HashMap<u64, Arc<InstanceSlot>>,
     /// Contexts a running task holds (its instance outlives its owner
     /// and idleness until the task is done).
     holds: HashMap<ClientContext, usize>,
@@ -130,12 +130,12 @@ pub struct InstanceView {
 
 /// A call's use of an instance: while it lives the instance is busy; its
 /// drop marks the last use (and stops an orphan).
-pub struct Active {
-    pub slot: Arc<Slot>,
+pub struct InstanceUse {
+    pub slot: Arc<InstanceSlot>,
     pool: Arc<Instances>,
 }
 
-impl Drop for Active {
+impl Drop for InstanceUse {
     fn drop(&mut self) {
         self.slot.touch();
         if self.slot.active.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -205,7 +205,7 @@ impl Instances {
 
     /// Every instance now, by server then context.
     pub fn list(&self) -> Vec<InstanceView> {
-        let slots: Vec<Arc<Slot>> = self.lock().slots.values().cloned().collect();
+        let slots: Vec<Arc<InstanceSlot>> = self.lock().slots.values().cloned().collect();
         let now = Instant::now();
         slots
             .iter()
@@ -325,7 +325,7 @@ impl Instances {
 
     /// Stop every instance of `server` (removed, disabled, or no longer
     /// per-context); the contexts they served.
-    fn drain(&self, server: &str) -> Vec<Arc<Slot>> {
+    fn drain(&self, server: &str) -> Vec<Arc<InstanceSlot>> {
         let mut p = self.lock();
         let keys: Vec<_> = p
             .slots
@@ -368,7 +368,7 @@ impl Instances {
         &self,
         now: Instant,
         idle_of: impl Fn(&str) -> Duration,
-    ) -> (Vec<Arc<Slot>>, Option<Instant>) {
+    ) -> (Vec<Arc<InstanceSlot>>, Option<Instant>) {
         let mut p = self.lock();
         let mut due = Vec::new();
         let mut next: Option<Instant> = None;
@@ -392,7 +392,7 @@ impl Instances {
     /// Tell every client what became of an instance (`instance_status`):
     /// sent once the pool already shows it, so a `health_check` after it
     /// agrees.
-    fn announce(&self, slot: &Slot, state: ServerState, reason: Option<&str>) {
+    fn announce(&self, slot: &InstanceSlot, state: ServerState, reason: Option<&str>) {
         let pid = slot.handle.status().and_then(|s| s.pid);
         let _ = self.bus.send(Arc::new(serde_json::json!({
             "type": "instance_status",
@@ -405,7 +405,7 @@ impl Instances {
     }
 
     /// Is this very instance still in the pool?
-    fn holds_slot(&self, slot: &Arc<Slot>) -> bool {
+    fn holds_slot(&self, slot: &Arc<InstanceSlot>) -> bool {
         self.lock()
             .slots
             .get(&(slot.server.clone(), slot.context.clone()))
@@ -414,14 +414,14 @@ impl Instances {
 
     /// Stop an instance already taken out of the pool, in the background
     /// (its process group is killed), and say so.
-    fn retire(&self, slot: Arc<Slot>, reason: String) {
+    fn retire(&self, slot: Arc<InstanceSlot>, reason: String) {
         self.announce(&slot, ServerState::Stopped, Some(&reason));
         stop_slot(slot, reason);
     }
 }
 
 /// Stop an instance in the background (its process group is killed).
-fn stop_slot(slot: Arc<Slot>, reason: String) {
+fn stop_slot(slot: Arc<InstanceSlot>, reason: String) {
     // Without a runtime (an /mcp session dropped as the hub ends), the
     // shutdown that is under way stops every instance.
     let Ok(rt) = tokio::runtime::Handle::try_current() else {

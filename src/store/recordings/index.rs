@@ -16,7 +16,7 @@
 //! [`PENDING_MAX`] of them until the file can be written again.
 //!
 //! It is kept in step with the files: the hub puts or deletes an entry
-//! right after each change it makes to a recording, and [`Index::verify`]
+//! right after each change it makes to a recording, and [`RecordingIndex::verify`]
 //! (at start, then every few seconds) compares each file's size and
 //! modification time with its entry and reads again what differs, adds
 //! folders without an entry (a crash between a recording's write and its
@@ -59,14 +59,14 @@ struct State {
     /// Entries whose line could not be written (their key's offset is
     /// `NOT_WRITTEN`), at most [`PENDING_MAX`].
     pending: HashMap<Id, Entry>,
-    /// The round of the check against the files (see [`Index::verify`]).
+    /// The round of the check against the files (see [`RecordingIndex::verify`]).
     round: bool,
 }
 
 /// The index of one recordings folder (the configured `storagePath`; a
 /// changed path is loaded on first use).
 #[derive(Default)]
-pub struct Index {
+pub struct RecordingIndex {
     state: Mutex<Option<State>>,
 }
 
@@ -115,9 +115,9 @@ enum Seen {
     NoStat,
 }
 
-impl Index {
-    pub fn new() -> Index {
-        Index::default()
+impl RecordingIndex {
+    pub fn new() -> RecordingIndex {
+        RecordingIndex::default()
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<State>> {
@@ -138,7 +138,7 @@ impl Index {
     pub fn open(&self, storage: &Path) -> Repairs {
         let n = {
             let mut g = self.lock();
-            Index::state(&mut g, storage).keys.len()
+            RecordingIndex::state(&mut g, storage).keys.len()
         };
         let r = self.verify(storage, &HashSet::new());
         tracing::info!(storage = %storage.display(), recordings = n + r.added - r.removed, "recordings index ready");
@@ -155,13 +155,13 @@ impl Index {
     pub fn refresh(&self, storage: &Path, id: &str) {
         let e = entry::read(storage, id);
         let mut g = self.lock();
-        Index::state(&mut g, storage).put(e);
+        RecordingIndex::state(&mut g, storage).put(e);
     }
 
     /// Drop recording `id` (after the hub deleted it).
     pub fn remove(&self, storage: &Path, id: &str) {
         let mut g = self.lock();
-        Index::state(&mut g, storage).remove(keys::id_of(id).0, id);
+        RecordingIndex::state(&mut g, storage).remove(keys::id_of(id).0, id);
     }
 
     /// Compare every entry with its file (size and modification time; a
@@ -177,7 +177,7 @@ impl Index {
         // `stat`ed without the lock and compared a chunk at a time.
         let round = {
             let mut g = self.lock();
-            let st = Index::state(&mut g, storage);
+            let st = RecordingIndex::state(&mut g, storage);
             st.round = !st.round;
             st.round
         };
@@ -188,7 +188,7 @@ impl Index {
         let mut chunk: Vec<(Id, Seen, Option<String>)> = Vec::with_capacity(CHUNK);
         let mut compare = |chunk: &mut Vec<(Id, Seen, Option<String>)>| {
             let mut g = self.lock();
-            let st = Index::state(&mut g, storage);
+            let st = RecordingIndex::state(&mut g, storage);
             for (id, seen, name) in chunk.drain(..) {
                 let was = match st.keys.get_mut(id) {
                     Some(k) => {
@@ -228,7 +228,7 @@ impl Index {
         // hub put meanwhile is not marked; its folder exists).
         let (gone, file_gone) = {
             let mut g = self.lock();
-            let st = Index::state(&mut g, storage);
+            let st = RecordingIndex::state(&mut g, storage);
             let unseen: Vec<Key> = st
                 .keys
                 .iter()
@@ -248,7 +248,7 @@ impl Index {
             .collect();
         let mut r = Repairs::default();
         let mut g = self.lock();
-        let st = Index::state(&mut g, storage);
+        let st = RecordingIndex::state(&mut g, storage);
         let stamp_of = |st: &State, id: Id| st.keys.get(id).map(|k| k.stamp);
         // Only what the hub did not update meanwhile is applied and counted.
         let mut apply = Vec::new();
@@ -280,7 +280,7 @@ impl Index {
     /// A page of the recordings matching `req`, from the index alone.
     pub fn list(&self, storage: &Path, req: &ListReq) -> Page {
         let mut g = self.lock();
-        list::page(Index::state(&mut g, storage), req)
+        list::page(RecordingIndex::state(&mut g, storage), req)
     }
 }
 

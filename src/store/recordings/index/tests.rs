@@ -49,7 +49,7 @@ fn a_missing_index_is_rebuilt_from_the_recordings_and_written() {
         &[("fs", "read_file")],
     );
     write_rec(s, "rec-b", "beta", "2026-01-02T00:00:00.000Z", &[]);
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     let r = idx.open(s);
     assert_eq!(r, Repairs::default(), "a rebuild is not a repair");
     assert!(s.join(FILE).exists());
@@ -60,8 +60,8 @@ fn a_missing_index_is_rebuilt_from_the_recordings_and_written() {
     assert_eq!(page.items[1]["tools"], json!(["fs__read_file"]));
     // A second hub reads the file instead of the recordings.
     fs::remove_dir_all(s.join("rec-a")).unwrap();
-    let again = Index::new();
-    let _ = Index::state(&mut again.lock(), s);
+    let again = RecordingIndex::new();
+    let _ = RecordingIndex::state(&mut again.lock(), s);
     assert_eq!(
         again.list(s, &ListReq::default()).total,
         2,
@@ -77,7 +77,7 @@ fn verify_picks_up_edits_new_folders_and_deletions_made_behind_the_hubs_back() {
     let s = dir.path();
     write_rec(s, "rec-a", "alpha", "2026-01-01T00:00:00.000Z", &[]);
     write_rec(s, "rec-b", "beta", "2026-01-02T00:00:00.000Z", &[]);
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     // Edited: a different name (and size).
     write_rec(
@@ -137,7 +137,7 @@ fn each_filter_sort_and_page() {
         "2026-03-01T00:00:00.000Z",
         &[("web", "read_file")],
     );
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     let q = |v| ids_of(&idx.list(s, &req(v)));
     assert_eq!(q(json!({"query": "LOG"})), ["rec-3", "rec-1"]);
@@ -179,7 +179,7 @@ fn puts_and_deletes_survive_a_restart_and_the_file_is_compacted() {
     let dir = tempfile::tempdir().unwrap();
     let s = dir.path();
     write_rec(s, "rec-a", "alpha", "2026-01-01T00:00:00.000Z", &[]);
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     for _ in 0..200 {
         idx.refresh(s, "rec-a");
@@ -190,8 +190,8 @@ fn puts_and_deletes_survive_a_restart_and_the_file_is_compacted() {
     idx.remove(s, "rec-a");
     write_rec(s, "rec-b", "beta", "2026-01-01T00:00:00.000Z", &[]);
     idx.refresh(s, "rec-b");
-    let again = Index::new();
-    let _ = Index::state(&mut again.lock(), s);
+    let again = RecordingIndex::new();
+    let _ = RecordingIndex::state(&mut again.lock(), s);
     assert_eq!(ids_of(&again.list(s, &ListReq::default())), ["rec-b"]);
 }
 
@@ -201,7 +201,7 @@ fn an_unreadable_recording_is_a_problem_not_a_listing() {
     let s = dir.path();
     fs::create_dir_all(s.join("rec-bad")).unwrap();
     fs::write(s.join("rec-bad").join(super::super::FILE), "not json\n").unwrap();
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     let page = idx.list(s, &ListReq::default());
     assert_eq!(page.total, 0);
@@ -225,7 +225,7 @@ fn entries_are_read_back_by_offset_after_updates_compaction_and_a_restart() {
         let created = format!("2026-01-01T00:00:{i:02}.000Z");
         write_rec(s, id, &name(i), &created, &[("fs", "read_file")]);
     }
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     // Five puts each: past twice the entries, so the file is compacted
     // and every key moves to a new offset.
@@ -236,7 +236,7 @@ fn entries_are_read_back_by_offset_after_updates_compaction_and_a_restart() {
     }
     let lines = fs::read_to_string(s.join(FILE)).unwrap().lines().count();
     assert!(lines <= 2 * 30 + 64 + 1, "compacted: {lines} lines");
-    let check = |idx: &Index| {
+    let check = |idx: &RecordingIndex| {
         let page = idx.list(s, &req(json!({"sort": "oldest"})));
         assert_eq!(page.total, 30);
         for (i, item) in page.items.iter().enumerate() {
@@ -260,7 +260,7 @@ fn entries_are_read_back_by_offset_after_updates_compaction_and_a_restart() {
     };
     check(&idx);
     // A second hub reads the same entries from the compacted file.
-    let again = Index::new();
+    let again = RecordingIndex::new();
     assert_eq!(again.open(s), Repairs::default(), "nothing to repair");
     check(&again);
 }
@@ -273,7 +273,7 @@ fn an_index_that_cannot_be_written_lists_from_a_bounded_memory() {
     write_rec(s, "rec-b", "beta", "2026-01-02T00:00:00.000Z", &[]);
     // A folder where the file should be: nothing can be written there.
     fs::create_dir_all(s.join(FILE)).unwrap();
-    let idx = Index::new();
+    let idx = RecordingIndex::new();
     idx.open(s);
     let page = idx.list(s, &req(json!({"query": "alpha"})));
     assert_eq!(ids_of(&page), ["rec-a"]);
