@@ -16,9 +16,9 @@ use crate::store::journal::CallKeyMark;
 /// it reaches the call layer through its [`Hub`] and tells the observer
 /// (the recorder) of each finished step.
 #[derive(Clone)]
-pub struct Engine(Arc<Inner>);
+pub struct Engine(Arc<EngineState>);
 
-pub struct Inner {
+pub struct EngineState {
     hub: Hub,
     observer: Arc<dyn CallObserver>,
     pub(crate) tasks: DashMap<String, Arc<Task>>,
@@ -30,8 +30,8 @@ pub struct Inner {
 }
 
 impl std::ops::Deref for Engine {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
+    type Target = EngineState;
+    fn deref(&self) -> &EngineState {
         &self.0
     }
 }
@@ -39,7 +39,7 @@ impl std::ops::Deref for Engine {
 impl Engine {
     pub fn new(hub: Hub, observer: Arc<dyn CallObserver>) -> Engine {
         let store = Store::new(&hub.config());
-        Engine(Arc::new(Inner {
+        Engine(Arc::new(EngineState {
             hub,
             observer,
             tasks: DashMap::new(),

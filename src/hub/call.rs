@@ -20,9 +20,9 @@ use super::Hub;
 pub const LIST_HOLD: Duration = Duration::from_secs(20);
 use crate::client_context::ClientContext;
 use crate::errors::{ErrorType, HubError};
-use crate::mcp::call as mcp_call;
 use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{CallLink, Inflight};
+use crate::mcp::send as mcp_call;
 use crate::mcp::supervisor::ServerState;
 use crate::retry::RetryOverride;
 

@@ -50,9 +50,9 @@ pub const BUILTIN_SERVER: &str = "hub";
 const EVENT_BUS: usize = 1024;
 
 #[derive(Clone)]
-pub struct Hub(Arc<Inner>);
+pub struct Hub(Arc<HubState>);
 
-pub struct Inner {
+pub struct HubState {
     config: RwLock<Arc<Config>>,
     servers: DashMap<String, ServerHandle>,
     generation: AtomicU64,
@@ -97,8 +97,8 @@ pub struct Inner {
 }
 
 impl std::ops::Deref for Hub {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
+    type Target = HubState;
+    fn deref(&self) -> &HubState {
         &self.0
     }
 }
@@ -119,7 +119,7 @@ impl Hub {
         let config = Arc::new(config);
         let (config_tx, _) = watch::channel(config.clone());
         let (instances, instance_events) = instances::Instances::new(bus.clone());
-        let hub = Hub(Arc::new(Inner {
+        let hub = Hub(Arc::new(HubState {
             started_config: config.clone(),
             restart_needed: Mutex::new(Vec::new()),
             config_tx,

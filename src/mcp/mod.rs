@@ -4,12 +4,12 @@
 //! stdio child as rmcp's transport, bounded lines), `ordered` (a call's
 //! notifications ahead of its answer).
 
-pub mod call;
 pub mod children;
 pub mod offline;
 pub mod ordered;
 pub mod pipes;
 pub mod registry;
 pub mod relay;
+pub mod send;
 pub mod supervisor;
 pub mod upstream;

@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(inflight.sessions().len(), 1);
     }
 
-    /// A call counted in and sent as request `id` (what `mcp::call` does).
+    /// A call counted in and sent as request `id` (what `mcp::send` does).
     fn sent(inflight: &Inflight, id: i64, token: ProgressToken, link: CallLink) -> InflightGuard {
         let guard = inflight.reserve(link);
         guard.bind(NumberOrString::Number(id), token);

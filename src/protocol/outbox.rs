@@ -33,7 +33,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::inflight::InFlight;
-pub use log::{Dropped, Refusal};
+pub use log::{Dropped, ResumeRefusal};
 use log::{Log, Pushed};
 
 /// The bounds of one session's queue.
@@ -262,9 +262,9 @@ impl Outbox {
         &self,
         last_seq: u64,
         evict: CancellationToken,
-    ) -> Result<(OutboxReceiver, u64), Refusal> {
+    ) -> Result<(OutboxReceiver, u64), ResumeRefusal> {
         if self.queue.ended.is_cancelled() {
-            return Err(Refusal::Ended);
+            return Err(ResumeRefusal::Ended);
         }
         let (socket, replayed) = self.queue.log().attach(last_seq, evict)?;
         self.queue.ready.notify_waiters();

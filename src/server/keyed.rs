@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::callkeys::KeyGuard;
 use crate::errors::ErrorType;
 use crate::hub::CallOutcome;
-use crate::mcp::call::result_value;
+use crate::mcp::send::result_value;
 
 /// Marks a kept answer whose `result` is to be read from its `raw`.
 const FROM_RAW: &str = "_resultFromRaw";

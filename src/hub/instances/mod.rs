@@ -3,7 +3,7 @@
 //! call, capped by `maxInstances`, stopped after `instanceIdleMs` unused,
 //! when their owner ends, or on a reload that changes the entry.
 //!
-//! The server's own handle in [`super::Inner::servers`] is the template:
+//! The server's own handle in [`super::HubState::servers`] is the template:
 //! it lists the tools (every instance offers the same ones, so the
 //! aggregate does not change as instances come and go) and is what health
 //! probes. Calls never go to it; they go to the instance of their context.

@@ -12,7 +12,7 @@ use super::Limits;
 
 /// Why a resume cannot take the session over.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Refusal {
+pub enum ResumeRefusal {
     /// The session has ended.
     Ended,
     /// `lastSeq` is past the last frame the session sent.
@@ -162,14 +162,14 @@ impl Log {
         &mut self,
         last_seq: u64,
         evict: CancellationToken,
-    ) -> Result<(u64, u64), Refusal> {
+    ) -> Result<(u64, u64), ResumeRefusal> {
         let sent = self.last_seq();
         if last_seq > sent {
-            return Err(Refusal::Beyond { last_seq, sent });
+            return Err(ResumeRefusal::Beyond { last_seq, sent });
         }
         let oldest = self.frames.front().map_or(self.next_seq, |f| f.0);
         if oldest > last_seq + 1 {
-            return Err(Refusal::TooOld { last_seq, oldest });
+            return Err(ResumeRefusal::TooOld { last_seq, oldest });
         }
         // Everything after last_seq is written again, in order.
         self.cursor = last_seq + 1;

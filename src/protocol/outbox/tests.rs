@@ -94,7 +94,7 @@ fn a_resume_replays_after_last_seq_and_refuses_what_it_cannot() {
     rx.detach();
     assert_eq!(
         out.attach(9, CancellationToken::new()).err(),
-        Some(Refusal::Beyond {
+        Some(ResumeRefusal::Beyond {
             last_seq: 9,
             sent: 5
         })
@@ -108,7 +108,7 @@ fn a_resume_replays_after_last_seq_and_refuses_what_it_cannot() {
     // Frames 1 and 2 were acknowledged by the resume: gone.
     assert_eq!(
         out.attach(1, CancellationToken::new()).err(),
-        Some(Refusal::TooOld {
+        Some(ResumeRefusal::TooOld {
             last_seq: 1,
             oldest: 3
         })
@@ -156,7 +156,7 @@ fn a_detached_session_over_its_bound_ends_and_says_what_it_dropped() {
     assert!(!out.send_text("{}".into()));
     assert_eq!(
         out.attach(0, CancellationToken::new()).err(),
-        Some(Refusal::Ended)
+        Some(ResumeRefusal::Ended)
     );
 }
 
@@ -173,7 +173,7 @@ fn written_frames_are_kept_within_the_bound_only_when_resumable() {
     // Not resumable: the written frame is gone.
     assert!(matches!(
         out.attach(0, CancellationToken::new()),
-        Err(Refusal::TooOld { .. })
+        Err(ResumeRefusal::TooOld { .. })
     ));
     // Resumable with a small bound: the oldest written frames go first.
     let (out, mut rx) = Outbox::new("s".into(), limits(64, 200, true), CancellationToken::new());
@@ -183,7 +183,7 @@ fn written_frames_are_kept_within_the_bound_only_when_resumable() {
     }
     assert!(matches!(
         out.attach(0, CancellationToken::new()),
-        Err(Refusal::TooOld { .. })
+        Err(ResumeRefusal::TooOld { .. })
     ));
     assert!(out.attach(3, CancellationToken::new()).is_ok());
 }

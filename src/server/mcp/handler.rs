@@ -203,7 +203,7 @@ impl ServerHandler for HubServer {
             Ok(p) => p,
             Err(e) => {
                 let refused = crate::hub::CallOutcome::failed(&request.name, e, Default::default());
-                return Ok(super::call::to_result(&refused).into());
+                return Ok(super::tools_call::to_result(&refused).into());
             }
         };
         let tool = match super::view::of(&cx) {
@@ -223,7 +223,7 @@ impl ServerHandler for HubServer {
                     .map(Into::into)
             }
         }
-        super::call::call_tool(&self.ep, &key, request, cx)
+        super::tools_call::call_tool(&self.ep, &key, request, cx)
             .await
             .map(Into::into)
     }

@@ -9,7 +9,6 @@
 //!   Host, Origin, `Authorization: Bearer`. rmcp's own Host check is off
 //!   (the gate's is the hub's rule); its Origin check stays off likewise.
 
-mod call;
 mod handler;
 mod idle;
 mod limit;
@@ -19,6 +18,7 @@ mod paging;
 mod sessions;
 mod stateless;
 mod tasks;
+mod tools_call;
 mod view;
 
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ use super::gate::Gate;
 use crate::app::App;
 use crate::mcp::registry::assign_qualified_names;
 use names::{exposed_names, NameCache, ToolNames};
-use sessions::Sessions;
+use sessions::McpSessions;
 
 /// JSON-RPC error code of a request the gate or the connection limit
 /// refused (implementation-defined server error range).
@@ -49,7 +49,7 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// What every handler instance shares.
 pub struct Endpoint {
     pub app: App,
-    sessions: Arc<Sessions>,
+    sessions: Arc<McpSessions>,
     /// The sessions' idleness (`server.mcpSessionIdle`), kept by `limit`.
     idle: Arc<idle::Idle>,
     names: NameCache,
@@ -120,7 +120,7 @@ impl Endpoint {
 /// The `/mcp` routes, gated; installs the endpoint as the hub's relay.
 pub fn router(app: App, gate: Gate) -> Router {
     let hub = app.hub.clone();
-    let sessions = Sessions::new(hub.clone());
+    let sessions = McpSessions::new(hub.clone());
     hub.set_relay(sessions.clone());
     sessions::spawn_tool_watch(hub.clone(), sessions.clone());
     // The hub, not rmcp, ends a session idle for `server.mcpSessionIdle`

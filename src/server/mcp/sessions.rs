@@ -140,16 +140,16 @@ fn spawn_sender(key: Arc<str>, peer: Peer<RoleServer>, mut rx: mpsc::Receiver<No
 /// Every open session, and the broadcast of list changes for
 /// `subscriptions/listen` streams (2026-07-28 clients, which have no
 /// session).
-pub struct Sessions {
+pub struct McpSessions {
     hub: Hub,
     open: Mutex<Vec<Open>>,
     pub changes: broadcast::Sender<ListKind>,
 }
 
-impl Sessions {
-    pub fn new(hub: Hub) -> Arc<Sessions> {
+impl McpSessions {
+    pub fn new(hub: Hub) -> Arc<McpSessions> {
         let (changes, _) = broadcast::channel(64);
-        Arc::new(Sessions {
+        Arc::new(McpSessions {
             hub,
             open: Mutex::new(Vec::new()),
             changes,
@@ -247,7 +247,7 @@ impl Sessions {
     }
 }
 
-impl Relay for Sessions {
+impl Relay for McpSessions {
     fn notice(&self, server: &str, notice: Notice) {
         match notice {
             Notice::ResourcesChanged => {
@@ -273,7 +273,7 @@ impl Relay for Sessions {
 
 /// Forward every change of the hub's tool list to the sessions, until the
 /// hub shuts down.
-pub fn spawn_tool_watch(hub: Hub, sessions: Arc<Sessions>) {
+pub fn spawn_tool_watch(hub: Hub, sessions: Arc<McpSessions>) {
     let mut rx = hub.watch_tools();
     let shutdown = hub.shutdown.clone();
     tokio::spawn(async move {

@@ -25,7 +25,7 @@ pub fn is_stateless(cx: &RequestContext<RoleServer>) -> bool {
 
 /// How a server's request during a stateless call is refused: the error
 /// its server gets, and the one that ends the client's call (if any).
-pub struct Refusal {
+pub struct StatelessRefusal {
     pub upstream: ErrorData,
     pub client: Option<ErrorData>,
 }
@@ -40,14 +40,14 @@ fn capability(ask: &Ask) -> &'static str {
 
 /// Refuse a server's request made during a stateless call;
 /// `can_sample`/`can_elicit` are what the request declared.
-pub fn refuse(ask: &Ask, can_sample: bool, can_elicit: bool) -> Refusal {
+pub fn refuse(ask: &Ask, can_sample: bool, can_elicit: bool) -> StatelessRefusal {
     let what = capability(ask);
     let declared = match ask {
         Ask::Sampling(_) => can_sample,
         Ask::Elicitation(_) => can_elicit,
     };
     if !declared {
-        return Refusal {
+        return StatelessRefusal {
             upstream: ErrorData::internal_error(
                 format!("toolhub: the MCP client whose call this serves did not declare {what}"),
                 None,
@@ -55,7 +55,7 @@ pub fn refuse(ask: &Ask, can_sample: bool, can_elicit: bool) -> Refusal {
             client: Some(missing(what)),
         };
     }
-    Refusal {
+    StatelessRefusal {
         upstream: ErrorData::internal_error(
             format!(
                 "toolhub: the MCP client whose call this serves is stateless (2026-07-28) and cannot be sent {what} requests mid-call"

@@ -326,7 +326,7 @@ fn call_result(outcome: &Value, error: Option<HubError>) -> Value {
         o.error = None;
         o.result = result;
     }
-    let mut r = serde_json::to_value(super::call::to_result(&o)).unwrap_or_default();
+    let mut r = serde_json::to_value(super::tools_call::to_result(&o)).unwrap_or_default();
     // A task's result is read through tasks/get, not sent as a tools/call
     // answer: no discriminator of its own.
     if let Some(m) = r.as_object_mut() {
