@@ -116,6 +116,9 @@ fn start_hub(bin: &str) -> (std::process::Child, String, std::path::PathBuf) {
 }
 
 fn main() {
+    // rmcp's HTTP client is built without a TLS provider of its own (the
+    // hub links ring): install it, as the hub does, before the first client.
+    toolhub::mcp::upstream::tls_provider();
     let full = std::env::args().any(|a| a == "--bench");
     if std::env::args().any(|a| a == "--agent") {
         agent::run(full);
