@@ -25,5 +25,16 @@ if ! command -v chromium >/dev/null 2>&1; then
     exit 1
   fi
 fi
+# The site fixtures and the TLS test make self-signed certificates with the
+# openssl CLI.
+if ! command -v openssl >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssl >/dev/null 2>&1 \
+      || { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssl; }
+  else
+    echo "openssl is missing: install it (sudo apt-get install openssl) and run again" >&2
+    exit 1
+  fi
+fi
 cargo build --bins
 cargo test --all-targets -- "$@"
