@@ -6,12 +6,14 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n       toolhub stdio [--config PATH] [--url URL]\n       toolhub ui [--config PATH] [--listen HOST:PORT]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n\n  stdio              serve MCP over stdin/stdout, relayed to the running hub's /mcp\n                     (its address and token come from the config; --url overrides the address)\n  ui                 print the dashboard's link (http://ADDR/ui#token=…) for a browser\n";
+const USAGE: &str = "usage: toolhub [--config PATH] [--listen HOST:PORT]\n       toolhub stdio [--config PATH] [--url URL] [--view NAME] [--token-file PATH]\n       toolhub ui [--config PATH] [--listen HOST:PORT]\n\n  --config PATH      config file (default ./config.json)\n  --listen HOST:PORT override server.listen (e.g. 127.0.0.1:0 for an ephemeral port)\n\n  stdio              serve MCP over stdin/stdout, relayed to the running hub's /mcp\n                     (its address and token come from the config; --url overrides the address,\n                     --view relays to /mcp/NAME, --token-file presents a client's own token)\n  ui                 print the dashboard's link (http://ADDR/ui#token=…) for a browser\n";
 
 fn main() -> ExitCode {
     let mut config_path = PathBuf::from("config.json");
     let mut listen: Option<String> = None;
     let mut url: Option<String> = None;
+    let mut view: Option<String> = None;
+    let mut token_file: Option<PathBuf> = None;
     let mut stdio = false;
     let mut ui = false;
     let mut args = std::env::args().skip(1).peekable();
@@ -28,6 +30,22 @@ fn main() -> ExitCode {
             "--url" if stdio => match args.next() {
                 Some(u) => url = Some(u),
                 None => return usage_error("--url needs a URL such as http://127.0.0.1:8765/mcp"),
+            },
+            "--view" if stdio => match args.next() {
+                Some(v) => view = Some(v),
+                None => {
+                    return usage_error(
+                        "--view needs the name of a view in config.json's \"views\"",
+                    )
+                }
+            },
+            "--token-file" if stdio => match args.next() {
+                Some(p) => token_file = Some(PathBuf::from(p)),
+                None => {
+                    return usage_error(
+                        "--token-file needs the path of a file holding a client's token",
+                    )
+                }
             },
             "--config" | "-c" => match args.next() {
                 Some(p) => config_path = PathBuf::from(p),
@@ -79,7 +97,7 @@ fn main() -> ExitCode {
     }
     let mut config = loaded.config;
     if stdio {
-        return run_stdio(&config, url);
+        return run_stdio(&config, url, view, token_file);
     }
     if let Some(l) = listen {
         match l.parse() {
@@ -133,8 +151,13 @@ fn main() -> ExitCode {
 }
 
 /// `toolhub stdio`: relay MCP on stdin/stdout to the running hub.
-fn run_stdio(config: &toolhub::config::Config, url: Option<String>) -> ExitCode {
-    let target = match toolhub::server::stdio::Target::from_config(config, url) {
+fn run_stdio(
+    config: &toolhub::config::Config,
+    url: Option<String>,
+    view: Option<String>,
+    token_file: Option<PathBuf>,
+) -> ExitCode {
+    let target = match toolhub::server::stdio::Target::from_config(config, url, view, token_file) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("toolhub stdio: {e}");

@@ -20,8 +20,40 @@ pub struct Target {
 }
 
 impl Target {
-    /// From the hub's config (its `server.listen` and token), or `url`.
-    pub fn from_config(cfg: &Config, url: Option<String>) -> Result<Target, String> {
+    /// From the hub's config (its `server.listen` and token), or `url`;
+    /// `view` relays to `/mcp/<view>` (the view's tools only), and
+    /// `token_file` presents that token (a client's own, which opens only
+    /// its views) instead of the hub's.
+    pub fn from_config(
+        cfg: &Config,
+        url: Option<String>,
+        view: Option<String>,
+        token_file: Option<std::path::PathBuf>,
+    ) -> Result<Target, String> {
+        if let Some(v) = &view {
+            if v.is_empty()
+                || !v
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return Err(format!(
+                    "--view {v:?}: a view's name is letters, digits, '_' and '-' (the names under \"views\" in config.json)"
+                ));
+            }
+        }
+        if let Some(path) = token_file {
+            let token = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
+                .trim()
+                .to_string();
+            if token.is_empty() {
+                return Err(format!("--token-file {} is empty", path.display()));
+            }
+            return Ok(Target {
+                url: with_view(Self::default_url(cfg, url), view.as_deref()),
+                token: Some(token),
+            });
+        }
         let token = match &cfg.server.token {
             TokenSetting::Fixed(t) => Some(t.clone()),
             TokenSetting::Disabled => None,
@@ -38,14 +70,21 @@ impl Target {
                 }
             }
         };
-        let url = url.unwrap_or_else(|| {
+        Ok(Target {
+            url: with_view(Self::default_url(cfg, url), view.as_deref()),
+            token,
+        })
+    }
+
+    /// `url`, or the hub's own `/mcp` from its `server.listen`.
+    fn default_url(cfg: &Config, url: Option<String>) -> String {
+        url.unwrap_or_else(|| {
             let mut addr = cfg.server.listen;
             if addr.ip().is_unspecified() {
                 addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
             }
             format!("http://{addr}/mcp")
-        });
-        Ok(Target { url, token })
+        })
     }
 
     /// The `host:port` the URL names.
@@ -55,6 +94,14 @@ impl Target {
             .strip_prefix("http://")
             .or_else(|| self.url.strip_prefix("https://"))?;
         Some(rest.split('/').next()?.to_string())
+    }
+}
+
+/// `url` (the hub's `/mcp`) narrowed to `view`: `/mcp/<view>`.
+fn with_view(url: String, view: Option<&str>) -> String {
+    match view {
+        Some(v) => format!("{}/{v}", url.trim_end_matches('/')),
+        None => url,
     }
 }
 

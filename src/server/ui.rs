@@ -118,7 +118,7 @@ pub fn csp(host: &str) -> String {
 /// config's listen address and the token (the fragment never reaches the
 /// server; the page removes it from the address bar once read).
 pub fn link(cfg: &crate::config::Config) -> Result<String, String> {
-    let target = super::stdio::Target::from_config(cfg, None)?;
+    let target = super::stdio::Target::from_config(cfg, None, None, None)?;
     let base = target.url.trim_end_matches("/mcp");
     Ok(match target.token {
         Some(t) => format!("{base}/ui#token={t}"),
