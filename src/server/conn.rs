@@ -30,12 +30,45 @@ pub async fn run(
     slot: Slot,
     sessions: Sessions,
     (scope, view): (Arc<str>, Option<Arc<str>>),
+    who: crate::access::Principal,
 ) {
     let evict = CancellationToken::new();
+    if let crate::access::Principal::Client { name, .. } = who {
+        cut_when_revoked(&app, name, view.clone(), evict.clone());
+    }
     let (session, rx) = sessions.open(&app, scope, view, evict.clone());
     let span = tracing::info_span!("conn", session = %session.id);
     let link = Link { session, rx, evict };
     tracing::Instrument::instrument(serve(socket, app, sessions, link, slot), span).await;
+}
+
+/// A client of `clients` loses its socket at the reload that removes it,
+/// replaces its token, or takes this view from it (issue 40: revoking a
+/// client cuts its open sessions, not only new ones). Its session cannot be
+/// resumed either: the gate refuses the old token.
+fn cut_when_revoked(app: &App, name: String, view: Option<Arc<str>>, evict: CancellationToken) {
+    let mut rx = app.hub.watch_config();
+    let first = rx.borrow().clients.get(&name).map(|c| c.token.clone());
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = evict.cancelled() => return,
+                changed = rx.changed() => if changed.is_err() { return },
+            }
+            let cfg = rx.borrow_and_update().clone();
+            let still = cfg.clients.get(&name).is_some_and(|c| {
+                Some(&c.token) == first.as_ref()
+                    && view
+                        .as_deref()
+                        .is_some_and(|v| c.views.iter().any(|x| x == v))
+            });
+            if !still {
+                tracing::info!(client = %name, "client revoked in config.json (removed, its token replaced, or this view taken away): closing its socket");
+                evict.cancel();
+                return;
+            }
+        }
+    });
 }
 
 /// The session a socket serves, its end of the session's outbox, and the

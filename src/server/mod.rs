@@ -208,7 +208,7 @@ fn upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, (scope, view)))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, (scope, view), who))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {

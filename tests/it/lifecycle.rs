@@ -72,7 +72,7 @@ async fn sigint_shuts_down_gracefully() {
 }
 
 /// The close frame a client sees when its connection ends.
-async fn close_code(c: &mut crate::support::Client) -> Option<u16> {
+pub(crate) async fn close_code(c: &mut crate::support::Client) -> Option<u16> {
     use futures::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
     tokio::time::timeout(crate::support::WAIT, async {

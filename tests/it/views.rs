@@ -250,6 +250,12 @@ async fn a_reload_takes_a_tool_out_and_revokes_a_client() {
     let hub = start().await;
     let main_token = hub.token.clone().expect("token");
     let mut c = hub.connect_at("/ws/chat", &main_token).await.expect("chat");
+    // The client's own socket, open across the reload that removes it.
+    let mut ext = hub.connect_at("/ws/chat", EXT).await.expect("ext");
+    assert_eq!(
+        ext.call("say", json!({"message": "as the client"})).await["success"],
+        true
+    );
     assert_eq!(
         c.call("say", json!({"message": "before"})).await["success"],
         true
@@ -266,8 +272,12 @@ async fn a_reload_takes_a_tool_out_and_revokes_a_client() {
     hub.wait_log("gate updated from the config").await;
     let r = c.call("say", json!({"message": "after"})).await;
     assert!(not_found(&r), "{r}");
-    // The client is gone from the config: its token opens nothing now.
+    // The client is gone from the config: its open socket is closed (1008)
+    // and its token opens nothing now; the main token's socket stays.
+    assert_eq!(crate::lifecycle::close_code(&mut ext).await, Some(1008));
+    hub.wait_log("client revoked in config.json").await;
     assert_eq!(hub.connect_at("/ws/chat", EXT).await.err(), Some(401));
+    assert_eq!(c.request(json!({"type": "ping"})).await["type"], "pong");
 }
 
 /// The characters of a tool list as a client receives it, and a rough
