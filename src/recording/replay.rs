@@ -94,7 +94,14 @@ pub async fn execute(
     let mode = req.mode.unwrap_or(Mode::Live);
     let sink = Sink(out.cloned());
     let mut msg = match mode {
-        Mode::Dry => dry(engine, &sink, &rec, &replay_id, req.variables.as_ref()),
+        Mode::Dry => dry(
+            engine,
+            &sink,
+            &rec,
+            &replay_id,
+            req.variables.as_ref(),
+            view.as_deref(),
+        ),
         Mode::Offline => offline(&sink, &rec, &replay_id),
         Mode::Live => {
             let place = (session, view);
@@ -201,9 +208,13 @@ fn dry(
     rec: &Recording,
     replay_id: &str,
     given: Option<&Map<String, Value>>,
+    view: Option<&str>,
 ) -> Value {
     let hub = engine.hub();
     let tools = hub.tools();
+    // In a view, a step is judged as the live replay will run it: against
+    // the view's tools only (a tool outside it is a problem, not a pass).
+    let in_view = view.map(|v| hub.view(v));
     let templates = engine.templates();
     let (steps, required, defaults) = batch_of(rec);
     let (vars, missing) = variables(&defaults, given, &required);
@@ -218,7 +229,12 @@ fn dry(
         let mut reads = std::collections::BTreeSet::new();
         crate::engine::redacted::templated(&step.params, false, &mut reads);
         let step_missing: Vec<&String> = missing.iter().filter(|m| reads.contains(*m)).collect();
-        match tools.resolve(&step.tool) {
+        let resolved = match &in_view {
+            Some(Ok(v)) => v.resolve(&step.tool),
+            Some(Err(e)) => Err(e.clone()),
+            None => tools.resolve(&step.tool).cloned(),
+        };
+        match resolved {
             Err(e) => problems.push(e.message),
             Ok(info) => {
                 // Earlier steps' variables do not exist in a dry run: check

@@ -213,6 +213,17 @@ async fn a_replay_in_a_view_cannot_run_a_hidden_tool() {
         1,
         "the replay ran a tool outside the view: {r}"
     );
+    // A dry replay in the view judges the steps as the live one would: the
+    // hidden tool is a problem there, while the aggregate finds none.
+    let dry = c
+        .request(json!({"type": "replay_recording", "recordingId": id, "mode": "dry"}))
+        .await;
+    assert_eq!(dry["verdict"], "failed", "{dry}");
+    assert!(dry["differences"].to_string().contains("t__slow"), "{dry}");
+    let whole = main
+        .request(json!({"type": "replay_recording", "recordingId": id, "mode": "dry"}))
+        .await;
+    assert_eq!(whole["verdict"], "same", "{whole}");
 }
 
 #[tokio::test]
