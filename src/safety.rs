@@ -247,6 +247,36 @@ mod tests {
         }
     }
 
+    /// Issue 38.6: the gate's known misses ask under the default rules and
+    /// with no rules at all (the gate alone), each with its reason.
+    #[test]
+    fn the_known_misses_ask() {
+        let run = info("run_command");
+        for c in [cfg("{}"), cfg(r#"{"safety": {"rules": []}}"#)] {
+            for script in [
+                "cd ~ && rm -rf .",
+                "cd / && rm -rf *",
+                "$'\\x72m' -rf ~",
+                "python3 -c \"import shutil; shutil.rmtree('/home/u')\"",
+                "perl -e 'use File::Path; rmtree($ENV{HOME})'",
+                "node -e \"require('fs').rmSync(require('os').homedir(),{recursive:true})\"",
+                "rm -rf ~/.ssh ~/.gnupg ~/Documents",
+                "bash <<< \"$(echo cm0gLXJmIH4= | base64 -d)\"",
+            ] {
+                let v = check(&c, &run, &json!({ "command": script }));
+                assert!(matches!(v, Verdict::Confirm(_)), "{script}: {v:?}");
+            }
+            for script in [
+                "cd build && rm -rf ./out",
+                "python3 -c \"print(1)\"",
+                "rm -rf ~/project/target",
+            ] {
+                let v = check(&c, &run, &json!({ "command": script }));
+                assert_eq!(v, Verdict::Allow, "{script}");
+            }
+        }
+    }
+
     #[test]
     fn deny_beats_confirm() {
         let c = cfg(r#"{"safety": {"rules": [

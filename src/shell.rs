@@ -31,6 +31,8 @@ pub struct Command {
     pub words: Vec<Word>,
     /// Targets of `>`, `>>`, `<`, `2>` … (heredoc delimiters included).
     pub redirects: Vec<Word>,
+    /// Words fed to its input by a here-string (`bash <<< "…"`).
+    pub here_strings: Vec<Word>,
     /// Reads a pipe: not the first command of a pipeline.
     pub piped: bool,
     /// Found inside `$( )`, backticks or `<( )`.
@@ -98,10 +100,11 @@ impl Parser {
             ..Command::default()
         };
         let mut redirect_next = false;
+        let mut here_string_next = false;
         let mut depth = 0usize;
         let mut g = Compound::default();
         let finish = |out: &mut Script, cmd: &mut Command, piped: bool| {
-            if !cmd.words.is_empty() || !cmd.redirects.is_empty() {
+            if !cmd.words.is_empty() || !cmd.redirects.is_empty() || !cmd.here_strings.is_empty() {
                 out.commands.push(std::mem::take(cmd));
             }
             cmd.piped = piped;
@@ -196,10 +199,12 @@ impl Parser {
                     });
                 }
                 '<' | '>' => {
+                    let start = self.pos;
                     while matches!(self.peek(0), Some('<' | '>' | '&' | '|' | '-')) {
                         self.pos += 1;
                     }
-                    redirect_next = true;
+                    here_string_next = self.chars[start..self.pos] == ['<', '<', '<'];
+                    redirect_next = !here_string_next;
                 }
                 _ => {
                     // A file-descriptor prefix (`2>`) belongs to the redirect.
@@ -208,7 +213,10 @@ impl Parser {
                         continue;
                     }
                     let w = self.word();
-                    if redirect_next {
+                    if here_string_next {
+                        cmd.here_strings.push(w);
+                        here_string_next = false;
+                    } else if redirect_next {
                         cmd.redirects.push(w);
                         redirect_next = false;
                     } else if cmd.words.is_empty() && self.grammar(&mut g, &w) {
@@ -357,6 +365,14 @@ impl Parser {
                     self.pos += 1;
                     self.double_quoted(&mut w);
                 }
+                // `$'…'`: ANSI-C quoting, its escapes decoded (`$'\x72m'` is `rm`).
+                '$' if self.peek(1) == Some('\'') => {
+                    w.quoted = true;
+                    self.pos += 2;
+                    self.ansi_c_quoted(&mut w);
+                }
+                // `$"…"`: a translated string, read as `"…"`.
+                '$' if self.peek(1) == Some('"') => self.pos += 1,
                 '$' | '`' => self.dollar(&mut w),
                 _ => {
                     w.text.push(c);
@@ -365,6 +381,90 @@ impl Parser {
             }
         }
         w
+    }
+
+    /// The body of `$'…'` after its opening quote: bash's escapes decoded.
+    fn ansi_c_quoted(&mut self, w: &mut Word) {
+        loop {
+            match self.peek(0) {
+                Some('\'') => {
+                    self.pos += 1;
+                    return;
+                }
+                Some('\\') => {
+                    self.pos += 1;
+                    self.ansi_c_escape(w);
+                }
+                Some(ch) => {
+                    w.text.push(ch);
+                    self.pos += 1;
+                }
+                None => {
+                    self.fail("unterminated $' quote");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// One escape of `$'…'`, after its backslash.
+    fn ansi_c_escape(&mut self, w: &mut Word) {
+        let Some(c) = self.peek(0) else {
+            w.text.push('\\');
+            return;
+        };
+        self.pos += 1;
+        let simple = match c {
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'e' | 'E' => Some('\u{1b}'),
+            'f' => Some('\u{c}'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\u{b}'),
+            '\\' | '\'' | '"' | '?' => Some(c),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            w.text.push(ch);
+            return;
+        }
+        let (radix, max, first) = match c {
+            '0'..='7' => (8, 3, Some(c)),
+            'x' => (16, 2, None),
+            'u' => (16, 4, None),
+            'U' => (16, 8, None),
+            'c' => {
+                // `\cX`: the control character of X.
+                if let Some(x) = self.peek(0) {
+                    self.pos += 1;
+                    w.text.push(char::from((x as u32 & 0x1f) as u8));
+                }
+                return;
+            }
+            _ => {
+                w.text.push('\\');
+                w.text.push(c);
+                return;
+            }
+        };
+        let mut digits = String::new();
+        digits.extend(first);
+        while digits.len() < max && self.peek(0).is_some_and(|d| d.is_digit(radix)) {
+            digits.extend(self.peek(0));
+            self.pos += 1;
+        }
+        match u32::from_str_radix(&digits, radix) {
+            // (A byte above 0x7f is one byte of UTF-8 in bash; here its
+            // Latin-1 character: what matters is that ASCII decodes.)
+            Ok(n) => w.text.extend(char::from_u32(n)),
+            // `\x` with no digits stays as written.
+            Err(_) => {
+                w.text.push('\\');
+                w.text.push(c);
+            }
+        }
     }
 
     fn double_quoted(&mut self, w: &mut Word) {

@@ -2,13 +2,21 @@
 //! the raw string, so `'rm' -rf /`, `r\m -rf /`, `X=/; rm -rf $X`,
 //! `"r""m" -fr /usr` or `/sbin/shut""down` are seen for what they are.
 //! What the parser cannot see through (a command name that is a variable,
-//! `eval` of a substitution, an interpreter fed from a pipe, a malformed
-//! script) asks a person.
+//! `eval` of a substitution, an interpreter fed from a pipe or a
+//! generated here-string, a malformed script) asks a person.
+//!
+//! The commands are read in order, and a `cd` to a directory the gate can
+//! name (`cd ~`, `cd /`, `cd /usr/lib`) is remembered, so a relative path
+//! after it is judged where it lands: `cd ~ && rm -rf .` deletes the home
+//! directory. Inline code of an interpreter (`python3 -c`, `perl -e`,
+//! `node -e`) is read for the calls that delete a directory tree, and asks
+//! when one names a home or system directory.
 //!
 //! Each simple command is first unwrapped (assignments, `sudo`, `env`,
 //! `xargs`, … and their options; brace expansion), then tried against
 //! [`RULES`] in order; the first that has a reason to ask wins.
 
+mod code;
 mod files;
 mod paths;
 #[cfg(test)]
@@ -100,6 +108,8 @@ struct Seen<'a> {
     via_xargs: bool,
     /// Command lines a wrapper runs as a script (`env -S '…'`).
     scripts: Vec<String>,
+    /// The directory an earlier `cd` of the script went to, when known.
+    cwd: Option<&'a str>,
 }
 
 /// A rule of the gate: its name (tests and docs use it) and the check that
@@ -120,6 +130,8 @@ const RULES: &[Rule] = &[
     Rule { name: "wrapped-script", check: wrapped_script },
     Rule { name: "interpreter-pipe", check: interpreter_pipe },
     Rule { name: "interpreter-substitution", check: interpreter_substitution },
+    Rule { name: "interpreter-here-string", check: interpreter_here_string },
+    Rule { name: "interpreter-code", check: interpreter_code },
     Rule { name: "shell-c", check: shell_c },
     Rule { name: "power", check: power },
     Rule { name: "erase-disk", check: erase_disk },
@@ -179,12 +191,43 @@ fn first_hit(script: &str) -> Option<(&'static str, String)> {
             format!("the script cannot be read safely ({why})"),
         ));
     }
-    parsed.commands.iter().find_map(check_command)
+    let mut cwd: Option<String> = None;
+    for cmd in &parsed.commands {
+        if let Some(hit) = check_command(cmd, cwd.as_deref()) {
+            return Some(hit);
+        }
+        let words = paths::expand_braces(&cmd.words);
+        let seen = unwrap(cmd, &words, None);
+        if matches!(seen.name, "cd" | "pushd" | "popd") {
+            cwd = went_to(&seen, cwd.as_deref());
+        }
+    }
+    None
 }
 
-fn check_command(cmd: &Command) -> Option<(&'static str, String)> {
+/// Where `cd DIR` (or `pushd DIR`) leaves the shell, when the gate can
+/// name it: `cd` alone is `~`; `cd -`, `popd` and a variable are unknown;
+/// a relative directory is known only after a known one.
+fn went_to(s: &Seen, cwd: Option<&str>) -> Option<String> {
+    if s.name == "popd" {
+        return None;
+    }
+    let dir = files::operands(s.args).into_iter().next();
+    let Some(dir) = dir else {
+        return Some("~".into());
+    };
+    if dir.dynamic || dir.text == "-" {
+        return None;
+    }
+    if dir.text.starts_with('/') || dir.text.starts_with('~') {
+        return Some(dir.text.clone());
+    }
+    cwd.map(|c| paths::resolve(c, &dir.text))
+}
+
+fn check_command(cmd: &Command, cwd: Option<&str>) -> Option<(&'static str, String)> {
     let words = paths::expand_braces(&cmd.words);
-    let seen = unwrap(cmd, &words);
+    let seen = unwrap(cmd, &words, cwd);
     RULES
         .iter()
         .find_map(|r| (r.check)(&seen).map(|why| (r.name, why)))
@@ -206,7 +249,7 @@ fn is_assignment(w: &Word) -> bool {
 }
 
 /// The command and its arguments after assignments and wrappers.
-fn unwrap<'a>(cmd: &'a Command, words: &'a [Word]) -> Seen<'a> {
+fn unwrap<'a>(cmd: &'a Command, words: &'a [Word], cwd: Option<&'a str>) -> Seen<'a> {
     let mut rest = words;
     let mut via_xargs = false;
     let mut scripts = Vec::new();
@@ -270,6 +313,7 @@ fn unwrap<'a>(cmd: &'a Command, words: &'a [Word]) -> Seen<'a> {
         dynamic,
         via_xargs,
         scripts,
+        cwd,
     }
 }
 
@@ -326,6 +370,33 @@ fn interpreter_pipe(s: &Seen) -> Option<String> {
 fn interpreter_substitution(s: &Seen) -> Option<String> {
     (is_interpreter(s.name) && s.args.iter().any(|a| a.dynamic))
         .then(|| format!("{} runs a script made by a substitution", s.name))
+}
+
+/// `bash <<< "$(… | base64 -d)"`: a shell or interpreter whose script is
+/// a here-string; one made by a substitution asks, a fixed one is judged.
+fn interpreter_here_string(s: &Seen) -> Option<String> {
+    if !is_interpreter(s.name) {
+        return None;
+    }
+    s.cmd.here_strings.iter().find_map(|h| {
+        if h.dynamic {
+            Some(format!(
+                "{} runs a script fed by a here-string (<<<) made by a substitution",
+                s.name
+            ))
+        } else if SHELLS.contains(&s.name) {
+            check_script(&h.text).map(|why| format!("{} <<<: {why}", s.name))
+        } else {
+            code::danger(s.name, "<<<", &h.text)
+        }
+    })
+}
+
+/// `python3 -c`, `perl -e`, `node -e` … code that deletes a home or system
+/// directory (`code::danger`).
+fn interpreter_code(s: &Seen) -> Option<String> {
+    let (flag, text) = code::inline(s.name, s.args)?;
+    code::danger(s.name, flag, text)
 }
 
 /// `bash -c '…'`, `sh -ec '…'`, `bash -lc '…'`, `su -c '…'`, `python3 -c

@@ -117,3 +117,31 @@ fn a_broken_compound_is_unreadable() {
         assert!(parse(src).unreadable.is_some(), "{src:?}");
     }
 }
+
+/// `$'…'` is decoded as bash does (`$'\x72m'` is `rm`); `$"…"` is `"…"`.
+#[test]
+fn ansi_c_quoting_is_decoded() {
+    assert_eq!(names("$'\\x72m' -rf ~"), ["rm"]);
+    assert_eq!(names("$'\\162\\155' x"), ["rm"]);
+    assert_eq!(names("$'\\u0072m' x; $\"halt\""), ["rm", "halt"]);
+    let w = &parse("echo $'a\\tb\\'c\\x' d").commands[0].words;
+    assert_eq!(w[1].text, "a\tb'c\\x");
+    assert!(w[1].quoted && !w[1].dynamic);
+    assert!(parse("echo $'oops").unreadable.is_some());
+}
+
+/// A here-string is the command's input, not a redirect target.
+#[test]
+fn here_strings_are_kept_apart() {
+    let s = parse("bash <<< \"$(echo x | base64 -d)\"");
+    assert_eq!(
+        names("bash <<< \"$(echo x | base64 -d)\""),
+        ["echo", "base64", "bash"]
+    );
+    let bash = &s.commands[2];
+    assert!(bash.redirects.is_empty());
+    assert!(bash.here_strings[0].dynamic);
+    let s = parse("cat <<< /dev/sda > out");
+    assert_eq!(s.commands[0].here_strings[0].text, "/dev/sda");
+    assert_eq!(s.commands[0].redirects[0].text, "out");
+}

@@ -1,7 +1,7 @@
 //! The shell gate's rules about files: deleting, re-permissioning or
 //! moving a protected directory (`paths::protected`).
 
-use super::paths::protected;
+use super::paths::{protected, resolve};
 use super::{base, check_command, Seen};
 use crate::shell::{Command, Word};
 
@@ -31,12 +31,31 @@ pub(super) fn has_flag(args: &[Word], letters: &[char], long: &str) -> bool {
     })
 }
 
-/// Why a path is dangerous to delete, chmod or move, or `None`.
-pub(super) fn danger(w: &Word) -> Option<String> {
+/// Why a path is dangerous to delete, chmod or move, or `None`. A
+/// relative path is judged from `cwd`, the directory an earlier `cd` of
+/// the script went to (`cd ~ && rm -rf .`), when that is known.
+pub(super) fn danger(w: &Word, cwd: Option<&str>) -> Option<String> {
     if w.dynamic {
         return Some("a path only known when it runs (a variable or substitution)".into());
     }
-    protected(&w.text).map(|p| format!("{} ({p})", w.text))
+    if let Some(p) = protected(&w.text) {
+        return Some(format!("{} ({p})", w.text));
+    }
+    let cwd = cwd?;
+    let p = protected(&resolve(cwd, &w.text))?;
+    Some(format!("{} after cd {cwd} ({p})", w.text))
+}
+
+/// `find`'s starting points, `.` when it names none.
+fn find_starts(args: &[Word]) -> Vec<Word> {
+    let mut roots: Vec<Word> = find_roots(args).cloned().collect();
+    if roots.is_empty() {
+        roots.push(Word {
+            text: ".".into(),
+            ..Word::default()
+        });
+    }
+    roots
 }
 
 pub(super) fn rm_no_preserve_root(s: &Seen) -> Option<String> {
@@ -57,7 +76,9 @@ pub(super) fn rm_protected(s: &Seen) -> Option<String> {
     if !rm_recursive(s) {
         return None;
     }
-    let why = operands(s.args).into_iter().find_map(danger)?;
+    let why = operands(s.args)
+        .into_iter()
+        .find_map(|w| danger(w, s.cwd))?;
     Some(format!("recursive delete of {why}"))
 }
 
@@ -82,7 +103,7 @@ pub(super) fn find_delete(s: &Seen) -> Option<String> {
     if s.name != "find" || !s.args.iter().any(|a| a.text == "-delete") {
         return None;
     }
-    let why = find_roots(s.args).find_map(danger)?;
+    let why = find_starts(s.args).iter().find_map(|w| danger(w, s.cwd))?;
     Some(format!("find -delete over {why}"))
 }
 
@@ -106,11 +127,11 @@ pub(super) fn find_exec(s: &Seen) -> Option<String> {
     };
     let name = inner.words.first().map(|w| base(&w.text));
     if name == Some("rm") {
-        if let Some(why) = find_roots(s.args).find_map(danger) {
+        if let Some(why) = find_starts(s.args).iter().find_map(|w| danger(w, s.cwd)) {
             return Some(format!("find -exec rm over {why}"));
         }
     }
-    check_command(&inner).map(|(_, why)| format!("find -exec: {why}"))
+    check_command(&inner, s.cwd).map(|(_, why)| format!("find -exec: {why}"))
 }
 
 pub(super) fn chmod_chown(s: &Seen) -> Option<String> {
@@ -120,7 +141,9 @@ pub(super) fn chmod_chown(s: &Seen) -> Option<String> {
     if !has_flag(s.args, &['R'], "--recursive") {
         return None;
     }
-    let why = operands(s.args).into_iter().find_map(danger)?;
+    let why = operands(s.args)
+        .into_iter()
+        .find_map(|w| danger(w, s.cwd))?;
     Some(format!("recursive {} of {why}", s.name))
 }
 
@@ -143,7 +166,7 @@ pub(super) fn mv_protected(s: &Seen) -> Option<String> {
     let why = sources
         .iter()
         .filter(|w| !w.dynamic)
-        .find_map(|w| danger(w))?;
+        .find_map(|w| danger(w, s.cwd))?;
     Some(format!("moves {why}"))
 }
 
@@ -155,6 +178,6 @@ pub(super) fn rsync_delete(s: &Seen) -> Option<String> {
         return None;
     }
     let dest = operands(s.args).pop()?;
-    let why = danger(dest)?;
+    let why = danger(dest, s.cwd)?;
     Some(format!("rsync --delete into {why}"))
 }

@@ -41,6 +41,27 @@ const SYSTEM_DIRS: &[&str] = &[
 /// (`/home/alice`), `/usr/lib`, `/var/lib`, `/etc/ssh`.
 const PROTECTED_CHILDREN: &[&str] = &["/home", "/Users", "/usr", "/var", "/etc"];
 
+/// Folders of a home directory whose recursive delete loses keys,
+/// credentials or a person's documents: `~/.ssh`, `/home/u/Documents`.
+const HOME_KEEPS: &[(&str, &str)] = &[
+    (".ssh", "SSH keys in a home directory"),
+    (".gnupg", "GnuPG keys in a home directory"),
+    (".aws", "cloud credentials in a home directory"),
+    (".azure", "cloud credentials in a home directory"),
+    (".kube", "cluster credentials in a home directory"),
+    (".password-store", "passwords in a home directory"),
+    (".config", "settings in a home directory"),
+    (".local", "data in a home directory"),
+    ("Documents", "documents in a home directory"),
+    ("Desktop", "the desktop of a home directory"),
+    ("Downloads", "downloads in a home directory"),
+    ("Pictures", "pictures in a home directory"),
+    ("Music", "music in a home directory"),
+    ("Videos", "videos in a home directory"),
+    ("Movies", "movies in a home directory"),
+    ("Library", "the Library of a macOS home directory"),
+];
+
 /// Device names (under `/dev/`) of disks and memory.
 const DISKS: &[&str] = &[
     "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "disk", "rdisk", "mapper/", "md", "dm-", "loop",
@@ -85,10 +106,39 @@ pub fn protected(path: &str) -> Option<&'static str> {
     if SYSTEM_DIRS.contains(&dir) {
         return Some("a system directory");
     }
-    let parent = dir.rsplit_once('/').map(|(d, _)| d)?;
+    let (parent, last) = dir.rsplit_once('/')?;
+    if is_home(parent) {
+        if let Some((_, what)) = HOME_KEEPS.iter().find(|(name, _)| *name == last) {
+            return Some(what);
+        }
+    }
     PROTECTED_CHILDREN
         .contains(&parent)
         .then_some("a system or home directory")
+}
+
+/// Is the normalized `dir` a home directory: `~`, `~user`, `/root`,
+/// `/home/user`, `/Users/user`?
+fn is_home(dir: &str) -> bool {
+    if dir.starts_with('~') {
+        return !dir.contains('/');
+    }
+    if dir == "/root" {
+        return true;
+    }
+    dir.rsplit_once('/')
+        .is_some_and(|(parent, name)| !name.is_empty() && matches!(parent, "/home" | "/Users"))
+}
+
+/// `rel` as seen from the directory `cwd` (which a `cd` set): the path
+/// the shell will use, for `protected`. Absolute and `~` paths are
+/// themselves.
+pub fn resolve(cwd: &str, rel: &str) -> String {
+    if rel.starts_with('/') || rel.starts_with('~') {
+        rel.to_string()
+    } else {
+        format!("{}/{rel}", cwd.trim_end_matches('/'))
+    }
 }
 
 /// `path` with `//`, `.` and `..` segments and a trailing `/` removed, for
