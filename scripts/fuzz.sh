@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../fuzz"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 seconds="${FUZZ_SECONDS:-30}"
 export RUSTC_BOOTSTRAP=1
-for target in protocol_decode journal_read config_parse template_render valid_id; do
+for target in protocol_decode journal_read config_parse template_render valid_id shell_parse; do
     echo "fuzz: $target for ${seconds}s"
     cargo fuzz run -O "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048
 done
