@@ -6,8 +6,10 @@
 "use strict";
 // ---------------------------------------------------------------- connection
 
+/** The hub's HTTP base from its WebSocket URL: `ws://H/ws` and a view's
+ * `ws://H/ws/<view>` both give `http://H`. */
 function httpBase(url) {
-  return url.replace(/^ws(s?):\/\//, "http$1://").replace(/\/ws\/?$/, "");
+  return url.replace(/^ws(s?):\/\//, "http$1://").replace(/\/ws(\/[A-Za-z0-9_-]+)?\/?$/, "");
 }
 
 function connect() {

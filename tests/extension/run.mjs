@@ -486,6 +486,30 @@ scenario("wrong-token", async () => {
   ok("with the right token pasted it connects again");
 });
 
+scenario("view", async () => {
+  // The extension as a client of the hub's "clients", with a view of its
+  // own: the hub URL names the view, the token is the client's.
+  await optionsPage.fill("#hubUrl", `${HUB_WS}/chat`);
+  await optionsPage.fill("#token", "extension-view-token-0123456789");
+  await optionsPage.click('button[type="submit"]');
+  await until(async () => Number(await popup.getAttribute("#tool-count", "data-count")) === 2, "the view's two tools in the popup");
+  await popup.waitForSelector('#state[data-state="connected"]', { timeout: WAIT });
+  ok("with the view's URL and the client's token the extension sees the view's 2 tools");
+  await popup.click("#copy");
+  await popup.waitForSelector('#copied[data-tools="2"]', { timeout: WAIT });
+  const text = await popup.inputValue("#instructions");
+  check(text.includes("t__echo(") && text.includes("hub__read_file(") && !text.includes("t__slow"), "the copied instructions come from the view");
+  await say(chatA, "Outside the view:\n\n" + block({ tool: "t__slow", params: { ms: 1, message: "outside the view" } }));
+  // t__slow may run without asking on this page (setup), so the block goes
+  // to the hub at once, which knows no such tool in the view.
+  await resultWith(chatA, 'no tool named "t__slow" in view "chat"', "error");
+  check(callsWhere((c) => c.arguments.message === "outside the view").length === 0, "a tool outside the view is TOOL_NOT_FOUND there and never ran");
+  await optionsPage.fill("#hubUrl", HUB_WS);
+  await optionsPage.fill("#token", TOKEN);
+  await optionsPage.click('button[type="submit"]');
+  await until(async () => Number(await popup.getAttribute("#tool-count", "data-count")) > 2, "the whole tool list again");
+});
+
 // Only with a hub whose sessions end 50 ms after their socket drops
 // (tests/it/extension.rs runs it on such a hub, alone).
 scenario("grace", async () => {

@@ -37,7 +37,10 @@ fn config(dir: &Path) -> Value {
         "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u, "pc": pc},
         "safety": {"rules": [
             {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
-        ]}
+        ]},
+        // The extension as a client with a view of its own (run.mjs "view").
+        "views": {"chat": {"tools": ["t__echo", "hub__read_file"]}},
+        "clients": {"extension": {"token": "extension-view-token-0123456789", "views": ["chat"]}}
     })
 }
 
