@@ -5,7 +5,10 @@
 //! safety gate that reads the parse (`safety::check`) never panics either.
 
 use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
 use serde_json::json;
+use toolhub::config::SafetyConfig;
 use toolhub::mcp::registry::ToolInfo;
 
 fuzz_target!(|data: &[u8]| {
@@ -20,13 +23,18 @@ fuzz_target!(|data: &[u8]| {
     // The parse is a function of the text.
     assert_eq!(script, toolhub::shell::parse(&text), "{text:?}");
 
-    let loaded = toolhub::config::parse(
-        r#"{"safety": {"rules": []}}"#,
-        std::path::Path::new("/nonexistent/toolhub/config.json"),
-    );
-    let Ok(loaded) = loaded else {
-        panic!("the fixed config does not load");
-    };
+    // Loaded once: only the gate is under test.
+    static SAFETY: OnceLock<SafetyConfig> = OnceLock::new();
+    let safety = SAFETY.get_or_init(|| {
+        let loaded = toolhub::config::parse(
+            r#"{"safety": {"rules": []}}"#,
+            std::path::Path::new("/nonexistent/toolhub/config.json"),
+        );
+        match loaded {
+            Ok(l) => l.config.safety,
+            Err(e) => panic!("the fixed config does not load: {e}"),
+        }
+    });
     let info = ToolInfo {
         name: "run_command".into(),
         server: "hub".into(),
@@ -37,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
         extra: Default::default(),
     };
     let _ = toolhub::safety::check(
-        &loaded.config.safety,
+        safety,
         &info,
         &json!({ "command": text, "env": { "X": text } }),
     );
