@@ -82,13 +82,30 @@ fn spans(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The folders `.gitignore` leaves out, as paths from the root.
+/// The folders `.gitignore` leaves out, as paths from the root: the root's
+/// anchored entries (`/target`), and every entry of a top-level folder's own
+/// `.gitignore` (`fuzz/.gitignore`'s `artifacts` is `fuzz/artifacts`).
 fn ignored() -> BTreeSet<String> {
     let text = std::fs::read_to_string(root().join(".gitignore")).unwrap_or_default();
-    text.lines()
+    let mut out: BTreeSet<String> = text
+        .lines()
         .filter_map(|l| l.strip_prefix('/'))
         .map(|l| l.trim_end_matches("/*").trim_end_matches('/').to_string())
-        .collect()
+        .collect();
+    for dir in subfolders(&root()) {
+        let Ok(text) = std::fs::read_to_string(dir.join(".gitignore")) else {
+            continue;
+        };
+        let base = rel(&dir);
+        for l in text.lines().map(str::trim) {
+            if l.is_empty() || l.starts_with('#') || l.starts_with('!') {
+                continue;
+            }
+            let l = l.trim_start_matches('/').trim_end_matches('/');
+            out.insert(format!("{base}/{l}"));
+        }
+    }
+    out
 }
 
 fn rel(p: &Path) -> String {
