@@ -9,6 +9,7 @@
 //! clones `Arc`s and never holds a lock across `.await`.
 
 pub mod aggregate;
+pub mod budget;
 mod call;
 pub mod discovery;
 mod events;
@@ -94,6 +95,8 @@ pub struct HubState {
     instances: Arc<instances::Instances>,
     /// The views projected over the tools and config in force.
     view_cache: views::ViewCache,
+    /// Retries per server and per session, bounded (`budget`).
+    pub retry_budget: budget::RetryBudget,
 }
 
 impl std::ops::Deref for Hub {
@@ -144,6 +147,7 @@ impl Hub {
             resource_owner: aggregate::ResourceOwners::default(),
             view_cache: views::ViewCache::default(),
             instances: instances.clone(),
+            retry_budget: budget::RetryBudget::default(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         tokio::spawn(instances::run_events(instances, instance_events));

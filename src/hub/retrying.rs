@@ -43,6 +43,7 @@ impl Hub {
         let mut retries = Vec::new();
         let mut attempts = 0u32;
         let mut reached = false;
+        hub.retry_budget.call(&info.server, &req.session);
         loop {
             attempts += 1;
             let a = hub
@@ -86,10 +87,26 @@ impl Hub {
             // Stopped only by the rule: say so.
             let stopped = blocked && decision.is_some();
             let decision = decision.filter(|_| !blocked);
+            // A retry the rules allow still needs the budget of its server
+            // and of its session (`budget`): a failing server is not
+            // hammered by every call's retries at once.
+            let spent = match decision {
+                Some(_) => hub.retry_budget.retry(&info.server, &req.session).err(),
+                None => None,
+            };
+            let decision = decision.filter(|_| spent.is_none());
             let Some((mut delay, action)) = decision else {
                 let mut error = error;
                 if stopped {
                     outcome_unknown(&mut error, info);
+                }
+                if let Some(why) = spent {
+                    tracing::warn!(tool = %info.qualified_name, attempt = attempts, "not retried: {why}");
+                    error.message = format!("{} (not retried: {why})", error.message);
+                    error.suggestion = format!(
+                        "the server {} is failing for many calls at once: check it (hub__health_check) before calling again; {}",
+                        info.server, error.suggestion
+                    );
                 }
                 let out = outcome(
                     info,

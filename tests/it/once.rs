@@ -248,3 +248,80 @@ async fn control_messages_take_a_place_under_the_session_cap() {
     let pong = c.request(json!({"type": "ping"})).await;
     assert_eq!(pong["type"], "pong", "{pong}");
 }
+
+/// A retry budget per server and per session (issue 38.1): 40 calls at once
+/// to a tool that fails twice before it succeeds would make 120 calls with
+/// every retry; the budget (10 retries plus 20 % of the calls in a 10 s
+/// window) lets 18 through, the rest fail at once saying the budget is
+/// spent, and the server sees at most 40 + 18 calls.
+#[tokio::test]
+async fn a_failing_server_is_not_hammered_by_every_calls_retries() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let hub = TestHub::start_in(
+        dir,
+        json!({
+            "mcpServers": {"t": testserver_entry(&p, "t", &[])},
+            "retry": {"strategies": {"NETWORK": {"delay": 10}}}
+        }),
+    )
+    .await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    for i in 0..40 {
+        c.send(
+            json!({"type": "tool_call", "id": format!("b{i}"), "tool": "t__flaky",
+            "params": {"key": format!("budget-{i}"), "failures": 2}}),
+        )
+        .await;
+    }
+    let mut results = Vec::new();
+    while results.len() < 40 {
+        let r = c
+            .recv_where("a flaky call's result", |v| {
+                v["type"] == "tool_result"
+                    && v["replyTo"].as_str().is_some_and(|id| id.starts_with('b'))
+            })
+            .await;
+        results.push(r);
+    }
+    let spent = results
+        .iter()
+        .filter(|r| {
+            r["success"] == false
+                && r["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("retry budget of"))
+        })
+        .count();
+    let retries: u64 = results
+        .iter()
+        .map(|r| r["attempts"].as_u64().unwrap_or(1) - 1)
+        .sum();
+    let calls = call_log(&hub.path(), "t")
+        .iter()
+        .filter(|c| c["tool"] == "flaky")
+        .count();
+    assert!(
+        spent > 0,
+        "no call was stopped by the budget: {retries} retries"
+    );
+    assert!(
+        retries <= 18,
+        "{retries} retries went through the budget of 18"
+    );
+    assert!(
+        calls <= 58,
+        "the server saw {calls} calls (120 without a budget)"
+    );
+    let suggestion = results
+        .iter()
+        .find(|r| {
+            r["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("retry budget of"))
+        })
+        .map(|r| r["error"]["suggestion"].to_string())
+        .unwrap_or_default();
+    assert!(suggestion.contains("hub__health_check"), "{suggestion}");
+}
