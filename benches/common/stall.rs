@@ -117,6 +117,8 @@ impl Worker {
 pub struct Pinger {
     stop: Arc<AtomicBool>,
     thread: std::thread::JoinHandle<Vec<(Instant, Duration)>>,
+    /// One message per pong answered.
+    pongs: std::sync::mpsc::Receiver<()>,
 }
 
 impl Pinger {
@@ -136,7 +138,22 @@ impl Pinger {
         });
         let first = ready.recv_timeout(Duration::from_secs(60));
         assert!(first.is_ok(), "the pinging client never got its first pong");
-        Pinger { stop, thread }
+        Pinger {
+            stop,
+            thread,
+            pongs: ready,
+        }
+    }
+
+    /// Wait until `n` more pings have been answered (a quiet window
+    /// measured in pongs, not in a sleep).
+    #[allow(dead_code)]
+    pub fn wait_pongs(&self, n: usize) {
+        while self.pongs.try_recv().is_ok() {}
+        for i in 0..n {
+            let got = self.pongs.recv_timeout(Duration::from_secs(60));
+            assert!(got.is_ok(), "pong {i} of {n} never came");
+        }
     }
 
     /// Stop; every ping's send time and round trip.

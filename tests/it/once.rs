@@ -49,10 +49,25 @@ async fn calls_of(dir: &Path, tool: &str, min: usize) -> usize {
             .filter(|c| c["tool"] == tool)
             .count()
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while count() < min && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // Each change to the folder (the server appending its log) wakes the
+    // check; at most 10 s.
+    use notify::Watcher;
+    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |_| {
+        let _ = tx.send(());
+    })
+    .expect("watcher");
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .expect("watch the hub's folder");
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while count() < min {
+            if changed.recv().await.is_none() {
+                return;
+            }
+        }
+    })
+    .await;
     count()
 }
 
