@@ -21,16 +21,6 @@ let page = null; // panel-blocks from the tab's content script
 const replays = new Map();
 let foldChars = 20000;
 
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") n.className = v;
-    else if (k.startsWith("data-") || k === "type" || k === "title" || k === "aria-label") n.setAttribute(k, v);
-    else n[k] = v;
-  }
-  for (const c of children) n.append(c);
-  return n;
-}
 
 async function ask(msg) {
   const r = await chrome.runtime.sendMessage(msg);

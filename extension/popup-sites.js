@@ -12,16 +12,6 @@ const PopupSites = (() => {
   let chosen = new URLSearchParams(location.search).get("origin") || null;
   let lastTools = [];
 
-  function el(tag, attrs = {}, ...children) {
-    const n = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs)) {
-      if (k === "class") n.className = v;
-      else if (k.startsWith("data-") || k === "type" || k === "title" || k === "aria-label") n.setAttribute(k, v);
-      else n[k] = v;
-    }
-    for (const c of children) n.append(c);
-    return n;
-  }
 
   /** Every origin the popup can set a policy for. */
   function origins() {

@@ -7,16 +7,6 @@ const $ = (id) => document.getElementById(id);
 let last = null;
 let filter = {};
 
-function el(tag, attrs = {}, ...children) {
-  const n = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") n.className = v;
-    else if (k.startsWith("data-") || k === "type" || k === "title") n.setAttribute(k, v);
-    else n[k] = v;
-  }
-  for (const c of children) n.append(c);
-  return n;
-}
 
 const STATE_TEXT = {
   starting: "starting…",
