@@ -4,20 +4,27 @@
 //! for it while it runs. A repeat with other params is a conflict.
 //!
 //! Keys live in memory, bounded by count (`server.callKeyMax`, oldest out)
-//! and age (`server.callKeyTtlMs`); their answers by bytes for the whole
-//! hub (`server.callKeyMaxBytes`): past it the oldest answers give up their
-//! `result` and `raw` (the key still holds; a repeat runs nothing and is
-//! told `resultDropped`). Each answer is held once, shared by every
-//! repeat. A batch's key is also written into its task journal by the
+//! and age (`server.callKeyTtlMs`); their answers by bytes, per client
+//! (`server.callKeyClientMaxBytes`, the token's keys) and for the whole hub
+//! (`server.callKeyMaxBytes`): past either, the oldest answers move to disk
+//! ([`spill`]) and a repeat reads them back (without a folder, or when the
+//! file cannot be written, the answer gives up its `result` and `raw`: the
+//! key still holds, a repeat runs nothing and is told `resultDropped`).
+//! Each answer is held once, shared by every repeat. A batch's key is also written into its task journal by the
 //! engine, so that it outlives a restart.
 
+mod spill;
+
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
+
+use spill::Spill;
 
 /// The longest key a client may choose.
 pub const MAX_KEY_CHARS: usize = 200;
@@ -36,6 +43,8 @@ struct Entry {
     /// What the answer weighs against `callKeyMaxBytes` (0: none yet, or
     /// its result was let go).
     bytes: usize,
+    /// Its answer was moved to disk ([`spill`]).
+    spilled: bool,
     at: Instant,
     /// Tells a guard from an older claim of the same key apart.
     claim: u64,
@@ -49,6 +58,8 @@ struct Inner {
     claims: u64,
     /// The sum of the entries' `bytes`.
     bytes: usize,
+    /// The same, per client (scope).
+    client_bytes: HashMap<Arc<str>, usize>,
 }
 
 /// What bounds the keys: age, count, and the bytes of their answers.
@@ -56,13 +67,18 @@ struct Inner {
 pub struct Bounds {
     pub ttl: Duration,
     pub max: usize,
+    /// Of answers, for the whole hub.
     pub max_bytes: usize,
+    /// Of answers, for one client (one token's keys).
+    pub max_client_bytes: usize,
 }
 
 /// The hub's call keys (cheap to clone).
 #[derive(Clone, Default)]
 pub struct CallKeys {
     inner: Arc<Mutex<Inner>>,
+    /// Where answers past the byte bounds go.
+    spill: Option<Arc<Spill>>,
 }
 
 /// What a key says about a request.
@@ -77,16 +93,36 @@ pub enum Claim {
 }
 
 /// A repeat's answer, now or once the first request finishes.
-pub struct Repeat(AnswerWatch);
+pub struct Repeat(AnswerWatch, Option<Arc<Spill>>);
+
+/// Marks a kept answer whose whole is on disk: `{claim, bytes}`.
+const SPILLED: &str = "_spilled";
 
 impl Repeat {
     /// The first request's answer; `None` when it ended without one (it was
     /// cancelled, or its task failed to start): the caller may claim again.
+    /// An answer kept on disk is read back.
     pub async fn answer(mut self) -> Option<Arc<Value>> {
-        match self.0.wait_for(Option::is_some).await {
-            Ok(v) => v.clone(),
-            Err(_) => None,
+        let kept = match self.0.wait_for(Option::is_some).await {
+            Ok(v) => v.clone()?,
+            Err(_) => return None,
+        };
+        let Some(mark) = kept.get(SPILLED) else {
+            return Some(kept);
+        };
+        let claim = mark["claim"].as_u64().unwrap_or_default();
+        if let Some(whole) = match &self.1 {
+            Some(spill) => spill.get(claim).await,
+            None => None,
+        } {
+            return Some(whole);
         }
+        let mut dropped = kept.as_ref().clone();
+        dropped["resultDropped"] = mark["bytes"].clone();
+        if let Value::Object(o) = &mut dropped {
+            o.remove(SPILLED);
+        }
+        Some(Arc::new(dropped))
     }
 }
 
@@ -96,7 +132,7 @@ pub struct KeyGuard {
     keys: CallKeys,
     key: (Arc<str>, String),
     claim: u64,
-    max_bytes: usize,
+    bounds: Bounds,
     answer: Answer,
     done: bool,
 }
@@ -119,7 +155,8 @@ impl KeyGuard {
         };
         e.bytes = bytes;
         inner.bytes += bytes;
-        inner.shed(self.max_bytes);
+        *inner.client_bytes.entry(self.key.0.clone()).or_default() += bytes;
+        inner.shed(&self.key.0, self.bounds, self.keys.spill.as_ref());
     }
 }
 
@@ -132,13 +169,22 @@ impl Drop for KeyGuard {
                 .get(&self.key)
                 .is_some_and(|e| e.claim == self.claim)
             {
-                inner.remove(&self.key);
+                inner.remove(&self.key, self.keys.spill.as_ref());
             }
         }
     }
 }
 
 impl CallKeys {
+    /// Keys whose answers past the byte bounds go to files in `dir`
+    /// (emptied now: no key of an earlier run is left).
+    pub fn with_spill(dir: &Path) -> CallKeys {
+        CallKeys {
+            inner: Arc::default(),
+            spill: Spill::open(dir),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         match self.inner.lock() {
             Ok(g) => g,
@@ -151,11 +197,11 @@ impl CallKeys {
     pub fn claim(&self, scope: &Arc<str>, key: &str, hash: &str, bounds: Bounds) -> Claim {
         let mut inner = self.lock();
         let now = Instant::now();
-        inner.expire(now, bounds.ttl, bounds.max.max(1));
+        inner.expire(now, bounds.ttl, bounds.max.max(1), self.spill.as_ref());
         let k = (scope.clone(), key.to_string());
         if let Some(e) = inner.map.get(&k) {
             return if e.hash == hash {
-                Claim::Repeat(Repeat(e.answer.subscribe()))
+                Claim::Repeat(Repeat(e.answer.subscribe(), self.spill.clone()))
             } else {
                 Claim::Conflict
             };
@@ -169,6 +215,7 @@ impl CallKeys {
                 hash: hash.to_string(),
                 answer: answer.clone(),
                 bytes: 0,
+                spilled: false,
                 at: now,
                 claim,
             },
@@ -178,7 +225,7 @@ impl CallKeys {
             keys: self.clone(),
             key: k,
             claim,
-            max_bytes: bounds.max_bytes,
+            bounds,
             answer,
             done: false,
         })
@@ -202,7 +249,7 @@ impl CallKeys {
 impl Inner {
     /// Drop keys older than `ttl`, and the oldest while more than `max - 1`
     /// are held (room for one more).
-    fn expire(&mut self, now: Instant, ttl: Duration, max: usize) {
+    fn expire(&mut self, now: Instant, ttl: Duration, max: usize, spill: Option<&Arc<Spill>>) {
         while let Some((k, claim)) = self.order.front() {
             let (k, claim) = (k.clone(), *claim);
             match self.map.get(&k) {
@@ -210,7 +257,7 @@ impl Inner {
                     if now.duration_since(e.at) < ttl && self.map.len() < max {
                         break;
                     }
-                    self.remove(&k);
+                    self.remove(&k, spill);
                 }
                 // Freed or claimed again since: a stale place in the order.
                 _ => {}
@@ -221,23 +268,55 @@ impl Inner {
 }
 
 impl Inner {
-    fn remove(&mut self, k: &(Arc<str>, String)) {
+    fn remove(&mut self, k: &(Arc<str>, String), spill: Option<&Arc<Spill>>) {
         if let Some(e) = self.map.remove(k) {
-            self.bytes -= e.bytes;
+            self.take_bytes(&k.0, e.bytes);
+            if let (true, Some(spill)) = (e.spilled, spill) {
+                spill.remove(e.claim);
+            }
         }
     }
 
-    /// While the answers weigh more than `max_bytes`, the oldest let go of
-    /// their `result` and `raw`; the key and the rest of the answer stay.
-    fn shed(&mut self, max_bytes: usize) {
+    fn take_bytes(&mut self, scope: &Arc<str>, bytes: usize) {
+        self.bytes -= bytes;
+        if let Some(n) = self.client_bytes.get_mut(scope) {
+            *n -= bytes;
+            if *n == 0 {
+                self.client_bytes.remove(scope);
+            }
+        }
+    }
+
+    /// While `scope`'s answers weigh more than its share, its oldest let
+    /// go; then, while all answers weigh more than the hub's bound, the
+    /// oldest of any client. An answer let go moves to disk when there is
+    /// a folder, else gives up its `result` and `raw`; the key and the rest
+    /// of the answer stay.
+    fn shed(&mut self, scope: &Arc<str>, bounds: Bounds, spill: Option<&Arc<Spill>>) {
+        let over_client = |inner: &Inner| {
+            inner.client_bytes.get(scope).copied().unwrap_or(0) > bounds.max_client_bytes
+        };
+        self.shed_while(over_client, Some(scope), spill);
+        self.shed_while(|inner| inner.bytes > bounds.max_bytes, None, spill);
+    }
+
+    fn shed_while(
+        &mut self,
+        over: impl Fn(&Inner) -> bool,
+        only: Option<&Arc<str>>,
+        spill: Option<&Arc<Spill>>,
+    ) {
         let mut i = 0;
-        while self.bytes > max_bytes && i < self.order.len() {
-            let (k, claim) = &self.order[i];
+        while over(self) && i < self.order.len() {
+            let (k, claim) = self.order[i].clone();
             i += 1;
+            if only.is_some_and(|s| *s != k.0) {
+                continue;
+            }
             let Some(e) = self
                 .map
-                .get_mut(k)
-                .filter(|e| e.claim == *claim && e.bytes > 0)
+                .get_mut(&k)
+                .filter(|e| e.claim == claim && e.bytes > 0)
             else {
                 continue;
             };
@@ -245,10 +324,17 @@ impl Inner {
                 continue;
             };
             let mut kept = without_result(&answer);
-            kept["resultDropped"] = Value::from(e.bytes);
+            match spill {
+                Some(spill) => {
+                    kept[SPILLED] = serde_json::json!({"claim": claim, "bytes": e.bytes});
+                    spill.put(claim, answer);
+                    e.spilled = true;
+                }
+                None => kept["resultDropped"] = Value::from(e.bytes),
+            }
             e.answer.send_replace(Some(Arc::new(kept)));
-            self.bytes -= e.bytes;
-            e.bytes = 0;
+            let bytes = std::mem::take(&mut e.bytes);
+            self.take_bytes(&k.0, bytes);
         }
     }
 }
@@ -297,164 +383,4 @@ pub fn hash_of(v: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn scope() -> Arc<str> {
-        Arc::from("t")
-    }
-
-    const TTL: Duration = Duration::from_secs(600);
-
-    fn b(ttl: Duration, max: usize) -> Bounds {
-        Bounds {
-            ttl,
-            max,
-            max_bytes: usize::MAX,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_repeat_gets_the_first_answer_and_other_params_conflict() {
-        let keys = CallKeys::default();
-        let Claim::New(g) = keys.claim(&scope(), "k", "h1", b(TTL, 10)) else {
-            panic!("first use claims")
-        };
-        let Claim::Repeat(waiting) = keys.claim(&scope(), "k", "h1", b(TTL, 10)) else {
-            panic!("a repeat")
-        };
-        assert!(matches!(
-            keys.claim(&scope(), "k", "h2", b(TTL, 10)),
-            Claim::Conflict
-        ));
-        // Another token's key of the same name is its own.
-        assert!(matches!(
-            keys.claim(&Arc::from("other"), "k", "h2", b(TTL, 10)),
-            Claim::New(_)
-        ));
-        let answer = tokio::spawn(waiting.answer());
-        g.finish(serde_json::json!({"n": 1}));
-        let got = answer.await.unwrap().unwrap();
-        assert_eq!(*got, serde_json::json!({"n": 1}));
-        let Claim::Repeat(done) = keys.claim(&scope(), "k", "h1", b(TTL, 10)) else {
-            panic!("still a repeat")
-        };
-        assert_eq!(*done.answer().await.unwrap(), serde_json::json!({"n": 1}));
-    }
-
-    #[tokio::test]
-    async fn a_claim_dropped_without_answer_frees_the_key() {
-        let keys = CallKeys::default();
-        let Claim::New(g) = keys.claim(&scope(), "k", "h", b(TTL, 10)) else {
-            panic!()
-        };
-        let Claim::Repeat(waiting) = keys.claim(&scope(), "k", "h", b(TTL, 10)) else {
-            panic!()
-        };
-        drop(g);
-        assert!(waiting.answer().await.is_none());
-        assert!(matches!(
-            keys.claim(&scope(), "k", "h", b(TTL, 10)),
-            Claim::New(_)
-        ));
-    }
-
-    #[test]
-    fn keys_are_bounded_by_count_and_age() {
-        let keys = CallKeys::default();
-        for i in 0..5 {
-            if let Claim::New(g) = keys.claim(&scope(), &format!("k{i}"), "h", b(TTL, 3)) {
-                g.finish(Value::Null);
-            } else {
-                panic!()
-            }
-        }
-        assert_eq!(keys.len(), 3);
-        // The oldest went out: k0 runs again.
-        assert!(matches!(
-            keys.claim(&scope(), "k0", "h", b(TTL, 3)),
-            Claim::New(_)
-        ));
-        let Claim::New(g) = keys.claim(&scope(), "old", "h", b(Duration::ZERO, 100)) else {
-            panic!()
-        };
-        g.finish(Value::Null);
-        assert!(matches!(
-            keys.claim(&scope(), "old", "h", b(Duration::ZERO, 100)),
-            Claim::New(_)
-        ));
-    }
-
-    #[tokio::test]
-    async fn answers_are_bounded_by_bytes_and_their_keys_still_hold() {
-        let keys = CallKeys::default();
-        let bounds = Bounds {
-            ttl: TTL,
-            max: 100,
-            max_bytes: 3000,
-        };
-        let big = |i: usize| serde_json::json!({"n": i, "result": "x".repeat(1000), "raw": "y"});
-        let mut waiting = Vec::new();
-        for i in 0..5 {
-            let Claim::New(g) = keys.claim(&scope(), &format!("k{i}"), "h", bounds) else {
-                panic!()
-            };
-            if i == 0 {
-                let Claim::Repeat(r) = keys.claim(&scope(), "k0", "h", bounds) else {
-                    panic!()
-                };
-                waiting.push(r);
-            }
-            g.finish(big(i));
-            assert!(keys.bytes() <= 3000, "{}", keys.bytes());
-        }
-        assert_eq!(keys.len(), 5);
-        // A waiter and a repeat get the first answer without its result
-        // now, and run nothing.
-        let first = waiting.pop().unwrap().answer().await.unwrap();
-        assert_eq!(first["n"], 0);
-        let Claim::Repeat(r) = keys.claim(&scope(), "k0", "h", bounds) else {
-            panic!("the key still holds")
-        };
-        let later = r.answer().await.unwrap();
-        assert!(later.get("result").is_none(), "{later}");
-        assert_eq!(later["n"], 0);
-        assert!(
-            later["resultDropped"].as_u64().unwrap_or(0) > 1000,
-            "{later}"
-        );
-        // The newest answers are whole.
-        let Claim::Repeat(r) = keys.claim(&scope(), "k4", "h", bounds) else {
-            panic!()
-        };
-        assert_eq!(
-            r.answer().await.unwrap()["result"].as_str().map(str::len),
-            Some(1000)
-        );
-    }
-
-    #[tokio::test]
-    async fn a_waiter_gets_the_answer_of_a_key_pushed_out_while_it_ran() {
-        let keys = CallKeys::default();
-        let Claim::New(g) = keys.claim(&scope(), "k", "h", b(TTL, 1)) else {
-            panic!()
-        };
-        let Claim::Repeat(r) = keys.claim(&scope(), "k", "h", b(TTL, 100)) else {
-            panic!()
-        };
-        // A claim under a bound of one pushes "k" out while it runs.
-        assert!(matches!(
-            keys.claim(&scope(), "other", "h", b(TTL, 1)),
-            Claim::New(_)
-        ));
-        g.finish(serde_json::json!(7));
-        assert_eq!(*r.answer().await.unwrap(), serde_json::json!(7));
-    }
-
-    #[test]
-    fn a_key_is_1_to_200_characters() {
-        assert!(check_key("").is_err());
-        assert!(check_key(&"é".repeat(200)).is_ok());
-        assert!(check_key(&"a".repeat(201)).is_err());
-    }
-}
+mod tests;

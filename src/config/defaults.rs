@@ -42,6 +42,9 @@ pub const CALL_KEY_TTL_MS: u64 = 600_000;
 pub const CALL_KEY_MAX: usize = 10_000;
 /// `server.callKeyMaxBytes`: bytes of answers call keys hold, hub-wide.
 pub const CALL_KEY_MAX_BYTES: usize = 32 * 1024 * 1024;
+/// `server.callKeyClientMaxBytes`: bytes of answers one client's call keys
+/// hold.
+pub const CALL_KEY_CLIENT_MAX_BYTES: usize = 8 * 1024 * 1024;
 /// `server.maxInFlightPerSession`: concurrent calls of one session.
 pub const MAX_IN_FLIGHT_PER_SESSION: usize = 64;
 

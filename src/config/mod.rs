@@ -95,9 +95,11 @@ pub struct ServerConfig {
     pub call_key_ttl: Duration,
     /// Call keys kept in memory (oldest out).
     pub call_key_max: usize,
-    /// Bytes of answers the call keys hold, for the whole hub (the oldest
-    /// answers' results are let go first; their keys still hold).
+    /// Bytes of answers the call keys hold in memory, for the whole hub
+    /// (the oldest answers move to disk first; their keys still hold).
     pub call_key_max_bytes: usize,
+    /// The same, for one client (one token's keys).
+    pub call_key_client_max_bytes: usize,
     /// Concurrent calls one session may have.
     pub max_in_flight_per_session: usize,
 }

@@ -118,6 +118,11 @@ pub(super) fn server_section(
             d::CALL_KEY_MAX_BYTES,
             "/server/callKeyMaxBytes",
         )?,
+        call_key_client_max_bytes: ctx.positive(
+            r.call_key_client_max_bytes,
+            d::CALL_KEY_CLIENT_MAX_BYTES,
+            "/server/callKeyClientMaxBytes",
+        )?,
         max_in_flight_per_session: ctx.positive(
             r.max_in_flight_per_session,
             d::MAX_IN_FLIGHT_PER_SESSION,

@@ -111,6 +111,7 @@ pub fn claim(engine: &Engine, out: &Outbox, key: &str, hash: &str) -> Claim {
         ttl: cfg.server.call_key_ttl,
         max: cfg.server.call_key_max,
         max_bytes: cfg.server.call_key_max_bytes,
+        max_client_bytes: cfg.server.call_key_client_max_bytes,
     };
     engine.call_keys.claim(&out.scope, key, hash, bounds)
 }

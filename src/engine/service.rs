@@ -38,7 +38,10 @@ impl std::ops::Deref for Engine {
 
 impl Engine {
     pub fn new(hub: Hub, observer: Arc<dyn CallObserver>) -> Engine {
-        let store = Store::new(&hub.config());
+        let cfg = hub.config();
+        let store = Store::new(&cfg);
+        let call_keys =
+            crate::callkeys::CallKeys::with_spill(&cfg.task_engine.state_dir.join("callkeys"));
         Engine(Arc::new(EngineState {
             hub,
             observer,
@@ -46,7 +49,7 @@ impl Engine {
             templates: Templates::new(),
             approvals: Approvals::default(),
             store,
-            call_keys: crate::callkeys::CallKeys::default(),
+            call_keys,
         }))
     }
 
