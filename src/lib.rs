@@ -3,13 +3,13 @@
 //! Layers, bottom first; a module imports only its own layer and the ones
 //! below (checked by `tests/layers.rs`, which holds the list):
 //!
-//! - ground: `access` (the token and origins in force), `errors`, `protocol` (wire types, `Outbox`), `config`, `store`
+//! - ground: `access` (the token and origins in force), `errors`, `protocol` (wire types), `session` (a session's id, send queue and
+//!   cap on work in flight), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
 //!   `secrets` (secret values masked wherever the hub writes), `trim`
 //!   (heap given back after bulk frees), `shell` (the
-//!   shell-subset parser the safety gate reads scripts with), `inflight`
-//!   (a session's work held to `server.maxInFlightPerSession`)
+//!   shell-subset parser the safety gate reads scripts with)
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
@@ -38,7 +38,7 @@ pub mod engine;
 pub mod errors;
 pub mod history;
 pub mod hub;
-pub mod inflight;
+
 pub mod lock;
 pub mod mcp;
 pub mod process;
@@ -49,6 +49,7 @@ pub mod runs;
 pub mod safety;
 pub mod secrets;
 pub mod server;
+pub mod session;
 pub mod shell;
 pub mod store;
 pub mod suggest;

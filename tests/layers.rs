@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "util",
             "b64",
             "callkeys",
-            "inflight",
+            "session",
             "client_context",
             "errors",
             "suggest",

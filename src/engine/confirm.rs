@@ -9,8 +9,8 @@ use super::service::Engine;
 use crate::errors::HubError;
 use crate::hub::{Confirmer, Decision, Question};
 use crate::mcp::registry::ToolInfo;
-use crate::protocol::Outbox;
 use crate::safety::blocked;
+use crate::session::Outbox;
 
 /// What a confirmation asks about.
 pub enum Subject<'a> {

@@ -13,8 +13,9 @@ use super::state::TaskEvent;
 use super::task::Task;
 use crate::callkeys::{self, Claim};
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
-use crate::protocol::{self, BatchReq, MsgId, Outbox, StepPage};
+use crate::protocol::{self, BatchReq, MsgId, StepPage};
+use crate::session::Outbox;
+use crate::session::Place;
 use crate::store::journal::CallKeyMark;
 
 /// The hash a batch's key is held to: its steps and options.

@@ -32,9 +32,9 @@ use serde_json::{json, Value};
 
 use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
-use crate::protocol::Outbox;
 use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
+use crate::session::Place;
+use crate::session::{Outbox, SessionId};
 pub use service::Engine;
 use state::{TaskEvent, TaskState};
 use task::Task;
@@ -134,7 +134,7 @@ pub fn create_task_in(
 }
 
 /// The session of the connection that owns `task`, if any.
-fn owner_session(task: &Task) -> Option<String> {
+fn owner_session(task: &Task) -> Option<SessionId> {
     task.owner().map(|o| o.session.clone())
 }
 

@@ -30,7 +30,7 @@ pub struct Hold {
     /// The place under its session's cap of the request that started this
     /// run (`tool_batch`, `resume_task`); none for a run a tool call or a
     /// replay holds the place for.
-    pub place: Option<crate::inflight::Place>,
+    pub place: Option<crate::session::Place>,
 }
 
 /// Run `task` from step `start` to its end, holding `hold`.
@@ -255,7 +255,7 @@ async fn run_step(
     };
     let session = task
         .session()
-        .unwrap_or_else(|| format!("task:{}", task.id));
+        .unwrap_or_else(|| format!("task:{}", task.id).into());
     let mut req = CallRequest::new(
         step.tool.clone(),
         params,

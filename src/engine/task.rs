@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::state::{StepState, TaskEvent, TaskState};
 use super::validate::Plan;
 use crate::errors::HubError;
-use crate::protocol::Outbox;
+use crate::session::{Outbox, SessionId};
 
 #[derive(Debug, Clone)]
 pub struct StepData {
@@ -50,7 +50,7 @@ pub struct Task {
     /// The session that started the task through a `hub__` control tool
     /// (no owner connection): its steps are called and logged as that
     /// session's work.
-    caller: Mutex<Option<String>>,
+    caller: Mutex<Option<SessionId>>,
     /// Held while a runner drives the task: one resume wins, others are refused.
     pub driving: Arc<tokio::sync::Mutex<()>>,
     /// Bumped each time a run of the task ends (for `task_status` `wait`).
@@ -258,14 +258,14 @@ impl Task {
         }
     }
 
-    pub fn caller(&self) -> Option<String> {
+    pub fn caller(&self) -> Option<SessionId> {
         self.caller.lock().ok().and_then(|c| c.clone())
     }
 
     /// Mark the task as run for `session` by a control tool (`""` = none).
     pub fn set_caller(&self, session: &str) {
         if let Ok(mut slot) = self.caller.lock() {
-            *slot = (!session.is_empty()).then(|| session.to_string());
+            *slot = (!session.is_empty()).then(|| SessionId::from(session));
         }
     }
 
@@ -293,7 +293,7 @@ impl Task {
 
     /// The session a step's calls belong to: the owner connection's, else
     /// the calling session's, else none.
-    pub fn session(&self) -> Option<String> {
+    pub fn session(&self) -> Option<SessionId> {
         self.owner()
             .map(|o| o.session.clone())
             .or_else(|| self.caller())

@@ -125,7 +125,7 @@ impl Discovery {
         let mut req = CallRequest::new(
             name.to_string(),
             args,
-            call.session.to_string(),
+            call.session.into(),
             call.cancel.clone(),
         );
         req.context = call.context.clone();

@@ -17,7 +17,7 @@ pub struct CallRequest {
     pub params: Value,
     /// Per-attempt timeout; `None` = the server's, else `taskEngine.defaultTimeout`.
     pub timeout: Option<Duration>,
-    pub session: String,
+    pub session: crate::session::SessionId,
     /// Which instance of a `scope: "context"` server runs the call.
     pub context: crate::client_context::ClientContext,
     pub retry: RetryOverride,
@@ -40,7 +40,12 @@ impl CallRequest {
     /// (the server's timeout, the configured retries, no link, no key, the
     /// session's own client context).
     /// The one place a `CallRequest` is built: callers set what they add.
-    pub fn new(tool: String, params: Value, session: String, cancel: CancellationToken) -> Self {
+    pub fn new(
+        tool: String,
+        params: Value,
+        session: crate::session::SessionId,
+        cancel: CancellationToken,
+    ) -> Self {
         CallRequest {
             tool,
             params,

@@ -9,7 +9,6 @@
 pub mod artifact;
 mod client;
 pub mod keep;
-mod outbox;
 mod page;
 pub mod paging;
 pub mod recording;
@@ -20,7 +19,6 @@ pub use client::{
     AckReq, BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
     ReloadToolsReq, ResumeSessionReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
-pub use outbox::{Dropped, Limits as OutboxLimits, Outbox, OutboxReceiver, ResumeRefusal};
 pub use page::StepPage;
 pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 

@@ -20,10 +20,10 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::recording::{ExportFormat, ExportReq, RecordingMsg, UpdateReq};
-use crate::protocol::Outbox;
 use crate::protocol::{self, MsgId};
+use crate::session::Outbox;
+use crate::session::Place;
 use crate::store::recordings::{self as store, format};
 
 /// Handle a recording message from a connection. Everything but a replay

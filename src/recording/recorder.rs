@@ -16,7 +16,7 @@ use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::{Approval, Hub};
 use crate::protocol::recording::{ListReq, StartReq};
-use crate::protocol::Outbox;
+use crate::session::Outbox;
 use crate::store::offload::{blocking, Serial};
 use crate::store::recordings as store;
 use crate::store::recordings::format::{Header, Line, SCHEMA_VERSION};

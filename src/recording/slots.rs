@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use super::append::{to_line, OpenRecording};
 use crate::client_context::ClientContext;
 use crate::errors::{ErrorType, HubError};
-use crate::protocol::Outbox;
+use crate::session::Outbox;
 use crate::store::recordings::format::{End, Line};
 use crate::store::recordings::index::RecordingIndex;
 

@@ -31,9 +31,10 @@ use crate::builtin::sandbox::RunFolder;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
-use crate::inflight::Place;
 use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
-use crate::protocol::{self, MsgId, Outbox};
+use crate::protocol::{self, MsgId};
+use crate::session::Outbox;
+use crate::session::Place;
 use crate::store::offload::{blocking, Serial};
 use model::{LogEntry, RunStatus};
 

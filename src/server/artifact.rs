@@ -7,9 +7,10 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::artifact::{ArtifactOwner, ArtifactReq};
-use crate::protocol::{self, MsgId, Outbox};
+use crate::protocol::{self, MsgId};
+use crate::session::Outbox;
+use crate::session::Place;
 use crate::store::artifact::{self, Artifact};
 
 pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Option<Place>) {

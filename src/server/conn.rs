@@ -2,7 +2,7 @@
 //! session it serves.
 //!
 //! Everything bound for the client goes through its session's bounded
-//! queue ([`crate::protocol::Outbox`]). A client that stops reading fills
+//! queue ([`crate::session::Outbox`]). A client that stops reading fills
 //! it; its socket is then evicted instead of making the hub buffer without
 //! limit or stall a producer. A socket's first message may resume another
 //! session ([`super::session`]); the socket then serves that one.
@@ -20,7 +20,8 @@ use super::session::{Session, Sessions};
 use super::slots::Slot;
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
-use crate::protocol::{self, MsgId, OutboxReceiver, ResumeSessionReq};
+use crate::protocol::{self, MsgId, ResumeSessionReq};
+use crate::session::OutboxReceiver;
 
 /// Serve one socket; every log line carries `conn{session}` (the socket's
 /// first session: a resume names the one it took over).
@@ -83,7 +84,7 @@ struct Link {
 /// back when this ends.
 ///
 /// One task owns the socket, reading frames and writing what the
-/// session's [`crate::protocol::Outbox`] holds in one `select!`. Reading
+/// session's [`crate::session::Outbox`] holds in one `select!`. Reading
 /// and writing in two tasks over a split socket cost a wake-up of the other
 /// task (often on the other worker thread) for every frame: the socket's
 /// readiness wakes both halves. The relay benchmark counts these ("hub

@@ -13,9 +13,10 @@ use crate::client_context::{self, ClientContext};
 use crate::engine::confirm::SingleCall;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::{Approval, CallRequest, Watch};
-use crate::inflight::Place;
-use crate::protocol::{self, ClientMsg, MsgId, Outbox, ResumeSessionReq, ToolCallReq};
+use crate::protocol::{self, ClientMsg, MsgId, ResumeSessionReq, ToolCallReq};
 use crate::retry::RetryOverride;
+use crate::session::Outbox;
+use crate::session::Place;
 
 /// Handle one text frame of `session`'s socket. A `resume_session` is the
 /// socket's business, not the session's: it is handed back.

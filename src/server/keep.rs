@@ -10,9 +10,10 @@ use serde_json::json;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
-use crate::inflight::Place;
 use crate::protocol::keep::KeepResultReq;
-use crate::protocol::{self, MsgId, Outbox};
+use crate::protocol::{self, MsgId};
+use crate::session::Outbox;
+use crate::session::Place;
 
 /// The largest text kept (bytes of UTF-8); a frame must also fit
 /// `server.maxMessageBytes`.

@@ -1,8 +1,13 @@
 //! `/ws` sessions that outlive their socket.
 //!
-//! A session is its [`Outbox`] (numbered frames, kept for a resume), a
-//! secret resume token, and a cancellation token for the single calls it
-//! started. A socket serves one session at a time. When the socket drops,
+//! [`Session`] is the one owner of what a session is doing: its
+//! [`SessionId`], its [`Outbox`] (numbered frames, kept for a resume, and
+//! the session's cap on work in flight that every piece of work it starts
+//! takes a place under), a secret resume token, and a cancellation token
+//! for the single calls it started. The services that keep per-session
+//! state (the per-context instances, the recorder, the current run) key it
+//! by the `SessionId` and are told when the session ends, from
+//! [`lifetime`]. A socket serves one session at a time. When the socket drops,
 //! the session stays for `server.sessionGraceMs`: its calls and batches go
 //! on and their frames queue, until a new socket resumes it
 //! (`resume_session`) or the grace runs out. Then the session ends: its
@@ -19,13 +24,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
-use crate::protocol::{
-    self, Outbox, OutboxLimits, OutboxReceiver, ResumeRefusal, ResumeSessionReq,
-};
+use crate::protocol::{self, ResumeSessionReq};
+use crate::session::{Outbox, OutboxLimits, OutboxReceiver, ResumeRefusal, SessionId};
 
 /// One session.
 pub struct Session {
-    pub id: String,
+    pub id: SessionId,
     /// 128 random bits, hex; compared in constant time, never logged.
     resume_token: String,
     pub outbox: Outbox,
@@ -39,7 +43,7 @@ pub struct Session {
 /// Every live session (cheap to clone).
 #[derive(Clone, Default)]
 pub struct Sessions {
-    map: Arc<DashMap<String, Arc<Session>>>,
+    map: Arc<DashMap<SessionId, Arc<Session>>>,
 }
 
 /// Why a session ended, for its log line.
@@ -63,7 +67,7 @@ impl Sessions {
     ) -> (Arc<Session>, OutboxReceiver) {
         let hub = &app.hub;
         let cfg = hub.config();
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = SessionId::new();
         let limits = OutboxLimits {
             queue: cfg.server.send_queue.max(8),
             bytes: cfg.server.resume_buffer_bytes,
@@ -111,7 +115,7 @@ impl Sessions {
         };
         let s = self
             .map
-            .get(&req.session_id)
+            .get(req.session_id.as_str())
             .map(|s| s.clone())
             .ok_or_else(gone)?;
         let matches: bool = s
@@ -303,7 +307,7 @@ async fn forward_events(
             }
             Ok(ev) => {
                 if let Some(owner) = ev.get("_session").and_then(Value::as_str) {
-                    if owner != outbox.session {
+                    if outbox.session != owner {
                         continue;
                     }
                 }

@@ -6,11 +6,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::Task;
 use crate::engine::validate::Plan;
-use crate::protocol::{BatchOptions, Outbox, OutboxReceiver as Receiver};
+use crate::protocol::BatchOptions;
+use crate::session::{Outbox, OutboxReceiver as Receiver};
 use crate::store::journal::{Durability, JournalWriter, Record, SCHEMA_VERSION};
 
 fn task() -> (Task, Receiver) {
-    let limits = crate::protocol::OutboxLimits {
+    let limits = crate::session::OutboxLimits {
         queue: 64,
         bytes: 1 << 20,
         resumable: false,

@@ -40,7 +40,7 @@ pub struct SessionState {
     level: Mutex<Option<LoggingLevel>>,
     subscribed: Mutex<BTreeSet<String>>,
     /// Its `tools/call`s in flight, under `server.maxInFlightPerSession`.
-    pub in_flight: crate::inflight::InFlight,
+    pub in_flight: crate::session::InFlight,
 }
 
 impl SessionState {

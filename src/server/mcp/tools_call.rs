@@ -54,7 +54,7 @@ pub async fn call_tool(
     let mut call = CallRequest::new(
         tool.clone(),
         params.clone(),
-        session.to_string(),
+        session.into(),
         app.hub.shutdown.child_token(),
     );
     call.link = Some(link);

@@ -32,7 +32,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::inflight::InFlight;
+use crate::session::InFlight;
 pub use log::{Dropped, ResumeRefusal};
 use log::{Log, Pushed};
 
@@ -73,7 +73,7 @@ impl Queue {
 /// A cheap handle to a session's send queue.
 #[derive(Clone)]
 pub struct Outbox {
-    pub session: String,
+    pub session: super::SessionId,
     /// Whose call keys this session's requests use: a fingerprint of the
     /// token its socket presented ([`crate::callkeys`]).
     pub scope: Arc<str>,
@@ -159,7 +159,7 @@ impl Outbox {
     /// A session's queue, attached to its first socket (whose `evict` token
     /// fires when the socket must go: it stopped reading).
     pub fn new(
-        session: String,
+        session: super::SessionId,
         limits: Limits,
         evict: CancellationToken,
     ) -> (Outbox, OutboxReceiver) {
