@@ -10,6 +10,10 @@
 //! read to its end without being kept, and when it answered a request (a
 //! top-level `id` and no `method`) rmcp gets an error answer for that id in
 //! its place, which the call path turns into `LIMIT_EXCEEDED` at once.
+//! Lines are parsed into messages by [`receive::Receiver`], large ones off
+//! the runtime's threads.
+
+mod receive;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -23,7 +27,7 @@ use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::process::ChildStdin;
 
 /// The longest line read from a server (rmcp's own limit).
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -34,7 +38,9 @@ pub const OVERSIZED: &str = "toolhub/oversized";
 /// rmcp's transport over a child's pipes; owns the child process.
 pub struct ChildTransport {
     child: Option<Box<dyn ChildWrapper>>,
-    inner: AsyncRwTransport<RoleClient, Bounded<ChildStdout>, ChildStdin>,
+    /// rmcp's transport, for sending only (it reads nothing).
+    inner: AsyncRwTransport<RoleClient, tokio::io::Empty, ChildStdin>,
+    rx: receive::Receiver,
 }
 
 impl ChildTransport {
@@ -50,13 +56,11 @@ impl ChildTransport {
             .stdout()
             .take()
             .ok_or_else(|| std::io::Error::other("the child's stdout was already taken"))?;
-        // `Bounded` never hands over a line longer than MAX_LINE (plus its
-        // newline), so rmcp's own cap never drops one.
-        let inner =
-            AsyncRwTransport::new(Bounded::new(stdout), stdin).with_max_line_length(MAX_LINE + 1);
+        let inner = AsyncRwTransport::new(tokio::io::empty(), stdin);
         Ok(ChildTransport {
             child: Some(child),
             inner,
+            rx: receive::Receiver::new(stdout),
         })
     }
 
@@ -112,7 +116,10 @@ impl Transport<RoleClient> for ChildTransport {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        self.inner.receive()
+        let inner = &mut self.inner;
+        self.rx.receive(move |invalid| {
+            tokio::spawn(inner.send(invalid));
+        })
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
@@ -192,37 +199,35 @@ impl<R> Bounded<R> {
     }
 }
 
-impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        dst: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
+impl<R: AsyncRead + Unpin> Bounded<R> {
+    /// The next whole line, with its newline (an oversized answer's error
+    /// line in its place); `None` at the end (an unfinished last line is no
+    /// message). The line is handed over as it was gathered, not copied
+    /// again. Cancel-safe: what was read stays for the next call.
+    pub fn poll_line(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<Option<Vec<u8>>>> {
         loop {
-            if this.taken < this.out.len() {
-                let n = dst.remaining().min(this.out.len() - this.taken);
-                dst.put_slice(&this.out[this.taken..this.taken + n]);
-                this.taken += n;
-                if this.taken == this.out.len() {
-                    this.out.clear();
-                    this.taken = 0;
-                }
-                return Poll::Ready(Ok(()));
+            if self.taken < self.out.len() {
+                let line = if self.taken == 0 {
+                    std::mem::take(&mut self.out)
+                } else {
+                    self.out.split_off(self.taken)
+                };
+                self.out.clear();
+                self.taken = 0;
+                return Poll::Ready(Ok(Some(line)));
             }
-            if this.start < this.end {
-                this.consume();
+            if self.start < self.end {
+                self.consume();
                 continue;
             }
-            let mut rb = ReadBuf::new(&mut this.buf);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+            let mut rb = ReadBuf::new(&mut self.buf);
+            ready!(Pin::new(&mut self.inner).poll_read(cx, &mut rb))?;
             let n = rb.filled().len();
             if n == 0 {
-                // The end: an unfinished last line is not a message.
-                return Poll::Ready(Ok(()));
+                return Poll::Ready(Ok(None));
             }
-            this.start = 0;
-            this.end = n;
+            self.start = 0;
+            self.end = n;
         }
     }
 }
@@ -358,7 +363,19 @@ impl Scan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
+
+    /// Every line `input` gives, in order.
+    async fn lines_of(input: &[u8]) -> Vec<Vec<u8>> {
+        let mut r = Bounded::new(input);
+        let mut lines = Vec::new();
+        while let Some(l) = std::future::poll_fn(|cx| r.poll_line(cx))
+            .await
+            .expect("read")
+        {
+            lines.push(l);
+        }
+        lines
+    }
 
     fn scan(text: &str) -> Scan {
         let mut s = Scan::default();
@@ -394,18 +411,27 @@ mod tests {
         input.extend(std::iter::repeat_n(b'x', MAX_LINE + 10));
         input.extend_from_slice(b"\"}]},\"jsonrpc\":\"2.0\",\"id\":42}\n");
         input.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":43,\"result\":{}}\n");
-        let mut r = Bounded::new(&input[..]);
-        let mut out = String::new();
-        r.read_to_string(&mut out).await.expect("read");
-        let lines: Vec<Value> = out
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json"))
+        let lines: Vec<Value> = lines_of(&input)
+            .await
+            .iter()
+            .map(|l| serde_json::from_slice(l).expect("json"))
             .collect();
-        assert_eq!(lines.len(), 3, "{out:.300}");
+        assert_eq!(lines.len(), 3);
         assert_eq!(lines[0]["method"], "notifications/message");
         assert_eq!(lines[1]["id"], 42);
         assert!(lines[1]["error"]["data"][OVERSIZED].as_u64() > Some(MAX_LINE as u64));
         assert_eq!(lines[2]["id"], 43, "the next line is whole");
+    }
+
+    #[tokio::test]
+    async fn lines_are_handed_over_whole_and_an_unfinished_last_one_is_dropped() {
+        let input = b"{\"id\":1}\n\n{\"id\":2}\r\n{\"id\":3".to_vec();
+        let lines: Vec<String> = lines_of(&input)
+            .await
+            .into_iter()
+            .map(|l| String::from_utf8(l).expect("utf-8"))
+            .collect();
+        assert_eq!(lines, ["{\"id\":1}\n", "\n", "{\"id\":2}\r\n"]);
     }
 
     #[tokio::test]
@@ -415,9 +441,6 @@ mod tests {
         input.extend(std::iter::repeat_n(b'y', pad));
         input.extend_from_slice(b"\"}\n");
         assert_eq!(input.len(), MAX_LINE + 1);
-        let mut r = Bounded::new(&input[..]);
-        let mut out = Vec::new();
-        r.read_to_end(&mut out).await.expect("read");
-        assert_eq!(out, input);
+        assert_eq!(lines_of(&input).await, [input]);
     }
 }
