@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, Client, TestHub};
+use crate::support::{call_log, testserver_entry, until_changed, Client, TestHub};
 
 /// A hub with the test server `t` running and a client; TIMEOUT retries
 /// wait 10 ms, and `t__destructive` is named safe to repeat by config.
@@ -51,23 +51,7 @@ async fn calls_of(dir: &Path, tool: &str, min: usize) -> usize {
     };
     // Each change to the folder (the server appending its log) wakes the
     // check; at most 10 s.
-    use notify::Watcher;
-    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |_| {
-        let _ = tx.send(());
-    })
-    .expect("watcher");
-    watcher
-        .watch(dir, notify::RecursiveMode::NonRecursive)
-        .expect("watch the hub's folder");
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        while count() < min {
-            if changed.recv().await.is_none() {
-                return;
-            }
-        }
-    })
-    .await;
+    until_changed(dir, Duration::from_secs(10), || count() >= min).await;
     count()
 }
 
