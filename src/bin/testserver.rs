@@ -288,10 +288,10 @@ impl TestServer {
                 cx.ct.cancelled().await;
                 Err(self.cancelled(tool, cx))
             }
-            "barrier" => match self.barriers.wait(args.string("name")?, &cx.ct).await {
-                Some(r) => Ok(r),
-                None => Err(self.cancelled(tool, cx)),
-            },
+            "barrier" | "barrier_read" => {
+                let released = self.barriers.wait(args.string("name")?, &cx.ct).await;
+                released.ok_or_else(|| self.cancelled(tool, cx))
+            }
             "await_waiting" => Ok(self
                 .barriers
                 .await_waiting(args.string("name")?, args.uint("count")?)

@@ -83,8 +83,13 @@ impl Hub {
                     self.wait_server_settled(&server, wait, cancel).await
                 }
                 // A bare name names no server: it may belong to one that is
-                // still starting (a resume right after a restart).
-                (ErrorType::ToolNotFound, _) => self.wait_starting_settled(timeout, cancel).await,
+                // still starting (a resume right after a restart), or to
+                // one that finished starting since the first look (then
+                // there is nothing to wait for, but the name resolves now).
+                (ErrorType::ToolNotFound, _) => {
+                    self.wait_starting_settled(timeout, cancel).await;
+                    true
+                }
                 _ => false,
             };
             if waited {
@@ -95,12 +100,8 @@ impl Hub {
     }
 
     /// Wait for every server that is starting or restarting right now to
-    /// settle (each bounded by `timeout` or its default); false when none was.
-    async fn wait_starting_settled(
-        &self,
-        timeout: Option<Duration>,
-        cancel: &CancellationToken,
-    ) -> bool {
+    /// settle (each bounded by `timeout` or its default).
+    async fn wait_starting_settled(&self, timeout: Option<Duration>, cancel: &CancellationToken) {
         let starting: Vec<String> = self
             .servers
             .iter()
@@ -111,12 +112,15 @@ impl Hub {
             })
             .map(|h| h.key().clone())
             .collect();
-        let mut any = false;
+        if !starting.is_empty() {
+            // Tests wait on this line to start a server only once a call
+            // waits for it.
+            tracing::debug!(servers = ?starting, "a tool name is not known yet: waiting for the servers that are starting");
+        }
         for server in starting {
             let wait = timeout.unwrap_or_else(|| self.default_timeout(&server));
-            any |= self.wait_server_settled(&server, wait, cancel).await;
+            self.wait_server_settled(&server, wait, cancel).await;
         }
-        any
     }
 
     /// Wait (at most `limit`) for every enabled server still in its first

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 
+use crate::barrier;
 use crate::servers::wait_running;
 use crate::support::{call_log, testserver_entry, Client, TestHub};
 
@@ -272,7 +273,7 @@ async fn cancel_task_cancels_the_call_at_the_server() {
 async fn a_batch_survives_its_client_and_others_run_alongside() {
     let (hub, mut c) = hub_with_t().await;
     c.send(json!({"type": "tool_batch", "id": "long", "steps": [
-        {"tool": "t__slow", "params": {"ms": 400, "message": "done"}, "saveAs": "s"},
+        {"tool": "t__barrier", "params": {"name": "long"}, "saveAs": "s"},
         {"tool": "t__echo", "params": {"message": "after {{s.result}}"}}
     ]}))
     .await;
@@ -282,8 +283,14 @@ async fn a_batch_survives_its_client_and_others_run_alongside() {
         })
         .await;
     let task_id = st["taskId"].clone();
+    let session = crate::instances::session_id(&c);
     drop(c);
+    hub.wait_log(&format!("client disconnected session={session}"))
+        .await;
+    // The long batch waits at the server, its client gone, while another
+    // runs to its end.
     let mut other = hub.connect().await;
+    barrier::await_waiting(&mut other, "t", "long", 1).await;
     let (r, done) = run_batch(
         &mut other,
         "quick",
@@ -293,11 +300,12 @@ async fn a_batch_survives_its_client_and_others_run_alongside() {
     .await;
     assert_eq!(r[0]["success"], true);
     assert_eq!(done["state"], "success");
+    assert_eq!(barrier::release(&mut other, "t", "long").await, 1);
     let t = other
         .request(json!({"type": "task_status", "taskId": task_id, "wait": true}))
         .await;
     assert_eq!(t["task"]["state"], "success", "{t}");
-    assert_eq!(t["task"]["steps"][1]["result"], "after done");
+    assert_eq!(t["task"]["steps"][1]["result"], "after released");
 }
 
 #[tokio::test]
@@ -306,7 +314,9 @@ async fn retries_follow_strategies_and_report_every_attempt() {
     let steps = json!([
         {"tool": "t__flaky", "params": {"key": "k1", "failures": 2}, "retry": {"maxRetries": 3, "delay": 10}},
         {"tool": "t__flaky", "params": {"key": "k2", "failures": 2}, "retry": false},
-        {"tool": "t__slow", "params": {"ms": 450}, "timeout": 300, "retry": {"maxRetries": 1, "delay": 10, "action": "extend_timeout"}},
+        // 450 ms against 300, then 600 and 1200 ms: only a timeout that
+        // grows lets it through, and a loaded machine has 750 ms to spare.
+        {"tool": "t__slow", "params": {"ms": 450}, "timeout": 300, "retry": {"maxRetries": 2, "delay": 10, "action": "extend_timeout"}},
         {"tool": "t__destructive", "params": {"ms": 2000}, "timeout": 200},
     ]);
     let (r, _) = run_batch(&mut c, "retry", steps, json!({"stopOnError": false})).await;

@@ -6,6 +6,7 @@
 
 use serde_json::{json, Value};
 
+use crate::barrier;
 use crate::mcp::driver::Driver;
 use crate::support::{Client, TestHub};
 
@@ -30,15 +31,10 @@ fn refused_for_the_cap(error: &Value) -> bool {
             .is_some_and(|s| s.contains("raise server.maxInFlightPerSession"))
 }
 
-/// Once `n` calls wait at barrier `name`, let them go: how many waited.
+/// Once `n` calls wait at `t`'s barrier `name`, let them go: how many
+/// waited.
 async fn release_when_waiting(other: &mut Client, name: &str, n: usize) -> u64 {
-    let w = other
-        .call("t__await_waiting", json!({"name": name, "count": n}))
-        .await;
-    assert_eq!(w["success"], true, "{w}");
-    let r = other.call("t__release", json!({"name": name})).await;
-    assert_eq!(r["success"], true, "{r}");
-    r["result"]["waiting"].as_u64().unwrap_or(0)
+    barrier::release_when_waiting(other, "t", name, n).await
 }
 
 #[tokio::test]
@@ -100,9 +96,7 @@ async fn a_resume_and_a_replay_take_a_place_too() {
             "tool": "t__barrier", "params": {"name": "calls"}}))
             .await;
     }
-    other
-        .call("t__await_waiting", json!({"name": "calls", "count": CAP}))
-        .await;
+    barrier::await_waiting(&mut other, "t", "calls", CAP).await;
     for msg in [
         json!({"type": "replay_recording", "recordingId": "none"}),
         json!({"type": "resume_task", "taskId": "none"}),

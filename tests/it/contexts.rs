@@ -10,16 +10,28 @@ use crate::servers::wait_running;
 use crate::support::{testserver_entry, Client, TestHub};
 
 async fn start() -> (TestHub, Client) {
+    start_with(&[]).await
+}
+
+/// [`start`] with test servers `shared` (not per context) beside `t`.
+async fn start_with(shared: &[&str]) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let mut t = testserver_entry(dir.path(), "t", &[]);
     t["scope"] = json!("context");
+    let mut servers = json!({"t": t});
+    for name in shared {
+        servers[*name] = testserver_entry(dir.path(), name, &[]);
+    }
     let hub = TestHub::start_in(
         dir,
-        json!({"mcpServers": {"t": t}, "server": {"sessionGraceMs": 0}}),
+        json!({"mcpServers": servers, "server": {"sessionGraceMs": 0}}),
     )
     .await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    for name in shared {
+        wait_running(&mut c, name).await;
+    }
     (hub, c)
 }
 
@@ -137,13 +149,15 @@ async fn resume_task_with_a_context_runs_the_rest_there() {
     assert!(ctx.iter().any(|c| c.ends_with("/tab-a")), "{ctx:?}");
 }
 
+/// The step the kill cuts waits at the barrier of `u`, a shared server
+/// (a barrier in `t` would be in the instance the kill takes away).
 #[tokio::test]
 async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context() {
-    let (hub, mut c) = start().await;
+    let (hub, mut c) = start_with(&["u"]).await;
     c.send(
         json!({"type": "tool_batch", "id": "job", "context": "tab-r", "steps": [
             {"tool": "t__memo", "params": {"value": "the old page"}},
-            {"tool": "t__slow", "params": {"ms": 800, "message": "slow done"}},
+            {"tool": "u__barrier", "params": {"name": "job"}},
             {"tool": "t__memo", "params": {}}
         ]}),
     )
@@ -155,7 +169,7 @@ async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context(
         .await;
     let context = format!("{}/tab-r", crate::instances::session_id(&c));
     let task_id = s0["taskId"].clone();
-    hub.wait_log("testserver t call slow").await;
+    hub.wait_log("testserver u call barrier").await;
     let hub = hub.crash_and_restart().await;
     let journal = std::fs::read_to_string(hub.path().join(format!(
         "state/tasks/{}.jsonl",
@@ -168,6 +182,8 @@ async fn after_a_restart_a_resumed_task_runs_in_a_fresh_instance_of_its_context(
     );
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    wait_running(&mut c, "u").await;
+    crate::barrier::release(&mut c, "u", "job").await;
     let (steps, done) = crate::durable::resume_to_end(&mut c, &task_id, json!({})).await;
     assert_eq!(done["state"], "success", "{done}");
     assert!(

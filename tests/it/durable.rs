@@ -1,7 +1,13 @@
-//! Durable tasks: SIGKILL the real hub mid-batch, restart it, resume.
+//! Durable tasks: SIGKILL the real hub mid-batch, restart it, resume. A
+//! step the kill must cut waits at the test server's barrier; the
+//! restarted server knows no barrier, so the test releases it there
+//! before the step runs again.
+
+use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::barrier;
 use crate::servers::wait_running;
 use crate::support::{batch_events, call_log, testserver_entry, Client, TestHub};
 
@@ -31,6 +37,13 @@ pub(crate) async fn resume_to_end(
 ) -> (Vec<Value>, Value) {
     c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id, "variables": variables}))
         .await;
+    follow_resume(c, task_id).await
+}
+
+/// The `resume_task` sent with id `res`, followed to its end: the steps it
+/// ran and its `batch_complete`, approving the uncertain-step confirmation
+/// if one is asked.
+async fn follow_resume(c: &mut Client, task_id: &Value) -> (Vec<Value>, Value) {
     let mut steps = Vec::new();
     loop {
         let m = c
@@ -70,7 +83,7 @@ async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
     c.send(json!({"type": "tool_batch", "id": "deploy", "steps": [
         {"id": "count", "tool": "t__counter", "params": {"key": "a"}, "saveAs": "c0"},
         {"id": "say", "tool": "t__echo", "params": {"message": "v={{c0.result.count}}"}, "saveAs": "e"},
-        {"id": "slow", "tool": "t__slow", "params": {"ms": 800, "message": "slow done"}},
+        {"id": "held", "tool": "t__barrier", "params": {"name": "deploy"}},
         {"id": "last", "tool": "t__echo", "params": {"message": "{{e.result}} {{vars.env}}"}}
     ], "options": {"variables": {"env": "prod"}}})).await;
     let s1 = c
@@ -79,7 +92,8 @@ async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
         })
         .await;
     let task_id = s1["taskId"].clone();
-    hub.wait_log("testserver t call slow").await;
+    // Killed while step 2 waits at the server.
+    hub.wait_log("testserver t call barrier").await;
     let hub = hub.crash_and_restart().await;
     let mut c = hub.connect().await;
     let t = c
@@ -95,6 +109,7 @@ async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
         .iter()
         .any(|x| x["taskId"] == task_id));
     wait_running(&mut c, "t").await;
+    barrier::release(&mut c, "t", "deploy").await;
     let (steps, done) = resume_to_end(&mut c, &task_id, json!({})).await;
     assert_eq!(done["state"], "success", "{done}");
     assert_eq!(done["resumed"], true);
@@ -116,7 +131,7 @@ async fn sigkill_mid_batch_then_resume_runs_exactly_the_unfinished_steps() {
     );
     assert_eq!(calls(&p, "echo").len(), 2);
     assert_eq!(
-        calls(&p, "slow").len(),
+        calls(&p, "barrier").len(),
         2,
         "the uncertain step ran again only after approval"
     );
@@ -129,7 +144,7 @@ async fn a_step_acknowledged_before_a_crash_is_never_rerun() {
     let (hub, mut c) = start(&p, dir).await;
     c.send(json!({"type": "tool_batch", "id": "b", "steps": [
         {"tool": "t__counter", "params": {"key": "once"}},
-        {"tool": "t__slow", "params": {"ms": 500, "apiKey": "s3cret-literal"}}
+        {"tool": "t__barrier", "params": {"name": "ack", "apiKey": "s3cret-literal"}}
     ]}))
     .await;
     let s0 = c
@@ -146,10 +161,11 @@ async fn a_step_acknowledged_before_a_crash_is_never_rerun() {
     assert!(!journal.contains("s3cret-literal"), "{journal}");
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    barrier::release(&mut c, "t", "ack").await;
     let (steps, done) = resume_to_end(&mut c, &task_id, json!({"apiKey": "s3cret-literal"})).await;
     assert_eq!(done["state"], "success", "{done}");
     assert!(steps.iter().all(|s| s["stepIndex"] != 0), "{steps:?}");
-    let sent = calls(&p, "slow").into_iter().last().expect("slow ran");
+    let sent = calls(&p, "barrier").into_iter().last().expect("step 1 ran");
     assert_eq!(
         sent["arguments"]["apiKey"], "s3cret-literal",
         "the resumed step got the real value"
@@ -181,7 +197,7 @@ async fn resume_refuses_finished_and_concurrent_resumes() {
     );
     c.send(json!({"type": "tool_batch", "id": "f", "steps": [
         {"tool": "t__flaky", "params": {"key": "z", "failures": 1}, "retry": false},
-        {"tool": "t__slow", "params": {"ms": 300}}
+        {"tool": "t__barrier", "params": {"name": "f"}}
     ]}))
     .await;
     let failed = c
@@ -196,6 +212,8 @@ async fn resume_refuses_finished_and_concurrent_resumes() {
     assert_eq!(t["task"]["resumable"], true);
     c.send(json!({"type": "resume_task", "id": "first", "taskId": failed["taskId"]}))
         .await;
+    // The first resume waits at the server when the second comes.
+    barrier::await_waiting(&mut c, "t", "f", 1).await;
     let second = c
         .request(json!({"type": "resume_task", "taskId": failed["taskId"]}))
         .await;
@@ -203,6 +221,14 @@ async fn resume_refuses_finished_and_concurrent_resumes() {
         second["type"], "error",
         "the second concurrent resume is refused: {second}"
     );
+    assert!(
+        second["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the task is still running"),
+        "{second}"
+    );
+    assert_eq!(barrier::release(&mut c, "t", "f").await, 1);
     let done = c
         .recv_where("resumed f", |v| {
             v["type"] == "batch_complete" && v["batchId"] == "f"
@@ -264,26 +290,53 @@ async fn torn_and_corrupt_journals_are_reported_never_fatal() {
     hub.wait_log("torn").await;
 }
 
+/// A FIFO at `path` for [`open_gate`].
+fn make_gate(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Let a process blocked reading the FIFO `gate` go on: a line, written
+/// once it opens the FIFO; resolves when written. A thread of its own, so
+/// a test that fails before a reader comes leaves nothing to wait for.
+fn open_gate(gate: &Path) -> tokio::sync::oneshot::Receiver<()> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let gate = gate.to_path_buf();
+    std::thread::spawn(move || {
+        std::fs::write(&gate, "go\n").expect("write the gate");
+        let _ = tx.send(());
+    });
+    rx
+}
+
 #[tokio::test]
 async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
-    // The server takes a while to come up, so a resume sent right after the
-    // restart finds it still starting.
+    // The server starts only once the test opens its gate (a FIFO its
+    // wrapper reads), so a resume sent after the restart finds it starting.
+    let gate = p.join("gate");
+    make_gate(&gate);
     let mut entry = testserver_entry(&p, "t", &[]);
-    let mut args = vec![json!("-c"), json!("sleep 1.5; exec \"$0\" \"$@\"")];
+    let script = format!("read -r _ < '{}'; exec \"$0\" \"$@\"", gate.display());
+    let mut args = vec![json!("-c"), json!(script)];
     args.push(entry["command"].clone());
     args.extend(entry["args"].as_array().cloned().unwrap_or_default());
     entry["command"] = json!("/bin/sh");
     entry["args"] = Value::Array(args);
+    let opened = open_gate(&gate);
     let hub = TestHub::start_in(dir, json!({"mcpServers": {"t": entry}})).await;
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
+    opened.await.expect("the first start read its gate");
     c.send(json!({"type": "tool_batch", "id": "b", "steps": [
         {"id": "say", "tool": "t__echo", "params": {"message": "one"}},
         // A bare name: it names no server, so the wait must find the
         // starting one.
-        {"id": "slow", "tool": "slow", "params": {"ms": 1500, "message": "slow done"}},
+        {"id": "held", "tool": "barrier", "params": {"name": "b"}},
         {"id": "last", "tool": "t__echo", "params": {"message": "two"}}
     ]}))
     .await;
@@ -293,7 +346,7 @@ async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
         })
         .await;
     let task_id = s0["taskId"].clone();
-    hub.wait_log("testserver t call slow").await;
+    hub.wait_log("testserver t call barrier").await;
     let hub = hub.crash_and_restart().await;
     let mut c = hub.connect().await;
     let h = c.request(json!({"type": "health_check"})).await;
@@ -304,7 +357,17 @@ async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
         .find(|s| s["name"] == "t")
         .map(|s| s["state"].clone());
     assert_ne!(t_state, Some(json!("running")), "server already up: {h}");
-    let (steps, done) = resume_to_end(&mut c, &task_id, json!({})).await;
+    c.send(json!({"type": "resume_task", "id": "res", "taskId": task_id}))
+        .await;
+    // The server comes up only once the resume waits for it, and the step
+    // cut by the kill waits at the new server's barrier until another
+    // client releases it there.
+    hub.wait_log("a tool name is not known yet: waiting for the servers that are starting")
+        .await;
+    let _opened = open_gate(&gate);
+    let mut other = hub.connect().await;
+    let release = tokio::spawn(async move { barrier::release(&mut other, "t", "b").await });
+    let (steps, done) = follow_resume(&mut c, &task_id).await;
     assert_eq!(done["state"], "success", "{done} {steps:?}");
     let idx: Vec<_> = steps
         .iter()
@@ -312,6 +375,7 @@ async fn resume_sent_at_once_after_a_restart_waits_for_its_server() {
         .collect();
     assert_eq!(idx, vec![1, 2], "{steps:?}");
     assert!(steps.iter().all(|s| s["success"] == true), "{steps:?}");
+    release.await.expect("release");
 }
 
 /// Issue 16.8: cleanup steps that ran after a stop are journaled like any

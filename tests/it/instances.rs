@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::barrier;
 use crate::mcp::driver::Driver;
 use crate::procs::{self, wait_gone};
 use crate::servers::wait_running;
@@ -644,13 +645,23 @@ async fn mcp_sessions_get_their_own_instances_and_lose_them_when_they_end() {
     assert_eq!(instance_count(&t), 1, "{t}");
 }
 
+/// The batch holds its context, not a call in it: its middle step waits at
+/// the barrier of `u`, a shared server, while the session ends.
 #[tokio::test]
 async fn a_running_batch_holds_its_context_past_its_session_then_lets_it_go() {
-    let (hub, mut c) = start(8, 600_000).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let mut cfg = config(dir.path(), 8, 600_000);
+    cfg["mcpServers"]["u"] = testserver_entry(dir.path(), "u", &[]);
+    let hub = TestHub::start_in(dir, cfg).await;
+    let mut c = hub.connect().await;
+    wait_running(&mut c, "t").await;
+    wait_running(&mut c, "u").await;
+    let mut gate = hub.connect().await;
+    let session = session_id(&c);
     c.send(
         json!({"type": "tool_batch", "id": "held", "context": "tab", "steps": [
             {"tool": "t__memo", "params": {"value": "held"}},
-            {"tool": "t__slow", "params": {"ms": 1500}},
+            {"tool": "u__barrier", "params": {"name": "held"}},
             {"tool": "t__memo", "params": {}}
         ]}),
     )
@@ -662,15 +673,18 @@ async fn a_running_batch_holds_its_context_past_its_session_then_lets_it_go() {
         .await;
     let pid = s0["result"]["pid"].as_i64().expect("pid") as i32;
     let procs = live(pid);
-    // The session ends (sessionGraceMs 0) while step 1 runs.
+    barrier::await_waiting(&mut gate, "u", "held", 1).await;
+    // The session ends (sessionGraceMs 0) while step 1 waits.
     c.ws.close(None).await.expect("close");
     drop(c);
-    wait_gone(
-        &procs,
-        Duration::from_millis(1500) + GONE,
-        "a batch's instance",
-    )
-    .await;
+    hub.wait_log(&format!("session ended session={session}"))
+        .await;
+    assert!(
+        procs.iter().all(procs::alive),
+        "the instance went with its session while its batch runs: {procs:?}"
+    );
+    assert_eq!(barrier::release(&mut gate, "u", "held").await, 1);
+    wait_gone(&procs, GONE, "a batch's instance").await;
     // It went only once the batch's last step had run in it.
     let log = crate::support::call_log(&hub.path(), "t");
     let last = log.last().expect("calls");
@@ -679,5 +693,5 @@ async fn a_running_batch_holds_its_context_past_its_session_then_lets_it_go() {
         (&json!("memo"), &json!(pid)),
         "{log:?}"
     );
-    assert_eq!(log.len(), 3, "{log:?}");
+    assert_eq!(log.len(), 2, "{log:?}");
 }

@@ -5,6 +5,7 @@ mod support;
 
 mod artifacts;
 mod assertions;
+mod barrier;
 mod batch;
 mod browser_tabs;
 mod caps;

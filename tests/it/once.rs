@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, Client, TestHub};
+use crate::support::{call_log, testserver_entry, until_changed, Client, TestHub};
 
 /// A hub with the test server `t` running and a client; TIMEOUT retries
 /// wait 10 ms, and `t__destructive` is named safe to repeat by config.
@@ -51,23 +51,7 @@ async fn calls_of(dir: &Path, tool: &str, min: usize) -> usize {
     };
     // Each change to the folder (the server appending its log) wakes the
     // check; at most 10 s.
-    use notify::Watcher;
-    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
-    let mut watcher = notify::recommended_watcher(move |_| {
-        let _ = tx.send(());
-    })
-    .expect("watcher");
-    watcher
-        .watch(dir, notify::RecursiveMode::NonRecursive)
-        .expect("watch the hub's folder");
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        while count() < min {
-            if changed.recv().await.is_none() {
-                return;
-            }
-        }
-    })
-    .await;
+    until_changed(dir, Duration::from_secs(10), || count() >= min).await;
     count()
 }
 
@@ -86,9 +70,7 @@ fn text(v: &Value) -> &str {
 async fn an_unannotated_tool_that_times_out_runs_once() {
     let (hub, mut c) = hub().await;
     let r = c
-        .request(
-            json!({"type": "tool_call", "tool": "t__slow", "params": {"ms": 3000}, "timeout": 300}),
-        )
+        .request(json!({"type": "tool_call", "tool": "t__hang", "params": {}, "timeout": 300}))
         .await;
     assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
     assert_eq!(r["attempts"], 1, "not run again: {r}");
@@ -100,7 +82,7 @@ async fn an_unannotated_tool_that_times_out_runs_once() {
         text(&r["error"]["suggestion"]).contains("retry.safeToRepeat"),
         "{r}"
     );
-    assert_eq!(calls_of(hub.dir.path(), "slow", 1).await, 1);
+    assert_eq!(calls_of(hub.dir.path(), "hang", 1).await, 1);
 }
 
 #[tokio::test]
@@ -182,11 +164,11 @@ async fn a_crash_during_the_call_is_not_repeated_but_a_call_while_down_is() {
 #[tokio::test]
 async fn a_keyed_call_cancelled_after_the_server_started_it_is_not_run_again() {
     let (hub, mut a) = hub_with(json!({"sessionGraceMs": 0})).await;
-    let call = json!({"type": "tool_call", "tool": "t__slow", "params": {"ms": 20000}, "callKey": "k-cancel"});
+    let call = json!({"type": "tool_call", "tool": "t__hang", "params": {}, "callKey": "k-cancel"});
     a.send(call.clone()).await;
-    hub.wait_log("testserver t call slow").await;
+    hub.wait_log("testserver t call hang").await;
     drop(a);
-    hub.wait_log("testserver t cancelled slow").await;
+    hub.wait_log("testserver t cancelled hang").await;
     let mut b = hub.connect().await;
     let r = b.request(call).await;
     assert_eq!(r["deduplicated"], true, "{r}");
@@ -195,7 +177,7 @@ async fn a_keyed_call_cancelled_after_the_server_started_it_is_not_run_again() {
         text(&r["error"]["message"]).contains("will not run it again"),
         "{r}"
     );
-    assert_eq!(calls_of(hub.dir.path(), "slow", 1).await, 1);
+    assert_eq!(calls_of(hub.dir.path(), "hang", 1).await, 1);
 }
 
 fn rss_mib(pid: i32) -> u64 {
@@ -247,8 +229,10 @@ async fn keyed_results_are_held_within_a_byte_budget() {
 async fn control_messages_take_a_place_under_the_session_cap() {
     let (_hub, mut c) = hub_with(json!({"maxInFlightPerSession": 2})).await;
     for i in 0..2 {
-        c.send(json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__slow", "params": {"ms": 20000}}))
-            .await;
+        c.send(
+            json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__hang", "params": {}}),
+        )
+        .await;
     }
     for ty in ["health_check", "list_tools", "history", "tool_call"] {
         let r = c

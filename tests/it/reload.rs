@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::barrier;
 use crate::servers::wait_running;
 use crate::support::{testserver_entry, write_config, TestHub};
 
@@ -95,12 +96,17 @@ async fn a_reload_that_restarts_a_server_retries_its_in_flight_step() {
     let mut c = hub.connect().await;
     wait_running(&mut c, "t").await;
     // Read-only: a step the restart cut off may run again (an unannotated
-    // one would end as outcome unknown, `once.rs`).
-    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__slow_read", "params": {"ms": 1500, "message": "ok"}}]}))
+    // one would end as outcome unknown, `once.rs`). It waits at the old
+    // server's barrier until the reload replaces the server, and at the
+    // new one's until the test lets it go.
+    c.send(json!({"type": "tool_batch", "id": "b", "steps": [{"tool": "t__barrier_read", "params": {"name": "b"}}]}))
         .await;
-    hub.wait_log("testserver t call slow").await;
+    hub.wait_log("testserver t call barrier_read").await;
     cfg["mcpServers"]["t"] = testserver_entry(&p, "t", &["--extra-tool", "another"]);
     write_config(&p.join("config.json"), &cfg);
+    hub.wait_log_count("testserver t call barrier_read", 2)
+        .await;
+    assert_eq!(barrier::release(&mut c, "t", "b").await, 1);
     let step = c.recv_type("batch_step_result").await;
     assert_eq!(step["success"], true, "{step}");
     assert_eq!(

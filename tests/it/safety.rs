@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use crate::barrier;
 use crate::servers::wait_running;
 use crate::support::{batch_events, call_log, testserver_entry, Client, TestHub};
 
@@ -183,7 +184,7 @@ async fn with_the_owner_gone_every_connection_is_asked_and_no_tool_can_approve()
     let (hub, mut c) = hub_with_rules(300_000).await;
     let mut other = hub.connect().await;
     c.send(json!({"type": "tool_batch", "id": "orphan", "steps": [
-        {"tool": "t__slow", "params": {"ms": 800}},
+        {"tool": "t__barrier", "params": {"name": "orphan"}},
         {"tool": "t__echo", "params": {"message": "danger after the owner left"}}
     ]}))
     .await;
@@ -193,8 +194,14 @@ async fn with_the_owner_gone_every_connection_is_asked_and_no_tool_can_approve()
         })
         .await;
     let task_id = st["taskId"].clone();
+    // The owner leaves while the batch waits at the server; the question
+    // comes only after.
+    barrier::await_waiting(&mut other, "t", "orphan", 1).await;
+    let session = crate::instances::session_id(&c);
     drop(c);
-    hub.wait_log("client disconnected").await;
+    hub.wait_log(&format!("client disconnected session={session}"))
+        .await;
+    barrier::release(&mut other, "t", "orphan").await;
     let ask = other.recv_type("need_user").await;
     assert_eq!(ask["taskId"], task_id, "{ask}");
     // An agent that can only emit tool calls cannot approve its own call.

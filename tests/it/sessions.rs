@@ -1,6 +1,8 @@
 //! Sessions that outlive their socket (`resume_session`, `seq`, `ack`) and
 //! call keys (`callKey`): nothing a dropped socket was owed is lost, and a
-//! request sent again does not run twice.
+//! request sent again does not run twice. A call that must still be
+//! running when something happens waits at the test server's barrier
+//! (`barrier.rs`) until the test lets it go.
 
 use std::time::Duration;
 
@@ -9,8 +11,10 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::barrier;
+use crate::procs;
 use crate::servers::wait_running;
-use crate::support::{call_log, testserver_entry, TestHub, Ws};
+use crate::support::{call_log, testserver_entry, until_changed, TestHub, Ws};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -133,11 +137,19 @@ async fn hub_with(extra: Value) -> TestHub {
     hub
 }
 
-fn slow_calls(hub: &TestHub) -> usize {
+/// How many calls of `tool` the test server `t` logged.
+fn calls_of(hub: &TestHub, tool: &str) -> usize {
     call_log(hub.dir.path(), "t")
         .iter()
-        .filter(|c| c["tool"] == "slow")
+        .filter(|c| c["tool"] == tool)
         .count()
+}
+
+/// The hub has handled the close of `session`'s socket (with no grace,
+/// ended the session).
+async fn socket_closed(hub: &TestHub, session: &str) {
+    hub.wait_log(&format!("client disconnected session={session}"))
+        .await;
 }
 
 /// Make sure the hub has read everything sent so far on this socket.
@@ -147,27 +159,32 @@ async fn settle(s: &mut Sock, n: u32) {
 }
 
 #[tokio::test]
-async fn a_slow_call_whose_socket_dropped_is_answered_once_on_resume() {
+async fn a_call_running_as_its_socket_drops_is_answered_once_on_resume() {
     let hub = hub_with(json!({})).await;
+    let mut gate = hub.connect().await;
     let mut a = Sock::open(&hub).await;
-    a.send(json!({"type": "tool_call", "id": "slow1", "tool": "t__slow", "params": {"ms": 3000, "message": "late"}}))
+    a.send(json!({"type": "tool_call", "id": "held", "tool": "t__barrier", "params": {"name": "held"}}))
         .await;
-    settle(&mut a, 1).await;
+    // The call runs at the server when the socket drops, and until the
+    // session is resumed.
+    barrier::await_waiting(&mut gate, "t", "held", 1).await;
     let (session, token, seen) = (a.session.clone(), a.token.clone(), a.last_seq);
     drop(a);
+    socket_closed(&hub, &session).await;
     let mut b = Sock::open(&hub).await;
     let resumed = b.resume(&session, &token, seen).await;
     assert_eq!(resumed["type"], "session_resumed", "{resumed}");
     assert_eq!(resumed["sessionId"], session.as_str());
     assert_eq!(resumed["fromSeq"], seen + 1);
-    let result = b.until(|v| v["replyTo"] == "slow1").await;
+    assert_eq!(barrier::release(&mut gate, "t", "held").await, 1);
+    let result = b.until(|v| v["replyTo"] == "held").await;
     assert_eq!(result["success"], true, "{result}");
-    assert_eq!(result["result"], "late");
-    // Exactly once: nothing else answers slow1, and the tool ran once.
+    assert_eq!(result["result"], "released");
+    // Exactly once: nothing else answers it, and the tool ran once.
     settle(&mut b, 2).await;
-    let answers = b.frames.iter().filter(|v| v["replyTo"] == "slow1").count();
+    let answers = b.frames.iter().filter(|v| v["replyTo"] == "held").count();
     assert_eq!(answers, 1);
-    assert_eq!(slow_calls(&hub), 1);
+    assert_eq!(calls_of(&hub, "barrier"), 1);
 }
 
 #[tokio::test]
@@ -217,7 +234,7 @@ async fn a_batch_dropped_at_random_points_delivers_every_step_once_in_order() {
             .count();
         assert_eq!(completes, 1, "round {round}");
     }
-    assert_eq!(slow_calls(&hub), 400, "every step ran once");
+    assert_eq!(calls_of(&hub, "slow"), 400, "every step ran once");
 }
 
 #[tokio::test]
@@ -226,15 +243,19 @@ async fn a_need_user_issued_while_detached_is_delivered_on_resume() {
         {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
     ]}}))
     .await;
+    let mut gate = hub.connect().await;
     let mut a = Sock::open(&hub).await;
     a.send(json!({"type": "tool_batch", "id": "gated", "steps": [
-        {"tool": "t__slow", "params": {"ms": 300}},
+        {"tool": "t__barrier", "params": {"name": "gated"}},
         {"tool": "t__echo", "params": {"message": "danger"}}
     ]}))
     .await;
-    settle(&mut a, 1).await;
+    barrier::await_waiting(&mut gate, "t", "gated", 1).await;
     let (session, token, last) = (a.session.clone(), a.token.clone(), a.last_seq);
     drop(a);
+    // The batch reaches the question only once the socket is gone.
+    socket_closed(&hub, &session).await;
+    barrier::release(&mut gate, "t", "gated").await;
     hub.wait_log("waiting for a person to confirm").await;
     let mut b = Sock::open(&hub).await;
     let r = b.resume(&session, &token, last).await;
@@ -327,48 +348,70 @@ async fn a_session_past_its_grace_is_gone_and_grace_zero_drops_at_once() {
 
     // With no grace a drop ends the session and cancels its calls.
     let hub = hub_with(json!({"server": {"sessionGraceMs": 0}})).await;
+    let mut gate = hub.connect().await;
     let mut a = Sock::open(&hub).await;
-    a.send(json!({"type": "tool_call", "id": "slow", "tool": "t__slow", "params": {"ms": 5000}}))
+    a.send(json!({"type": "tool_call", "id": "held", "tool": "t__barrier", "params": {"name": "held"}}))
         .await;
-    settle(&mut a, 1).await;
+    barrier::await_waiting(&mut gate, "t", "held", 1).await;
     let (session, token, last) = (a.session.clone(), a.token.clone(), a.last_seq);
     drop(a);
+    socket_closed(&hub, &session).await;
     let mut b = Sock::open(&hub).await;
     let r = b.resume(&session, &token, last).await;
     assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
-    // The server saw the cancellation.
-    hub.wait_log("testserver t cancelled slow").await;
+    // The server saw the cancellation, and nothing waits at the barrier.
+    hub.wait_log("testserver t cancelled barrier").await;
+    assert_eq!(barrier::release(&mut gate, "t", "held").await, 0);
 }
 
 /// Single calls belong to their session: when it ends they are cancelled
-/// (each of 100 commands is killed before it appends, and the server sees
-/// a `notifications/cancelled` for each of its calls); a batch goes on as
+/// (each of 100 commands is killed: its shell is gone long before its
+/// `sleep` ends, and none appends; the server sees a
+/// `notifications/cancelled` for each of its 20 calls); a batch goes on as
 /// a task.
 #[tokio::test]
 async fn a_session_that_ends_cancels_its_calls_but_not_its_batches() {
     let hub =
         hub_with(json!({"server": {"sessionGraceMs": 0, "maxInFlightPerSession": 128}})).await;
     let ws = hub.dir.path().join("workspace");
+    let mut gate = hub.connect().await;
     let mut a = Sock::open(&hub).await;
     for i in 0..100 {
-        a.send(json!({"type": "tool_call", "id": i, "tool": "run_command", "params": {"command": "sleep 2; echo late >> dropped.txt"}}))
+        a.send(json!({"type": "tool_call", "id": i, "tool": "run_command", "params": {"command": "echo $$ >> started.txt; sleep 30; echo late >> dropped.txt"}}))
             .await;
     }
     for i in 0..20 {
-        a.send(json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__slow", "params": {"ms": 5000}}))
+        a.send(json!({"type": "tool_call", "id": format!("s{i}"), "tool": "t__barrier", "params": {"name": "calls"}}))
             .await;
     }
-    // Every slow call reached the server before the socket drops.
-    hub.wait_log_count("testserver t call slow", 20).await;
     a.send(json!({"type": "tool_batch", "id": "survives", "steps": [
-        {"tool": "run_command", "params": {"command": "sleep 1; echo batch >> batch.txt"}}
+        {"tool": "t__barrier", "params": {"name": "batch"}},
+        {"tool": "run_command", "params": {"command": "echo batch >> batch.txt"}}
     ]}))
     .await;
-    settle(&mut a, 1).await;
+    // Everything runs when the socket drops: the server's 20 calls and the
+    // batch wait at their barriers, the 100 shells have started.
+    barrier::await_waiting(&mut gate, "t", "calls", 20).await;
+    barrier::await_waiting(&mut gate, "t", "batch", 1).await;
+    let started = || {
+        std::fs::read_to_string(ws.join("started.txt"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse::<i32>().ok())
+            .filter_map(procs::stat)
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        until_changed(&ws, WAIT, || started().len() == 100).await,
+        "the 100 commands did not all start"
+    );
+    let shells = started();
+    let session = a.session.clone();
     drop(a);
+    socket_closed(&hub, &session).await;
     // The batch goes on without its session.
-    let mut c = hub.connect().await;
-    let l = c.request(json!({"type": "list_tasks"})).await;
+    assert_eq!(barrier::release(&mut gate, "t", "batch").await, 1);
+    let l = gate.request(json!({"type": "list_tasks"})).await;
     let task = l["tasks"]
         .as_array()
         .into_iter()
@@ -376,21 +419,19 @@ async fn a_session_that_ends_cancels_its_calls_but_not_its_batches() {
         .find(|t| t["batchId"] == "survives")
         .unwrap_or_else(|| panic!("the batch's task is listed: {l}"))["taskId"]
         .clone();
-    let st = c
+    let st = gate
         .request(json!({"type": "task_status", "taskId": task, "wait": true}))
         .await;
     assert_eq!(st["task"]["state"], "success", "{st}");
     assert!(ws.join("batch.txt").exists());
-    // Give a command that escaped cancellation the time it would need.
-    let probe = c
-        .call("run_command", json!({"command": "sleep 2.5; ls"}))
-        .await;
-    assert_eq!(probe["success"], true, "{probe}");
+    procs::wait_gone(&shells, Duration::from_secs(10), "a cancelled command").await;
     assert!(
         !ws.join("dropped.txt").exists(),
         "a cancelled call still ran to its end"
     );
-    hub.wait_log_count("testserver t cancelled slow", 20).await;
+    hub.wait_log_count("testserver t cancelled barrier", 20)
+        .await;
+    assert_eq!(barrier::release(&mut gate, "t", "calls").await, 0);
 }
 
 #[tokio::test]
@@ -423,12 +464,17 @@ async fn a_call_key_runs_its_call_once() {
         .count();
     assert_eq!(keyed, 1, "history notes the key of the one run: {h}");
 
-    // Both sent while the first still runs: the second waits for it.
-    let cmd = json!({"command": "sleep 1; echo twice >> keyed2.txt"});
-    s.send(json!({"type": "tool_call", "id": 3, "tool": "run_command", "params": cmd, "callKey": "k-par"}))
+    // The second sent while the first waits at the server: it waits for
+    // the first's answer, and the server sees one call.
+    let mut gate = hub.connect().await;
+    let held = json!({"name": "k-par"});
+    s.send(json!({"type": "tool_call", "id": 3, "tool": "t__barrier", "params": held, "callKey": "k-par"}))
         .await;
-    s.send(json!({"type": "tool_call", "id": 4, "tool": "run_command", "params": cmd, "callKey": "k-par"}))
+    barrier::await_waiting(&mut gate, "t", "k-par", 1).await;
+    s.send(json!({"type": "tool_call", "id": 4, "tool": "t__barrier", "params": held, "callKey": "k-par"}))
         .await;
+    settle(&mut s, 3).await;
+    assert_eq!(barrier::release(&mut gate, "t", "k-par").await, 1);
     let a = s.until(|v| v["replyTo"] == 3 || v["replyTo"] == 4).await;
     let b = s.until(|v| v["replyTo"] == 3 || v["replyTo"] == 4).await;
     assert_eq!(a["success"], true, "{a}");
@@ -438,8 +484,7 @@ async fn a_call_key_runs_its_call_once() {
         .filter(|v| v["deduplicated"] == true)
         .count();
     assert_eq!(dedup, 1, "{a} {b}");
-    let lines = std::fs::read_to_string(ws.join("keyed2.txt")).expect("file");
-    assert_eq!(lines.lines().count(), 1, "{lines}");
+    assert_eq!(calls_of(&hub, "barrier"), 1);
 
     // The same key with other params is refused.
     let other = s
@@ -493,30 +538,38 @@ async fn a_batch_call_key_outlives_a_restart() {
 async fn calls_over_the_session_cap_fail_at_once() {
     // The default cap (server.maxInFlightPerSession 64) against 200 calls.
     let hub = hub_with(json!({})).await;
+    let mut gate = hub.connect().await;
     let mut s = Sock::open(&hub).await;
     for i in 0..200 {
-        s.send(json!({"type": "tool_call", "id": i, "tool": "t__slow", "params": {"ms": 5000}}))
-            .await;
+        s.send(
+            json!({"type": "tool_call", "id": i, "tool": "t__barrier", "params": {"name": "cap"}}),
+        )
+        .await;
     }
-    let (mut ok, mut limited) = (0, 0);
-    for _ in 0..200 {
+    // At once: every refusal comes while the first 64 wait at the barrier.
+    for _ in 0..136 {
         let r = s
             .until(|v| v["type"] == "tool_result" || v["type"] == "error")
             .await;
-        if r["success"] == true {
-            ok += 1;
-            continue;
-        }
-        assert_eq!(r["error"]["errorType"], "LIMIT_EXCEEDED", "{r}");
+        assert_eq!(
+            r["error"]["errorType"], "LIMIT_EXCEEDED",
+            "a call finished before a refusal: {r}"
+        );
         assert!(r["error"]["message"]
             .as_str()
             .unwrap_or_default()
             .contains("maxInFlightPerSession"));
-        // At once: refused while the first 64 are still running.
-        assert_eq!(ok, 0, "a refusal came after a call finished: {r}");
-        limited += 1;
     }
-    assert_eq!((ok, limited), (64, 136));
+    assert_eq!(
+        barrier::release_when_waiting(&mut gate, "t", "cap", 64).await,
+        64
+    );
+    for _ in 0..64 {
+        let r = s
+            .until(|v| v["type"] == "tool_result" || v["type"] == "error")
+            .await;
+        assert_eq!(r["success"], true, "{r}");
+    }
 }
 
 /// Sessions waiting for a resume are bounded apart (they hold no slot):

@@ -431,6 +431,30 @@ pub fn call_log(dir: &Path, server: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Wait (at most `limit`) until `ready()` holds, checking it again at
+/// each change in the folder `dir` (a file watcher, no polling); whether
+/// it held.
+pub async fn until_changed(dir: &Path, limit: Duration, ready: impl Fn() -> bool) -> bool {
+    use notify::Watcher;
+    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+    let mut watcher = notify::recommended_watcher(move |_| {
+        let _ = tx.send(());
+    })
+    .expect("watcher");
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .expect("watch the folder");
+    let _ = tokio::time::timeout(limit, async {
+        while !ready() {
+            if changed.recv().await.is_none() {
+                return;
+            }
+        }
+    })
+    .await;
+    ready()
+}
+
 /// Is a process alive? `kill(pid, 0)`, counting a zombie as dead: in some
 /// sandboxes PID 1 never reaps orphans, so a killed grandchild stays `Z`.
 pub fn alive(pid: i32) -> bool {

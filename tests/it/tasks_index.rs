@@ -123,7 +123,7 @@ async fn a_crash_between_a_task_end_and_its_index_entry_is_repaired_on_restart()
     // And a task running when the hub is killed: recoverable, as before.
     c.send(json!({"type": "tool_batch", "id": "slow", "steps": [
         {"tool": "t__echo", "params": {"message": "first"}},
-        {"tool": "t__slow", "params": {"ms": 60000, "message": "never"}}
+        {"tool": "t__hang", "params": {}}
     ]}))
     .await;
     let first = c

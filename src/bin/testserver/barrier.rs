@@ -1,5 +1,7 @@
 //! Barriers: a test orders calls by events, not sleeps. `barrier {name}`
-//! waits until `release {name}` (or its cancellation); `await_waiting
+//! (and `barrier_read`, the same marked read-only and idempotent, for a
+//! call the hub may run again) waits until `release {name}` (or its
+//! cancellation); `await_waiting
 //! {name, count}` answers once at least `count` calls wait at `name`, with
 //! how many wait; `release` answers with how many it let go. One process's
 //! memory: a restarted server knows no barrier.

@@ -92,6 +92,12 @@ pub fn builtin_tools() -> Vec<Tool> {
             schema(json!({"name": string("barrier name")}), &["name"]),
         ),
         tool(
+            "barrier_read",
+            "Waits at barrier `name` like `barrier`, marked read-only and idempotent: safe to run again.",
+            schema(json!({"name": string("barrier name")}), &["name"]),
+        )
+        .with_annotations(ToolAnnotations::new().read_only(true).idempotent(true)),
+        tool(
             "await_waiting",
             "Answers once at least `count` calls wait at barrier `name`, with how many wait.",
             schema(
