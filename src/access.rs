@@ -44,6 +44,16 @@ pub enum Principal {
     Client { name: String, views: Vec<String> },
 }
 
+impl Principal {
+    /// The client's name (`None`: the main token).
+    pub fn client_name(&self) -> Option<&str> {
+        match self {
+            Principal::Main => None,
+            Principal::Client { name, .. } => Some(name),
+        }
+    }
+}
+
 // By hand, so a logged Access never shows the token.
 impl std::fmt::Debug for Access {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

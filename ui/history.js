@@ -34,9 +34,10 @@ export function mount(root, { hub }) {
       (!outcome.value || (outcome.value === "success") === e.success)).reverse();
     status.textContent = `${shown.length} of ${entries.length} calls`;
     fill(table,
-      h("thead", {}, h("tr", {}, ["Time", "Tool", "Outcome", "Attempts", "Duration", "Params"].map((c) => h("th", { scope: "col" }, c)))),
+      h("thead", {}, h("tr", {}, ["Time", "Client", "Tool", "Outcome", "Attempts", "Duration", "Params"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, shown.map((e) => h("tr", { class: e.success ? "" : "diff" },
         h("td", {}, h("time", { datetime: e.ts }, new Date(e.ts).toLocaleTimeString())),
+        h("td", { class: "client" }, e.client || (e.view ? `(${e.view})` : "–")),
         h("td", {}, h("code", {}, e.tool)),
         h("td", {}, badge(e.success ? "success" : "failed"), e.errorType ? ` ${e.errorType}` : ""),
         h("td", {}, String(e.attempts ?? "")),

@@ -22,10 +22,11 @@ export function mount(root, { hub, store }) {
       const recs = r.recordings || [];
       status.textContent = `${recs.length} recording(s)` + (r.problems?.length ? `; ${r.problems.length} could not be read` : "");
       fill(list,
-        h("thead", {}, h("tr", {}, ["Name", "Created", "Steps", "Success", "Duration"].map((c) => h("th", { scope: "col" }, c)))),
+        h("thead", {}, h("tr", {}, ["Name", "Created", "By", "Steps", "Success", "Duration"].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, recs.map((x) => h("tr", { dataset: { rec: x.recordingId } },
           h("td", {}, h("button", { type: "button", class: "link", onclick: () => open(x.recordingId) }, x.name || x.recordingId)),
           h("td", {}, new Date(x.createdAt).toLocaleString()),
+          h("td", { class: "client" }, x.client || "–"),
           h("td", {}, x.incomplete ? "recording…" : String(x.stepCount)),
           h("td", {}, x.metadata ? `${Math.round(x.metadata.successRate * 100)} %` : "–"),
           h("td", {}, ms(x.metadata?.totalDuration))))));

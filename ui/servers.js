@@ -19,6 +19,7 @@ export function mount(root, { hub, store, setHealth }) {
   const list = h("div", { class: "cards", id: "server-list" });
   const checks = h("ul", { class: "checks", id: "checks" });
   const pins = h("div", { id: "pins" });
+  const views = h("div", { id: "views" });
   let pending = null;
   let events = 0; // server_status events seen; a report older than the last one is asked for again
 
@@ -86,6 +87,7 @@ export function mount(root, { hub, store, setHealth }) {
         h("p", {}, `${changed.length} tool definition(s) changed since they were approved: `, changed.join(", ")),
         h("button", { type: "button", onclick: () => reload(true) }, "Approve changed tools"))
       : null);
+    fill(views, viewTable(health));
     if (health) {
       status.textContent = `Hub ${health.status} · up ${ms(health.uptimeMs)} · ${health.toolCount} tools · ${health.connections} connection(s)`;
     }
@@ -97,6 +99,7 @@ export function mount(root, { hub, store, setHealth }) {
       h("button", { type: "button", onclick: () => reload(false) }, "Reload tools"),
       h("button", { type: "button", onclick: refresh }, "Refresh")),
     status, note, pins, list,
+    h("h3", {}, "Views and clients"), views,
     h("h3", {}, "Health checks"), checks);
   render();
   refresh();
@@ -154,6 +157,38 @@ function instances(s, stopInstance) {
           "aria-label": `Stop ${s.name}'s instance for ${i.context}`,
           onclick: () => stopInstance(s.name, i.context),
         }, "Stop")))))));
+}
+
+/** The aggregate and each view: tools, how they are listed, and which
+ * clients are connected to it now (health's `views` and `connected`). */
+function viewTable(health) {
+  if (!health) return null;
+  const connected = health.connected || {};
+  const who = (c) => c && c.sessions
+    ? `${c.sessions} session(s): ${(c.clients || []).join(", ")}`
+    : "nobody";
+  const rows = [
+    h("tr", { dataset: { view: "" } },
+      h("td", {}, h("em", {}, "the aggregate (/ws, /mcp)")),
+      h("td", {}, String(health.toolCount ?? 0)),
+      h("td", {}, "every tool"),
+      h("td", {}, who(connected[""]))),
+    ...(health.views || []).map((v) => h("tr", { dataset: { view: v.name } },
+      h("td", {}, h("code", {}, v.name)),
+      h("td", {}, String(v.toolCount)),
+      h("td", {}, v.discovery ? `discovery (${v.listed} meta-tools)` : `${v.listed} listed`),
+      h("td", {}, who(v.connected)))),
+  ];
+  const clients = health.clients || [];
+  return [
+    h("table", { class: "grid", id: "view-table" },
+      h("thead", {}, h("tr", {}, ["View", "Tools", "Listed as", "Connected"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, rows)),
+    clients.length
+      ? h("p", { class: "muted", id: "client-list" }, "Clients: ",
+        clients.map((c) => `${c.name} (views ${c.views.join(", ")}; ${c.sessions} connected)`).join(" · "))
+      : h("p", { class: "muted", id: "client-list" }, "No client tokens are configured: every client uses the hub's token."),
+  ];
 }
 
 function fact(k, v) {

@@ -122,6 +122,7 @@ impl App {
     /// line written and synced on the blocking pool, after the session's
     /// recording messages still queued) and its own current run forgotten.
     pub fn connection_closed(&self, session: &str) {
+        self.hub.connected.leave(session);
         // Its per-context server instances go with it.
         self.hub.instances().end_owner(session);
         if self.recorder.is_recording(session) {

@@ -59,6 +59,10 @@ struct Recent {
 struct Entry<'a> {
     ts: String,
     session: &'a str,
+    /// The client of `clients` that made the call (absent: the main
+    /// token, or the hub itself).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<&'a str>,
     tool: &'a str,
     params: Redacted<'a>,
     success: bool,
@@ -125,7 +129,7 @@ impl History {
     /// line is built once, with no copy of the params.
     pub fn record(
         &self,
-        session: &str,
+        (session, client): (&str, Option<&str>),
         params: &Value,
         out: &CallOutcome,
         security: &SecurityConfig,
@@ -133,6 +137,7 @@ impl History {
         let entry = Entry {
             ts: crate::util::now_rfc3339(),
             session,
+            client,
             tool: out.qualified_name.as_deref().unwrap_or(&out.tool),
             params: Redacted {
                 value: params,
@@ -400,7 +405,7 @@ mod tests {
             std::time::Duration::from_millis(7),
         );
         let params = json!({"text": "hi", "token": "t0k3n"});
-        h.record("s1", &params, &out, &security());
+        h.record(("s1", None), &params, &out, &security());
         let latest = h.latest(10).await;
         assert_eq!(latest.len(), 1, "{latest:?}");
         let e = &latest[0];

@@ -182,6 +182,7 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     } else {
         "degraded"
     };
+    let connected = hub.connected.summary();
     json!({
         "status": status,
         "version": env!("CARGO_PKG_VERSION"),
@@ -193,10 +194,19 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         "changedTools": changed_tools,
         "restartNeeded": restart,
         "ambiguousTools": ambiguous,
-        "views": hub.views().values().map(|v| v.summary()).collect::<Vec<_>>(),
+        "views": hub.views().values().map(|v| {
+            let mut s = v.summary();
+            s["connected"] = connected.get(v.name.as_str()).cloned().unwrap_or_else(
+                || json!({"sessions": 0, "ws": 0, "mcp": 0, "clients": []}),
+            );
+            s
+        }).collect::<Vec<_>>(),
+        // Who is connected where: per view ("" is the aggregate).
+        "connected": connected,
         // Names and views only: a client's token is never shown.
         "clients": hub.config().clients.values().map(|c| json!({
             "name": c.name, "views": c.views,
+            "sessions": hub.connected.sessions_of(&c.name),
         })).collect::<Vec<_>>(),
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,

@@ -11,6 +11,7 @@
 pub mod aggregate;
 pub mod budget;
 mod call;
+pub mod connected;
 pub mod discovery;
 mod events;
 pub mod health;
@@ -97,6 +98,8 @@ pub struct HubState {
     view_cache: views::ViewCache,
     /// Retries per server and per session, bounded (`budget`).
     pub retry_budget: budget::RetryBudget,
+    /// The client sessions connected now, their clients and views.
+    pub connected: connected::Connected,
 }
 
 impl std::ops::Deref for Hub {
@@ -148,6 +151,7 @@ impl Hub {
             view_cache: views::ViewCache::default(),
             instances: instances.clone(),
             retry_budget: budget::RetryBudget::default(),
+            connected: connected::Connected::default(),
         }));
         tokio::spawn(events::run(hub.clone(), sup_rx));
         tokio::spawn(instances::run_events(instances, instance_events));

@@ -179,9 +179,16 @@ impl Hub {
                 out.qualified_name = Some(name);
             }
         }
-        self.history
-            .record(&req.session, &req.params, &out, &self.config().security);
+        self.remember(req, &out);
         out
+    }
+
+    /// Write the call to history, naming its session's client.
+    fn remember(&self, req: &CallRequest, out: &CallOutcome) {
+        let client = self.connected.client_of(&req.session);
+        let who = (req.session.as_str(), client.as_deref());
+        self.history
+            .record(who, &req.params, out, &self.config().security);
     }
 
     /// A call that never ran: not resolved, refused by the gate, or
@@ -191,8 +198,7 @@ impl Hub {
         out.call_key = req.call_key.clone();
         out.context = Some(req.context.clone());
         out.view = req.view.as_deref().map(str::to_string);
-        self.history
-            .record(&req.session, &req.params, &out, &self.config().security);
+        self.remember(req, &out);
         out
     }
 }

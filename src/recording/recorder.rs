@@ -214,6 +214,7 @@ impl Recorder {
                 .collect(),
             tools_hash: None,
             context: context.clone(),
+            client: hub.connected.client_of(session).map(|c| c.to_string()),
         };
         // The tool list goes to its snapshot, stored once per distinct list.
         let header = store::header_for_disk(storage, &header).map_err(io)?;

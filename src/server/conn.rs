@@ -30,14 +30,13 @@ pub async fn run(
     app: App,
     slot: Slot,
     sessions: Sessions,
-    (scope, view): (Arc<str>, Option<Arc<str>>),
-    who: crate::access::Principal,
+    admitted: crate::session::Admission,
 ) {
     let evict = CancellationToken::new();
-    if let crate::access::Principal::Client { name, .. } = who {
-        cut_when_revoked(&app, name, view.clone(), evict.clone());
+    if let Some(name) = &admitted.client {
+        cut_when_revoked(&app, name.to_string(), admitted.view.clone(), evict.clone());
     }
-    let (session, rx) = sessions.open(&app, scope, view, evict.clone());
+    let (session, rx) = sessions.open(&app, admitted, evict.clone());
     let span = tracing::info_span!("conn", session = %session.id);
     let link = Link { session, rx, evict };
     tracing::Instrument::instrument(serve(socket, app, sessions, link, slot), span).await;

@@ -198,8 +198,11 @@ fn upgrade(
         .max(64 * 1024);
     let app = state.app.clone();
     let sessions = state.sessions.clone();
-    let scope = state.gate.key_scope(&who, view.as_deref());
-    let view: Option<std::sync::Arc<str>> = view.map(std::sync::Arc::from);
+    let admitted = crate::session::Admission {
+        scope: state.gate.key_scope(&who, view.as_deref()),
+        view: view.map(std::sync::Arc::from),
+        client: who.client_name().map(std::sync::Arc::from),
+    };
     ws.protocols([gate::SUBPROTOCOL])
         // Our frames are small: an 8 KiB read buffer (it grows for a large
         // frame) instead of tungstenite's eager 128 KiB per connection.
@@ -208,7 +211,7 @@ fn upgrade(
         .max_message_size(frame_cap)
         .max_frame_size(frame_cap)
         .on_failed_upgrade(|e| tracing::warn!(error = %e, "websocket upgrade failed"))
-        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, (scope, view), who))
+        .on_upgrade(move |socket| conn::run(socket, app, slot, sessions, admitted))
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {

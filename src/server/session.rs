@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::{self, ResumeSessionReq};
-use crate::session::{Outbox, OutboxLimits, OutboxReceiver, ResumeRefusal, SessionId};
+use crate::session::{Admission, Outbox, OutboxLimits, OutboxReceiver, ResumeRefusal, SessionId};
 
 /// One session.
 pub struct Session {
@@ -56,13 +56,12 @@ enum Why {
 }
 
 impl Sessions {
-    /// A new session for a socket the gate let in, with `scope` for its
-    /// call keys; its `hello` is the first frame queued.
+    /// A new session for a socket the gate let in as `admitted`; its
+    /// `hello` is the first frame queued.
     pub fn open(
         &self,
         app: &App,
-        scope: Arc<str>,
-        view: Option<Arc<str>>,
+        admitted: Admission,
         evict: CancellationToken,
     ) -> (Arc<Session>, OutboxReceiver) {
         let hub = &app.hub;
@@ -74,8 +73,9 @@ impl Sessions {
             resumable: !cfg.server.session_grace.is_zero(),
         };
         let (mut outbox, rx) = Outbox::new(id.clone(), limits, evict);
-        outbox.scope = scope;
-        outbox.view = view;
+        outbox.scope = admitted.scope;
+        outbox.view = admitted.view;
+        outbox.client = admitted.client;
         let session = Arc::new(Session {
             resume_token: hex::encode(rand::random::<[u8; 16]>()),
             id: id.clone(),
@@ -83,6 +83,14 @@ impl Sessions {
             cancel: hub.shutdown.child_token(),
             opened: tokio::time::Instant::now(),
         });
+        hub.connected.enter(
+            id.clone(),
+            crate::hub::connected::Presence {
+                surface: "ws",
+                client: session.outbox.client.clone(),
+                view: session.outbox.view.clone(),
+            },
+        );
         self.make_room(cfg.server.max_connections);
         self.map.insert(id.clone(), session.clone());
         session.outbox.send(protocol::hello(

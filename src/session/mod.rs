@@ -19,6 +19,17 @@ use std::sync::Arc;
 pub use inflight::{InFlight, Place};
 pub use outbox::{Dropped, Limits as OutboxLimits, Outbox, OutboxReceiver, ResumeRefusal};
 
+/// What the gate let a client in with: whose call keys its requests use
+/// (a fingerprint of its token, and its view), the view it opened
+/// (`None`: the aggregate) and the client of `clients` it is (`None`: the
+/// main token).
+#[derive(Clone, Debug)]
+pub struct Admission {
+    pub scope: Arc<str>,
+    pub view: Option<Arc<str>>,
+    pub client: Option<Arc<str>>,
+}
+
 /// A session's id: a UUID for a `/ws` session, `mcp-…` for an MCP one
 /// (cheap to clone).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

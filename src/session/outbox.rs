@@ -80,6 +80,9 @@ pub struct Outbox {
     /// The view the session was opened in (`/ws/<view>`): its calls, its
     /// tasks and what it lists stay within it. `None`: the aggregate.
     pub view: Option<Arc<str>>,
+    /// The client of `clients` whose token opened it (`None`: the main
+    /// token); history and recordings name it.
+    pub client: Option<Arc<str>>,
     queue: Arc<Queue>,
 }
 
@@ -181,6 +184,7 @@ impl Outbox {
                 session,
                 scope,
                 view: None,
+                client: None,
                 queue,
             },
             rx,

@@ -161,7 +161,11 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
             "safety": {"rules": [
                 {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
             ]},
-            "runs": {"storagePath": "./runs"}
+            "runs": {"storagePath": "./runs"},
+            // A client in a view, connected while the page looks: the
+            // servers page shows who is connected where, history names it.
+            "views": {"chat": {"tools": ["t__*"]}},
+            "clients": {"ext": {"token": "ext-token-0123456789abcdef", "views": ["chat"]}}
         }),
     )
     .await;
@@ -218,6 +222,12 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     .await;
     let r = c.recv_where("shot", |v| v["replyTo"] == "shot").await;
     assert_eq!(r["success"], true, "{r}");
+    let mut ext = hub
+        .connect_at("/ws/chat", "ext-token-0123456789abcdef")
+        .await
+        .expect("the client opens its view");
+    let r = ext.call("t__echo", json!({"message": "from ext"})).await;
+    assert_eq!(r["success"], true, "{r}");
 
     let out = screenshots();
     Page::start(
@@ -230,6 +240,7 @@ async fn the_dashboard_drives_the_hub_in_chromium() {
     )
     .finish()
     .await;
+    drop(ext);
     // What the page did reached the hub: the approved step ran, once.
     let danger = call_log(&hub.path(), "t")
         .iter()

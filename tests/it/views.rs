@@ -84,11 +84,26 @@ async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
     assert_eq!(list["view"], "chat");
 
     // The renamed tool runs; the result names the view and the real tool.
+    // The client records it: the recording names the client.
+    let rec = c
+        .request(json!({"type": "start_recording", "name": "ext's"}))
+        .await;
+    assert_eq!(rec["type"], "recording_started", "{rec}");
     let r = c.call("say", json!({"message": "hi"})).await;
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(r["qualifiedName"], "say", "{r}");
     assert_eq!(r["realTool"], "t__echo", "{r}");
     assert_eq!(r["view"], "chat", "{r}");
+    c.request(json!({"type": "stop_recording"})).await;
+    let list = c.request(json!({"type": "list_recordings"})).await;
+    let mine = list["recordings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|x| x["name"] == "ext's")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(mine["client"], "ext", "{list}");
 
     // A hidden tool by any name: unknown in the view.
     for name in ["t__slow", "slow", "hub__write_file", "write_file"] {
@@ -135,8 +150,10 @@ async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
     assert_eq!(r["success"], true, "{r}");
     assert_eq!(slow_calls(&hub), 0, "a hidden tool ran");
 
-    // History names the view's name and the real tool.
+    // History names the view's name, the real tool and the client.
     let mut main = hub.connect().await;
+    let r = main.call("t__echo", json!({"message": "main's"})).await;
+    assert_eq!(r["success"], true, "{r}");
     let h = main.request(json!({"type": "history", "limit": 50})).await;
     let said = h["entries"]
         .as_array()
@@ -147,6 +164,16 @@ async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
         .unwrap_or_default();
     assert_eq!(said["realTool"], "t__echo", "{h}");
     assert_eq!(said["view"], "chat", "{h}");
+    assert_eq!(said["client"], "ext", "{h}");
+    let entries = h["entries"].as_array().cloned().unwrap_or_default();
+    for e in &entries {
+        let main_s = e["params"]["message"] == "main's";
+        assert_eq!(
+            e.get("client").is_none(),
+            main_s,
+            "only the client's calls name it: {e}"
+        );
+    }
 
     // The gate: the client token opens only its view.
     assert_eq!(hub.connect_at("/ws", EXT).await.err(), Some(403));
@@ -171,9 +198,17 @@ async fn a_view_lists_and_reaches_only_its_tools_over_ws() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(chat["toolCount"], listed.len(), "{health}");
+    // Who is connected where: the client's socket in chat, the main
+    // token's in the aggregate.
+    assert_eq!(
+        chat["connected"],
+        json!({"sessions": 1, "ws": 1, "mcp": 0, "clients": ["ext"]}),
+        "{health}"
+    );
+    assert_eq!(health["connected"][""]["clients"], json!(["(main token)"]));
     assert_eq!(
         health["clients"],
-        json!([{"name": "ext", "views": ["chat"]}])
+        json!([{"name": "ext", "views": ["chat"], "sessions": 1}])
     );
     assert!(!health.to_string().contains(EXT), "a token in health");
     // The main token opens every view.
@@ -254,6 +289,19 @@ async fn mcp_at_a_view_lists_and_calls_only_its_tools() {
         assert_eq!(r["isError"], true, "{tool}: {r}");
     }
     assert_eq!(slow_calls(&hub), 0, "a hidden tool ran over /mcp");
+    // History names the client of the MCP session, and health counts it.
+    let mut main = hub.connect().await;
+    let h = main.request(json!({"type": "history", "limit": 50})).await;
+    let over = h["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["params"]["message"] == "over mcp")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(over["client"], "ext", "{h}");
+    let health = main.request(json!({"type": "health_check"})).await;
+    assert_eq!(health["connected"]["chat"]["mcp"], 1, "{health}");
 }
 
 #[tokio::test]

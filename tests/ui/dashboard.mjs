@@ -207,6 +207,12 @@ async function main() {
   await page.waitForSelector('[data-server="t"][data-state="running"]', { timeout: WAIT });
   await page.waitForSelector("#checks li", { timeout: WAIT });
   ok("servers view shows t running and the health checks");
+  await page.waitForFunction(() => {
+    const chat = document.querySelector('#view-table tr[data-view="chat"]');
+    return chat && chat.textContent.includes("1 session(s): ext");
+  }, null, { timeout: WAIT });
+  check((await page.textContent("#client-list")).includes("ext (views chat; 1 connected)"), "the client list names ext and its connection");
+  ok("the servers view shows the views and which client is connected to which");
   await shot("servers");
 
   // Tools: the form from the schema, a result.
@@ -385,6 +391,8 @@ async function main() {
   // History: filter by outcome and server.
   await view("history");
   await page.waitForSelector("#hist-table tbody tr", { timeout: WAIT });
+  await page.waitForSelector('#hist-table td.client >> text=ext', { timeout: WAIT });
+  ok("history names the client of a call");
   await page.selectOption("#hist-outcome", "failure");
   await page.waitForFunction(() => {
     const rows = [...document.querySelectorAll("#hist-table tbody tr")];

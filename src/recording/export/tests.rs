@@ -23,6 +23,7 @@ fn header() -> Header {
         tools_hash: None,
         tags: vec![],
         context: None,
+        client: None,
     }
 }
 

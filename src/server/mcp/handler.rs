@@ -153,6 +153,17 @@ impl ServerHandler for HubServer {
         if let Some(id) = http_id {
             self.state().set_http_id(id.into());
         }
+        let parts = cx.extensions.get::<axum::http::request::Parts>();
+        self.ep.app.hub.connected.enter(
+            (&*self.state().key).into(),
+            crate::hub::connected::Presence {
+                surface: "mcp",
+                client: parts.and_then(super::view::client_of),
+                view: parts
+                    .and_then(|p| p.extensions.get::<super::view::McpView>())
+                    .map(|v| v.0.clone()),
+            },
+        );
         self.ep.sessions.add(self.state().clone(), cx.peer.clone());
     }
 

@@ -164,13 +164,17 @@ pub fn router(app: App, gate: Gate) -> Router {
 /// The gate in front of rmcp; a refusal is a JSON-RPC error body that says
 /// how to get in.
 async fn gated(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
-    let opened = gate
-        .check_mcp(req.headers())
-        .and_then(|who| gate.open(&who, view::in_path(req.uri().path())));
+    let opened = gate.check_mcp(req.headers()).and_then(|who| {
+        let view = gate.open(&who, view::in_path(req.uri().path()))?;
+        Ok((view, who.client_name().map(Arc::from)))
+    });
     match opened {
-        Ok(view) => {
+        Ok((view, client)) => {
             if let Some(v) = view {
                 req.extensions_mut().insert(view::McpView(v.into()));
+            }
+            if let Some(c) = client {
+                req.extensions_mut().insert(view::McpClient(c));
             }
             next.run(req).await
         }

@@ -25,6 +25,16 @@ pub fn of(cx: &RequestContext<RoleServer>) -> Option<Arc<str>> {
         .map(|v| v.0.clone())
 }
 
+/// The client of `clients` a request was let in as (absent: the main
+/// token).
+#[derive(Clone, Debug)]
+pub struct McpClient(pub Arc<str>);
+
+/// The client of an `/mcp` request's token, from the gate.
+pub fn client_of(parts: &axum::http::request::Parts) -> Option<Arc<str>> {
+    parts.extensions.get::<McpClient>().map(|c| c.0.clone())
+}
+
 /// The view named by a request path: `/mcp/<view>` (and nothing for `/mcp`).
 pub fn in_path(path: &str) -> Option<&str> {
     path.strip_prefix("/mcp/").filter(|v| !v.is_empty())

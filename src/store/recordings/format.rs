@@ -52,6 +52,10 @@ pub struct Header {
     /// of every call of its connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The client of `clients` that recorded it (absent: the main token,
+    /// or a recording made before clients were named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// Where a recorded call came from.
@@ -153,6 +157,7 @@ impl Recording {
             "name": self.header.name,
             "description": self.header.description,
             "createdAt": self.header.created_at,
+            "client": self.header.client,
             "stepCount": self.steps.len(),
             "incomplete": self.incomplete,
             "metadata": self.end.as_ref().map(|e| serde_json::json!({

@@ -24,6 +24,9 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     pub created_at: String,
+    /// The client of `clients` that recorded it (absent: the main token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// When the recording last changed (its `end`, or the file's time).
     pub updated_at: String,
     pub schema_version: u32,
@@ -68,6 +71,7 @@ pub fn read(storage: &Path, id: &str) -> Entry {
         description: None,
         tags: Vec::new(),
         created_at: String::new(),
+        client: None,
         updated_at: crate::util::rfc3339(UNIX_EPOCH + std::time::Duration::from_nanos(mtime_ns)),
         schema_version: 0,
         step_count: 0,
@@ -97,6 +101,7 @@ pub fn read(storage: &Path, id: &str) -> Entry {
             e.description = h.description;
             e.tags = h.tags;
             e.created_at = h.created_at;
+            e.client = h.client;
             e.schema_version = h.schema_version;
         }
         _ => {
@@ -136,6 +141,7 @@ impl Entry {
             "description": self.description,
             "tags": self.tags,
             "createdAt": self.created_at,
+            "client": self.client,
             "updatedAt": self.updated_at,
             "schemaVersion": self.schema_version,
             "supported": self.schema_version <= SCHEMA_VERSION,
