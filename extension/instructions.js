@@ -61,8 +61,13 @@
    * "ask" or "never"; all "ask" when not given) is "never". No example in
    * them is a runnable block (the Ω sign is never followed by `{`), so
    * pasting them into a chat runs nothing.
+   *
+   * `catalog` (a discovery view's tools, `{name, server}` each): the tools
+   * are listed by name only, one line each, to be found with
+   * hub__search_tools, read with hub__describe_tool and called with
+   * hub__call_tool, so the text stays small with any number of servers.
    */
-  function build(tools, off = {}, policyOf = () => "ask") {
+  function build(tools, off = {}, policyOf = () => "ask", catalog = null) {
     const kept = tools.filter((t) => !off[t.server] && policyOf(t) !== "never");
     const byServer = new Map();
     for (const t of kept) {
@@ -101,6 +106,14 @@
         const s = summary(t.description);
         lines.push(`${signature(t)}${s ? " – " + s : ""}`);
       }
+    }
+    const reach = (catalog || []).filter((c) => !off[c.server]);
+    if (reach.length) {
+      lines.push(
+        "",
+        `More tools (${reach.length}), by name only. To find one for a task, use hub__search_tools {"query":"words"}; before you call one, read its parameters with hub__describe_tool {"name":"NAME"}; then call it with hub__call_tool {"name":"NAME","arguments":{…}}:`,
+      );
+      for (const c of reach.slice().sort((a, b) => a.name.localeCompare(b.name))) lines.push(c.name);
     }
     return lines.join("\n");
   }

@@ -50,6 +50,7 @@ const PanelSw = {
           message: conn.message,
           hubUrl: settings.hubUrl,
           tools: tools.tools,
+          catalog: tools.catalog || null,
           approvals: approvalsOfTab(msg.tabId),
           recording: tabRecordings[msg.tabId] || null,
         };

@@ -279,7 +279,7 @@ $("recordings-search").oninput = () => {
 async function currentInstructions() {
   const { serverFilter = {} } = await chrome.storage.local.get("serverFilter");
   const tools = last.tools || [];
-  return ToolhubInstructions.build(tools, serverFilter, (t) => PopupSites.policyOf(t, tools));
+  return ToolhubInstructions.build(tools, serverFilter, (t) => PopupSites.policyOf(t, tools), last.catalog);
 }
 
 async function renderInstructions() {

@@ -138,7 +138,7 @@ function refresh() {
 async function copyInstructions() {
   const s = last || (await ask({ type: "ui-state" }));
   const policyOf = (t) => PopupSites.policyOf(t, s.tools || []);
-  const text = ToolhubInstructions.build(s.tools || [], filter, policyOf);
+  const text = ToolhubInstructions.build(s.tools || [], filter, policyOf, s.catalog);
   const ta = $("instructions");
   ta.value = text;
   ta.hidden = false;

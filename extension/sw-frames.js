@@ -21,7 +21,9 @@ async function handle(m) {
     case "tools":
     case "tools_updated":
       if (Array.isArray(m.tools)) {
-        tools = { tools: m.tools.map(slimTool), hash: m.hash || null };
+        // A discovery view lists its meta-tools and names the rest in
+        // `catalog` (name, server, a short summary each).
+        tools = { tools: m.tools.map(slimTool), hash: m.hash || null, catalog: Array.isArray(m.catalog) ? m.catalog : null };
         await persistMisc();
         notifyUi();
       }

@@ -268,6 +268,7 @@ function uiState() {
     servers,
     tools: tools.tools,
     toolsHash: tools.hash,
+    catalog: tools.catalog || null,
     pending: [...pending.values()].map((e) => ({
       key: e.key,
       kind: e.kind,

@@ -133,6 +133,20 @@ impl ViewTools {
             .collect()
     }
 
+    /// A discovery view's tools as names only, for a prompt that must stay
+    /// small: `{"name","server"}` each; `None` for a view that lists its
+    /// tools whole.
+    pub fn catalog(&self) -> Option<Vec<Value>> {
+        self.discovery.then(|| {
+            self.snap
+                .tools()
+                .iter()
+                .filter(|t| !DISCOVERY_TOOLS.contains(&t.qualified_name.as_str()))
+                .map(|t| json!({"name": t.qualified_name, "server": t.server}))
+                .collect()
+        })
+    }
+
     /// The hash of what the view lists.
     pub fn hash(&self) -> String {
         if self.discovery {
@@ -252,7 +266,13 @@ impl Hub {
                 json!({"tools": t.tools(), "hash": t.hash()})
             }
             Some(v) => match self.view(v) {
-                Ok(v) => json!({"tools": v.listed(), "hash": v.hash(), "view": v.name}),
+                Ok(v) => {
+                    let mut l = json!({"tools": v.listed(), "hash": v.hash(), "view": v.name});
+                    if let Some(c) = v.catalog() {
+                        l["catalog"] = Value::Array(c);
+                    }
+                    l
+                }
                 Err(_) => json!({"tools": [], "hash": "", "view": v}),
             },
         }

@@ -54,3 +54,19 @@ test("they name the policy, and leave out the tools that never run", () => {
   assert.ok(!text.includes("t__slow"), "a never tool is left out");
   assert.match(text, /Tools \(2\)/);
 });
+
+test("a discovery view's instructions name its tools one line each, to be called through the meta-tools", () => {
+  const meta = [
+    { name: "call_tool", server: "hub", qualifiedName: "hub__call_tool", description: "Call a tool by name.",
+      inputSchema: { type: "object", properties: { name: { type: "string" }, arguments: { type: "object" } }, required: ["name"] } },
+  ];
+  const catalog = [{ name: "t__slow", server: "t" }, { name: "t__echo", server: "t" }, { name: "u__x", server: "u" }];
+  const text = I.build(meta, { u: true }, () => "ask", catalog);
+  assert.match(text, /More tools \(2\), by name only/);
+  assert.match(text, /^t__echo$/m);
+  assert.match(text, /^t__slow$/m);
+  assert.ok(!text.includes("u__x"), "a server switched off is left out of the catalog too");
+  assert.ok(text.indexOf("t__echo") < text.indexOf("t__slow"), "names sorted");
+  assert.match(text, /hub__call_tool\(name: string, arguments\?: object\)/);
+  assert.deepEqual(B.findBlocks(text), [], "nothing in it runs");
+});

@@ -15,6 +15,7 @@ mod extension;
 mod faults;
 mod gate;
 mod instances;
+mod instructions;
 mod keep_result;
 mod lifecycle;
 mod mcp;

@@ -365,6 +365,18 @@ async fn discovery_finds_describes_and_calls_only_the_views_tools() {
         listed,
         ["hub__call_tool", "hub__describe_tool", "hub__search_tools"]
     );
+    // Its other tools by name only, for a prompt; never a hidden one.
+    let catalog: Vec<&str> = list["catalog"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(catalog.contains(&"t__echo"), "{list}");
+    assert!(
+        !catalog.contains(&"t__slow") && !catalog.contains(&"hub__search_tools"),
+        "{list}"
+    );
     let whole = main.request(json!({"type": "list_tools"})).await;
     let ((d_chars, d_tokens), (w_chars, w_tokens)) = (size(&list), size(&whole));
     println!(
