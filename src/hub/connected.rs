@@ -39,6 +39,11 @@ impl Connected {
         self.map.remove(session);
     }
 
+    /// A live session's presence.
+    pub fn presence(&self, session: &str) -> Option<Presence> {
+        self.map.get(session).map(|p| p.clone())
+    }
+
     /// The client a live session belongs to (`None`: the main token, or
     /// no such session).
     pub fn client_of(&self, session: &str) -> Option<Arc<str>> {

@@ -491,3 +491,91 @@ async fn tasks_and_history_of_another_view_are_not_found_in_a_view() {
     let h = main.request(json!({"type": "history", "limit": 100})).await;
     assert!(h.to_string().contains("t__slow"), "{h}");
 }
+
+/// One raw HTTP/1.1 request to `/mcp/chat` with the client's token:
+/// (status, headers, body).
+async fn mcp_chat(hub: &TestHub, session: Option<&str>, body: Value) -> (u16, String, String) {
+    let body = body.to_string();
+    let mut req = format!(
+        "POST /mcp/chat HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {EXT}\r\nMcp-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\nConnection: close\r\n",
+        hub.addr,
+        body.len()
+    );
+    if let Some(s) = session {
+        req.push_str(&format!("Mcp-Session-Id: {s}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(&body);
+    let text = crate::mcp::raw_http(hub, &req).await;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+/// A revoked client's open `/mcp` session ends at the reload, its SSE
+/// stream with it, and its session id is refused afterwards.
+#[tokio::test]
+async fn a_reload_that_revokes_a_client_ends_its_open_mcp_stream() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let hub = start().await;
+    let (status, head, body) = mcp_chat(&hub, None, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})).await;
+    assert_eq!(status, 200, "{body}");
+    let sid = head
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id:"))
+        .map(|v| v.trim().to_string())
+        .expect("a session id");
+    let (status, _, body) = mcp_chat(
+        &hub,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    // The session's standalone stream, open across the reload.
+    let mut stream = tokio::net::TcpStream::connect(&hub.addr)
+        .await
+        .expect("connect");
+    let get = format!(
+        "GET /mcp/chat HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\nAuthorization: Bearer {EXT}\r\nMcp-Session-Id: {sid}\r\nMcp-Protocol-Version: 2025-06-18\r\n\r\n",
+        hub.addr
+    );
+    stream.write_all(get.as_bytes()).await.expect("write");
+    let mut first = vec![0u8; 4096];
+    let n = tokio::time::timeout(crate::support::WAIT, stream.read(&mut first))
+        .await
+        .expect("the stream's head")
+        .expect("read");
+    let head = String::from_utf8_lossy(&first[..n]).to_ascii_lowercase();
+    assert!(
+        head.starts_with("http/1.1 200") && head.contains("text/event-stream"),
+        "{head}"
+    );
+    let mut main = hub.connect().await;
+    let health = main.request(json!({"type": "health_check"})).await;
+    assert_eq!(health["connected"]["chat"]["mcp"], 1, "{health}");
+
+    let path = hub.path();
+    write_config(
+        &path.join("config.json"),
+        &crate::support::with_test_defaults(config(&path, &["t__slow"], false)),
+    );
+    hub.wait_log("closing its MCP session").await;
+    // The stream ends (the rest of it read to its end, within the wait).
+    let mut rest = Vec::new();
+    let ended = tokio::time::timeout(crate::support::WAIT, stream.read_to_end(&mut rest)).await;
+    assert!(ended.is_ok(), "the revoked client's stream is still open");
+    // Its token opens nothing now, its session id included.
+    let (status, _, body) = mcp_chat(
+        &hub,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 401, "{body}");
+}

@@ -15,6 +15,7 @@ mod limit;
 mod mrtr;
 pub mod names;
 mod paging;
+mod revoke;
 mod sessions;
 mod stateless;
 mod tasks;
@@ -130,6 +131,7 @@ pub fn router(app: App, gate: Gate) -> Router {
     let manager = Arc::new(manager);
     let idle = idle::Idle::new(hub.config().server.mcp_session_idle);
     idle::spawn_reaper(idle.clone(), manager.clone(), hub.shutdown.child_token());
+    revoke::spawn(hub.clone(), sessions.clone(), manager.clone());
     let ep = Arc::new(Endpoint {
         app,
         sessions,

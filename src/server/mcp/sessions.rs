@@ -187,6 +187,14 @@ impl McpSessions {
         }
     }
 
+    /// Each live session's key and `Mcp-Session-Id`.
+    pub fn ids(&self) -> Vec<(Arc<str>, Option<Arc<str>>)> {
+        self.live()
+            .into_iter()
+            .map(|o| (o.state.key.clone(), o.state.http_id().cloned()))
+            .collect()
+    }
+
     /// Live sessions (closed ones are dropped on the way).
     fn live(&self) -> Vec<Open> {
         let Ok(mut o) = self.open.lock() else {
