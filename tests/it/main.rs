@@ -46,3 +46,4 @@ mod threats;
 mod tools;
 mod ui;
 mod views;
+mod views_npm;
