@@ -48,12 +48,19 @@ pub struct Script {
     pub unreadable: Option<String>,
 }
 
+/// Nesting deeper than this makes a script unreadable: the parser
+/// recurses for each substitution, parameter operand and arithmetic
+/// expression (a `$( )` is two levels), and a few KB of `$(` must not
+/// overflow the stack of the thread that judges it.
+pub const MAX_NESTING: usize = 64;
+
 /// Parse `src`.
 pub fn parse(src: &str) -> Script {
     let mut p = Parser {
         chars: src.chars().collect(),
         pos: 0,
         out: Script::default(),
+        nesting: 0,
     };
     p.script(false, false);
     p.out
@@ -63,6 +70,9 @@ struct Parser {
     chars: Vec<char>,
     pos: usize,
     out: Script,
+    /// Substitutions open around the current position (this parser's and
+    /// its parents').
+    nesting: usize,
 }
 
 /// Where the parser stands in a compound command, for the words that are
@@ -95,6 +105,26 @@ impl Parser {
 
     /// Commands until the end, or until an unmatched `)` when `nested`.
     fn script(&mut self, nested: bool, substituted: bool) {
+        if self.too_deep() {
+            return;
+        }
+        self.nesting += 1;
+        self.script_body(nested, substituted);
+        self.nesting -= 1;
+    }
+
+    /// At [`MAX_NESTING`]: the script is unreadable and the rest of it is
+    /// not read.
+    fn too_deep(&mut self) -> bool {
+        if self.nesting < MAX_NESTING {
+            return false;
+        }
+        self.fail(&format!("nested more than {MAX_NESTING} levels deep"));
+        self.pos = self.chars.len();
+        true
+    }
+
+    fn script_body(&mut self, nested: bool, substituted: bool) {
         let mut cmd = Command {
             substituted,
             ..Command::default()
@@ -501,6 +531,15 @@ impl Parser {
 
     /// `$name`, `${…}`, `$( )`, `$(( ))`, backticks; a lone `$` is text.
     fn dollar(&mut self, w: &mut Word) {
+        if self.too_deep() {
+            return;
+        }
+        self.nesting += 1;
+        self.dollar_body(w);
+        self.nesting -= 1;
+    }
+
+    fn dollar_body(&mut self, w: &mut Word) {
         if self.peek(0) == Some('`') {
             self.pos += 1;
             let start = self.pos;
@@ -518,7 +557,7 @@ impl Parser {
                 self.fail("unterminated backtick");
             }
             let end = self.pos.min(self.chars.len());
-            let inner: String = self.chars[start..end].iter().collect();
+            let inner = unescape_backticks(&self.chars[start..end]);
             self.pos = (end + 1).min(self.chars.len());
             self.nested(&inner);
             w.dynamic = true;
@@ -526,10 +565,16 @@ impl Parser {
         }
         match self.peek(1) {
             Some('(') if self.peek(2) == Some('(') => {
-                // Arithmetic: skip to the matching `))`.
+                // Arithmetic: to the matching `))`; a substitution inside
+                // it runs (`$(( $(cmd) + 1 ))`).
                 self.pos += 3;
                 let mut depth = 2usize;
+                let mut inner = Word::default();
                 while let Some(c) = self.peek(0) {
+                    if c == '$' || c == '`' {
+                        self.dollar(&mut inner);
+                        continue;
+                    }
                     self.pos += 1;
                     match c {
                         '(' => depth += 1,
@@ -551,10 +596,30 @@ impl Parser {
                 w.dynamic = true;
             }
             Some('{') => {
+                // `${name…}`: its operand may hold substitutions that run
+                // (`${x:-$(cmd)}`, `${x:-`cmd`}`), quoted or not.
+                self.pos += 2;
+                let mut inner = Word::default();
                 while let Some(c) = self.peek(0) {
-                    self.pos += 1;
-                    if c == '}' {
-                        break;
+                    match c {
+                        '}' => {
+                            self.pos += 1;
+                            break;
+                        }
+                        '$' | '`' => self.dollar(&mut inner),
+                        '"' => {
+                            self.pos += 1;
+                            self.double_quoted(&mut inner);
+                        }
+                        '\'' => {
+                            self.pos += 1;
+                            while self.peek(0).is_some_and(|c| c != '\'') {
+                                self.pos += 1;
+                            }
+                            self.pos += 1;
+                        }
+                        '\\' => self.pos += 2,
+                        _ => self.pos += 1,
                     }
                 }
                 w.dynamic = true;
@@ -584,6 +649,7 @@ impl Parser {
             chars: inner.chars().collect(),
             pos: 0,
             out: Script::default(),
+            nesting: self.nesting,
         };
         sub.script(false, true);
         for mut c in sub.out.commands {
@@ -594,6 +660,26 @@ impl Parser {
             self.fail(&why);
         }
     }
+}
+
+/// A backtick body as the shell reads it: a backslash before `` ` ``, `$`
+/// or `\\` only escapes it, so ``echo `echo \`reboot\``` runs `reboot`.
+fn unescape_backticks(body: &[char]) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        match (body[i], body.get(i + 1)) {
+            ('\\', Some(&n)) if n == '`' || n == '$' || n == '\\' => {
+                out.push(n);
+                i += 2;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

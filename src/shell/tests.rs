@@ -145,3 +145,50 @@ fn here_strings_are_kept_apart() {
     assert_eq!(s.commands[0].here_strings[0].text, "/dev/sda");
     assert_eq!(s.commands[0].redirects[0].text, "out");
 }
+
+/// Substitutions hide in parameter operands, arithmetic and nested
+/// backticks too (found by comparing with brush-parser, issue 38.6).
+#[test]
+fn substitutions_inside_operands_arithmetic_and_nested_backticks_are_found() {
+    assert_eq!(names("echo ${x:-$(rm -rf ~)}"), ["rm", "echo"]);
+    assert_eq!(names("echo \"${x:-`reboot`}\""), ["reboot", "echo"]);
+    assert_eq!(names("echo ${x:-'}'} $(id)"), ["id", "echo"]);
+    assert_eq!(names("echo $(( $(rm -rf ~) + 1 ))"), ["rm", "echo"]);
+    assert_eq!(names("echo $(( (1 + 2) * 3 )) ok"), ["echo"]);
+    assert_eq!(
+        names("echo `echo \\`reboot\\``"),
+        ["reboot", "echo", "echo"]
+    );
+    assert!(parse("echo ${x:-$(ls)}").unreadable.is_none());
+}
+
+/// `parse` on a thread with tokio's default 2 MiB stack.
+fn parse_on_a_small_stack(src: String) -> Script {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || parse(&src))
+        .expect("thread")
+        .join()
+        .expect("no stack overflow")
+}
+
+/// A script nested thousands deep is unreadable, not a stack overflow
+/// (2,757 `$(` aborted the process on a 2 MiB thread).
+#[test]
+fn deep_nesting_is_unreadable_not_a_crash() {
+    let deep = "$(".repeat(5000) + &")".repeat(5000);
+    let why = parse_on_a_small_stack(format!("echo {deep}")).unreadable;
+    assert!(
+        why.as_deref().is_some_and(|m| m.contains("nested")),
+        "{why:?}"
+    );
+    for deep in ["$((".repeat(5000), "${x:-".repeat(5000)] {
+        assert!(parse_on_a_small_stack(format!("echo {deep}"))
+            .unreadable
+            .is_some());
+    }
+    // Each `$( )` is two levels.
+    let fine = "$(".repeat(MAX_NESTING / 2 - 1) + "ls" + &")".repeat(MAX_NESTING / 2 - 1);
+    let why = parse(&fine).unreadable;
+    assert!(why.is_none(), "{why:?}");
+}

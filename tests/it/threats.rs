@@ -445,3 +445,21 @@ async fn a_rug_pull_while_the_hub_was_down_is_caught_after_restart() {
         true
     );
 }
+
+/// A `run_command` script nested thousands deep (6 KB of `$(`) once
+/// overflowed the stack of the worker that judges it and aborted the
+/// daemon. Now the gate finds it unreadable and asks; the hub lives on.
+#[tokio::test]
+async fn a_deeply_nested_script_is_asked_about_and_the_hub_lives() {
+    let hub = TestHub::start(json!({})).await;
+    let mut c = hub.connect().await;
+    let deep = "$(".repeat(3000) + "true" + &")".repeat(3000);
+    c.send(json!({"type": "tool_call", "id": "deep", "tool": "run_command",
+        "params": {"command": format!("echo {deep}")}}))
+        .await;
+    let ask = c.recv_type("need_user").await;
+    assert!(ask.to_string().contains("nested"), "{ask}");
+    let pong = c.request(json!({"type": "ping"})).await;
+    assert_eq!(pong["type"], "pong", "{pong}");
+    assert!(crate::support::alive(hub.pid()), "the hub died");
+}
