@@ -18,63 +18,24 @@ use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::mcp::registry::RawTool;
 use crate::store::recordings as store;
 
-/// Every control tool; dispatch is on this enum, not on strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tool {
-    HealthCheck,
-    ListTools,
-    History,
-    Batch,
-    TaskStatus,
-    ListTasks,
-    ResumeTask,
-    RecordStart,
-    RecordStop,
-    RecordList,
-    RecordGet,
-    RecordDelete,
-    RecordReplay,
+crate::hub::local::tool_names! {
+    /// Every control tool; dispatch is on this enum, not on strings.
+    HealthCheck => "health_check",
+    ListTools => "list_tools",
+    History => "history",
+    Batch => "tool_batch",
+    TaskStatus => "task_status",
+    ListTasks => "list_tasks",
+    ResumeTask => "resume_task",
+    RecordStart => "record_start",
+    RecordStop => "record_stop",
+    RecordList => "record_list",
+    RecordGet => "record_get",
+    RecordDelete => "record_delete",
+    RecordReplay => "record_replay",
 }
 
 impl Tool {
-    const ALL: [Tool; 13] = [
-        Tool::HealthCheck,
-        Tool::ListTools,
-        Tool::History,
-        Tool::Batch,
-        Tool::TaskStatus,
-        Tool::ListTasks,
-        Tool::ResumeTask,
-        Tool::RecordStart,
-        Tool::RecordStop,
-        Tool::RecordList,
-        Tool::RecordGet,
-        Tool::RecordDelete,
-        Tool::RecordReplay,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Tool::HealthCheck => "health_check",
-            Tool::ListTools => "list_tools",
-            Tool::History => "history",
-            Tool::Batch => "tool_batch",
-            Tool::TaskStatus => "task_status",
-            Tool::ListTasks => "list_tasks",
-            Tool::ResumeTask => "resume_task",
-            Tool::RecordStart => "record_start",
-            Tool::RecordStop => "record_stop",
-            Tool::RecordList => "record_list",
-            Tool::RecordGet => "record_get",
-            Tool::RecordDelete => "record_delete",
-            Tool::RecordReplay => "record_replay",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.name() == name)
-    }
-
     fn description(self) -> &'static str {
         match self {
             Tool::HealthCheck => "The hub's health: every server's state, tool count, restarts, last error and stderr tail, plus checks with fixes.",
@@ -303,7 +264,8 @@ fn required_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, HubError> {
 impl LocalTools for Controls {
     fn tools(&self) -> Vec<RawTool> {
         Tool::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .map(|t| RawTool {
                 name: t.name().into(),
                 description: Some(t.description().into()),
@@ -331,7 +293,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_are_unique() {
         let mut seen = std::collections::BTreeSet::new();
-        for t in Tool::ALL {
+        for &t in Tool::ALL {
             assert_eq!(Tool::from_name(t.name()), Some(t));
             assert!(seen.insert(t.name()), "{} twice", t.name());
             assert_eq!(t.input_schema()["type"], "object");

@@ -18,6 +18,34 @@ use crate::mcp::offline::Offline;
 use crate::mcp::registry::RawTool;
 
 /// A boxed future of a local tool's result.
+/// A provider's tools as an enum with one list of names: `enum Tool`,
+/// `Tool::ALL`, `Tool::name` and `Tool::from_name`, all from one table of
+/// `Variant => "name"` lines, so a name is written once.
+macro_rules! tool_names {
+    ($(#[$doc:meta])* $($variant:ident => $name:literal),+ $(,)?) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Tool {
+            $($variant),+
+        }
+
+        impl Tool {
+            const ALL: &'static [Tool] = &[$(Tool::$variant),+];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Tool::$variant => $name),+
+                }
+            }
+
+            fn from_name(name: &str) -> Option<Tool> {
+                Tool::ALL.iter().copied().find(|t| t.name() == name)
+            }
+        }
+    };
+}
+pub(crate) use tool_names;
+
 pub type LocalFuture<'a> = Pin<Box<dyn Future<Output = Result<Value, HubError>> + Send + 'a>>;
 
 /// What a local tool may know about the call it serves.

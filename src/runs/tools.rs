@@ -14,45 +14,18 @@ use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::mcp::registry::RawTool;
 use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunRef};
 
-/// Every run tool; dispatch is on this enum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tool {
-    Create,
-    Set,
-    List,
-    Get,
-    Log,
-    Archive,
-    Delete,
+crate::hub::local::tool_names! {
+    /// Every run tool; dispatch is on this enum.
+    Create => "run_create",
+    Set => "run_set",
+    List => "run_list",
+    Get => "run_get",
+    Log => "run_log",
+    Archive => "run_archive",
+    Delete => "run_delete",
 }
 
 impl Tool {
-    const ALL: [Tool; 7] = [
-        Tool::Create,
-        Tool::Set,
-        Tool::List,
-        Tool::Get,
-        Tool::Log,
-        Tool::Archive,
-        Tool::Delete,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Tool::Create => "run_create",
-            Tool::Set => "run_set",
-            Tool::List => "run_list",
-            Tool::Get => "run_get",
-            Tool::Log => "run_log",
-            Tool::Archive => "run_archive",
-            Tool::Delete => "run_delete",
-        }
-    }
-
-    fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.name() == name)
-    }
-
     fn description(self) -> &'static str {
         match self {
             Tool::Create => "Create a run (a persistent workspace for one topic): theme (1-500 chars), runId optional (^[a-z0-9-]{1,50}$, else made from the theme).",
@@ -134,7 +107,8 @@ fn params<T: DeserializeOwned>(tool: Tool, p: &Value) -> Result<T, HubError> {
 impl LocalTools for RunTools {
     fn tools(&self) -> Vec<RawTool> {
         Tool::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .map(|t| RawTool {
                 name: t.name().into(),
                 description: Some(t.description().into()),
@@ -166,7 +140,7 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_only_run_tools_match() {
-        for t in Tool::ALL {
+        for &t in Tool::ALL {
             assert_eq!(Tool::from_name(t.name()), Some(t));
             assert_eq!(t.input_schema()["type"], "object");
             assert!(is_run_tool(&format!("hub__{}", t.name())));
