@@ -454,9 +454,11 @@ async fn a_deeply_nested_script_is_asked_about_and_the_hub_lives() {
     let hub = TestHub::start(json!({})).await;
     let mut c = hub.connect().await;
     let deep = "$(".repeat(3000) + "true" + &")".repeat(3000);
-    c.send(json!({"type": "tool_call", "id": "deep", "tool": "run_command",
-        "params": {"command": format!("echo {deep}")}}))
-        .await;
+    c.send(
+        json!({"type": "tool_call", "id": "deep", "tool": "run_command",
+        "params": {"command": format!("echo {deep}")}}),
+    )
+    .await;
     let ask = c.recv_type("need_user").await;
     assert!(ask.to_string().contains("nested"), "{ask}");
     let pong = c.request(json!({"type": "ping"})).await;
