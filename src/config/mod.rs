@@ -36,6 +36,7 @@ use crate::errors::ErrorType;
 pub use assertions::{AssertionsConfig, BrowserChoice};
 pub use defaults::{default_redact_keys, default_safety_rules, default_strategies};
 pub use glob::glob_match;
+pub use keys::{sections as key_sections, REMOVED as REMOVED_KEYS};
 pub use reload::{diff_servers, spawn_watcher, ServerDiff};
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! Serde mirror of config.json. Every field is optional (defaults are applied
 //! in `validate`), unknown keys are ignored by serde and reported as warnings
-//! by [`unknown_keys`], whose known-key lists come from these very types (via
-//! [`fields_of`]) so the two cannot drift apart.
+//! by `keys::unknown_keys`, whose known-key lists come from these very types
+//! (via [`fields_of`]) so the two cannot drift apart.
 
 use std::collections::BTreeMap;
 
@@ -9,9 +9,8 @@ use serde::de::{self, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::keys::{check, entries};
-pub use super::keys::{fields_of, UnknownKey};
-use super::locate::esc;
+#[cfg(test)]
+use super::keys::fields_of;
 use super::{Durability, RetryAction, SafetyAction, SandboxMode, UncertainPolicy};
 
 #[derive(Debug, Default, Deserialize)]
@@ -61,9 +60,6 @@ pub struct RawServerSection {
     pub mcp_page_size: Option<usize>,
     /// Threads that run the hub's tasks (0: one per CPU core).
     pub worker_threads: Option<usize>,
-    /// Removed (the hub no longer spins before it sleeps): still accepted,
-    /// so an older config loads, and ignored with a warning.
-    pub spin_micros: Option<u64>,
     /// Milliseconds a `/ws` session outlives its socket (0: not at all).
     pub session_grace_ms: Option<u64>,
     /// Bytes of frames a session keeps for a resume.
@@ -269,71 +265,6 @@ pub struct RawAssertions {
     pub poll_interval: Option<u64>,
 }
 
-/// Every key in `root` that no Raw type knows. Free-form maps (env, headers,
-/// match, mcpServers names, tools names, strategies keys) are not checked here.
-pub fn unknown_keys(root: &Value) -> Vec<UnknownKey> {
-    let mut out = Vec::new();
-    check(&mut out, root, "", fields_of::<RawConfig>());
-    let sections: [(&str, &'static [&'static str]); 11] = [
-        ("server", fields_of::<RawServerSection>()),
-        ("builtin", fields_of::<RawBuiltin>()),
-        ("taskEngine", fields_of::<RawTaskEngine>()),
-        ("healthCheck", fields_of::<RawHealthCheck>()),
-        ("recording", fields_of::<RawRecording>()),
-        ("runs", fields_of::<RawRuns>()),
-        ("replay", fields_of::<RawReplay>()),
-        ("retry", fields_of::<RawRetry>()),
-        ("safety", fields_of::<RawSafety>()),
-        ("security", fields_of::<RawSecurity>()),
-        ("assertions", fields_of::<RawAssertions>()),
-    ];
-    for (name, known) in sections {
-        if let Some(section) = root.get(name) {
-            check(&mut out, section, &format!("/{name}"), known);
-        }
-    }
-    if let Some(r) = root.pointer("/taskEngine/retention") {
-        check(
-            &mut out,
-            r,
-            "/taskEngine/retention",
-            fields_of::<RawRetention>(),
-        );
-    }
-    if let Some(i) = root.pointer("/replay/ignore") {
-        check(
-            &mut out,
-            i,
-            "/replay/ignore",
-            fields_of::<RawReplayIgnore>(),
-        );
-    }
-    for (name, server) in entries(root.get("mcpServers")) {
-        let p = format!("/mcpServers/{}", esc(name));
-        check(&mut out, server, &p, fields_of::<RawServer>());
-        for (tool, o) in entries(server.get("tools")) {
-            let tp = format!("{p}/tools/{}", esc(tool));
-            check(&mut out, o, &tp, fields_of::<RawToolOverride>());
-        }
-    }
-    for (class, s) in entries(root.pointer("/retry/strategies")) {
-        let p = format!("/retry/strategies/{}", esc(class));
-        check(&mut out, s, &p, fields_of::<RawStrategy>());
-    }
-    super::views::unknown_keys(root, &mut out);
-    if let Some(Value::Array(rules)) = root.pointer("/safety/rules") {
-        for (i, rule) in rules.iter().enumerate() {
-            check(
-                &mut out,
-                rule,
-                &format!("/safety/rules/{i}"),
-                fields_of::<RawRule>(),
-            );
-        }
-    }
-    out
-}
-
 /// The known key nearest to `key`: same letters ignoring case and `_`/`-`,
 /// or within edit distance max(2, len/3). Ties go to the first listed.
 pub fn suggest(key: &str, known: &[&'static str]) -> Option<&'static str> {
@@ -397,33 +328,5 @@ mod tests {
         assert_eq!(suggest("mcp_servers", top), Some("mcpServers"));
         assert_eq!(suggest("TaskEngine", top), Some("taskEngine"));
         assert_eq!(suggest("completelydifferent", top), None);
-    }
-
-    #[test]
-    fn unknown_keys_are_found_everywhere() {
-        let v: Value = serde_json::json!({
-            "serverz": 1,
-            "server": {"listen": "127.0.0.1:1", "tokn": "x"},
-            "mcpServers": {"fs": {"command": "x", "argz": [], "env": {"ANY": "1"},
-                                  "tools": {"t": {"resumeUncertian": "skip"}}}},
-            "taskEngine": {"retention": {"maxAge": 1}},
-            "replay": {"ignore": {"path": []}},
-            "retry": {"strategies": {"TIMEOUT": {"delayMs": 1}}},
-            "safety": {"rules": [{"tool": "x", "matches": {}}]}
-        });
-        let got: Vec<String> = unknown_keys(&v).into_iter().map(|u| u.pointer).collect();
-        assert_eq!(
-            got,
-            vec![
-                "/serverz",
-                "/server/tokn",
-                "/taskEngine/retention/maxAge",
-                "/replay/ignore/path",
-                "/mcpServers/fs/argz",
-                "/mcpServers/fs/tools/t/resumeUncertian",
-                "/retry/strategies/TIMEOUT/delayMs",
-                "/safety/rules/0/matches",
-            ]
-        );
     }
 }

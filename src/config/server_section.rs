@@ -15,10 +15,7 @@ fn parse_listen(s: &str) -> Option<SocketAddr> {
     Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
 }
 
-pub(super) fn server_section(
-    ctx: &mut Ctx,
-    r: RawServerSection,
-) -> Result<ServerConfig, ConfigError> {
+pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerConfig, ConfigError> {
     let listen_text = r.listen.as_deref().unwrap_or(d::LISTEN);
     let listen = parse_listen(listen_text).ok_or_else(|| {
         ctx.err(
@@ -51,12 +48,6 @@ pub(super) fn server_section(
             &format!("/server/allowedOrigins/{i}"),
             "server.allowedOrigins has an empty entry; expected an origin such as chrome-extension://*",
         ));
-    }
-    if r.spin_micros.is_some() {
-        ctx.warn(
-            "/server/spinMicros",
-            "server.spinMicros is ignored: the hub no longer spins before it sleeps (it cost CPU for no measured gain); remove the key",
-        );
     }
     Ok(ServerConfig {
         listen,
@@ -189,17 +180,19 @@ mod tests {
     }
 
     #[test]
-    fn a_config_that_still_sets_spin_micros_loads_with_a_warning() {
+    fn a_config_that_still_sets_spin_micros_loads_saying_it_was_removed() {
         for text in [
             r#"{"server": {"spinMicros": 250}}"#,
-            r#"{"server": {"spinMicros": 50000}}"#,
+            r#"{"server": {"spinMicros": "anything"}}"#,
         ] {
             let l = ok(text);
             assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+            let w = &l.warnings[0];
             assert!(
-                l.warnings[0].contains("server.spinMicros is ignored"),
-                "{:?}",
-                l.warnings
+                w.contains("server.spinMicros was removed in this version and is ignored: the hub no longer spins")
+                    && w.ends_with("; delete it from the file")
+                    && !w.contains("unknown key"),
+                "{w}"
             );
         }
         assert!(ok("{}").warnings.is_empty());

@@ -59,7 +59,15 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         base_dir: base_dir.clone(),
         warnings: Vec::new(),
     };
-    for u in raw::unknown_keys(&value) {
+    for u in super::keys::unknown_keys(&value) {
+        if let Some(why) = u.removed {
+            let key = dotted(&u.pointer);
+            let msg = format!(
+                "{key} was removed in this version and is ignored: {why}; delete it from the file"
+            );
+            ctx.warn(&u.pointer, msg);
+            continue;
+        }
         let parent = dotted(&u.pointer[..u.pointer.rfind('/').unwrap_or(0)]);
         let place = if parent.is_empty() {
             String::new()
@@ -84,7 +92,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         ctx.warn(&u.pointer, msg);
     }
 
-    let server = server_section(&mut ctx, raw.server.unwrap_or_default())?;
+    let server = server_section(&ctx, raw.server.unwrap_or_default())?;
     let mut mcp_servers = BTreeMap::new();
     for (name, spec) in raw.mcp_servers.unwrap_or_default() {
         let spec = super::servers::server_spec(&mut ctx, &name, spec)?;

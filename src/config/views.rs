@@ -10,7 +10,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ctx::Ctx;
-use super::keys::{check_keys, fields_of, UnknownKey};
 use super::locate::esc;
 use super::ConfigError;
 
@@ -113,27 +112,6 @@ pub fn valid_view_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// Unknown keys inside `views` and `clients` entries.
-pub(super) fn unknown_keys(root: &Value, out: &mut Vec<UnknownKey>) {
-    let entries = |v: Option<&Value>| -> Vec<(String, Value)> {
-        v.and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-            .unwrap_or_default()
-    };
-    for (name, view) in entries(root.get("views")) {
-        let p = format!("/views/{}", esc(&name));
-        check_keys(out, &view, &p, fields_of::<RawView>());
-        for (tool, r) in entries(view.get("rename")) {
-            let rp = format!("{p}/rename/{}", esc(&tool));
-            check_keys(out, &r, &rp, fields_of::<RawRename>());
-        }
-    }
-    for (name, client) in entries(root.get("clients")) {
-        let p = format!("/clients/{}", esc(&name));
-        check_keys(out, &client, &p, fields_of::<RawClient>());
-    }
 }
 
 pub(super) fn views(
