@@ -349,10 +349,6 @@ fn loaded_values() -> Vec<(&'static str, Get)> {
         ("taskEngine.defaultTimeout", |c| {
             ms(c.task_engine.default_timeout)
         }),
-        ("taskEngine.maxRetries", |c| {
-            json!(c.task_engine.max_retries)
-        }),
-        ("taskEngine.retryDelay", |c| ms(c.task_engine.retry_delay)),
         ("taskEngine.stateDir", |c| rel(&c.task_engine.state_dir)),
         ("taskEngine.maxBatchSteps", |c| {
             json!(c.task_engine.max_batch_steps)

@@ -76,8 +76,6 @@ pub const SANDBOX_DENY_READ: [&str; 18] = [
 ];
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
-pub const MAX_RETRIES: u32 = 3;
-pub const RETRY_DELAY_MS: u64 = 1_000;
 pub const STATE_DIR: &str = "./state";
 pub const MAX_BATCH_STEPS: usize = 1000;
 pub const RETENTION_MAX_AGE_HOURS: u64 = 168;

@@ -75,10 +75,20 @@ pub fn sections() -> [(&'static str, &'static [&'static str]); 21] {
 /// Keys an older version accepted, by dotted path, and why they went. A
 /// config that still has one loads (an upgrade must not stop the hub) with
 /// a warning that says so and to delete the key.
-pub const REMOVED: &[(&str, &str)] = &[(
-    "server.spinMicros",
-    "the hub no longer spins before it sleeps (it cost CPU for no measured gain)",
-)];
+pub const REMOVED: &[(&str, &str)] = &[
+    (
+        "server.spinMicros",
+        "the hub no longer spins before it sleeps (it cost CPU for no measured gain)",
+    ),
+    (
+        "taskEngine.maxRetries",
+        "it was never acted on: retries follow retry.strategies (and a step's own retry)",
+    ),
+    (
+        "taskEngine.retryDelay",
+        "it was never acted on: retries follow retry.strategies (and a step's own retry)",
+    ),
+];
 
 /// A key serde will ignore.
 #[derive(Debug, Clone, PartialEq)]

@@ -277,8 +277,6 @@ impl SandboxMode {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskEngineConfig {
     pub default_timeout: Duration,
-    pub max_retries: u32,
-    pub retry_delay: Duration,
     pub state_dir: PathBuf,
     pub max_batch_steps: usize,
     pub durability: Durability,

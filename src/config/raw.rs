@@ -155,8 +155,6 @@ pub struct RawBuiltin {
 #[serde(rename_all = "camelCase")]
 pub struct RawTaskEngine {
     pub default_timeout: Option<u64>,
-    pub max_retries: Option<u32>,
-    pub retry_delay: Option<u64>,
     pub state_dir: Option<String>,
     pub max_batch_steps: Option<usize>,
     pub durability: Option<Durability>,

@@ -134,8 +134,6 @@ pub(super) fn task_engine(ctx: &Ctx, r: RawTaskEngine) -> Result<TaskEngineConfi
             d::DEFAULT_TIMEOUT_MS,
             "/taskEngine/defaultTimeout",
         )?,
-        max_retries: r.max_retries.unwrap_or(d::MAX_RETRIES),
-        retry_delay: Duration::from_millis(r.retry_delay.unwrap_or(d::RETRY_DELAY_MS)),
         state_dir: ctx.resolve(state_dir, "/taskEngine/stateDir")?,
         max_batch_steps: ctx.positive(
             r.max_batch_steps,

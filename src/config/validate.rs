@@ -178,8 +178,6 @@ mod tests {
         assert!(c.builtin.sandbox_network);
         let t = &c.task_engine;
         assert_eq!(t.default_timeout, Duration::from_secs(60));
-        assert_eq!(t.max_retries, 3);
-        assert_eq!(t.retry_delay, Duration::from_secs(1));
         assert_eq!(t.state_dir, PathBuf::from("/tmp/cfgtest/state"));
         assert_eq!(t.max_batch_steps, 1000);
         assert_eq!(t.durability, Durability::Step);
