@@ -131,11 +131,22 @@ impl Parser {
         };
         let mut redirect_next = false;
         let mut here_string_next = false;
+        // After `<<` / `<<-`: the next word is a here-document's delimiter.
+        let mut heredoc_next: Option<bool> = None;
+        // Here-documents whose body starts after the next newline.
+        let mut pending: Vec<Heredoc> = Vec::new();
         let mut depth = 0usize;
         let mut g = Compound::default();
-        let finish = |out: &mut Script, cmd: &mut Command, piped: bool| {
+        let finish = |out: &mut Script,
+                      cmd: &mut Command,
+                      pending: &mut Vec<Heredoc>,
+                      piped: bool| {
             if !cmd.words.is_empty() || !cmd.redirects.is_empty() || !cmd.here_strings.is_empty() {
                 out.commands.push(std::mem::take(cmd));
+                let at = out.commands.len() - 1;
+                for h in pending.iter_mut().filter(|h| h.owner.is_none()) {
+                    h.owner = Some(at);
+                }
             }
             cmd.piped = piped;
             cmd.substituted = substituted;
@@ -171,7 +182,10 @@ impl Parser {
                         redirect_next = true;
                         continue;
                     }
-                    finish(&mut self.out, &mut cmd, false);
+                    finish(&mut self.out, &mut cmd, &mut pending, false);
+                    if c == '\n' && !pending.is_empty() {
+                        self.heredoc_bodies(std::mem::take(&mut pending));
+                    }
                 }
                 '|' => {
                     self.pos += 1;
@@ -189,7 +203,7 @@ impl Parser {
                         }
                         _ => true,
                     };
-                    finish(&mut self.out, &mut cmd, pipe);
+                    finish(&mut self.out, &mut cmd, &mut pending, pipe);
                 }
                 '(' => {
                     self.pos += 1;
@@ -200,13 +214,13 @@ impl Parser {
                         cmd.words.clear();
                     } else {
                         depth += 1;
-                        finish(&mut self.out, &mut cmd, false);
+                        finish(&mut self.out, &mut cmd, &mut pending, false);
                     }
                 }
                 ')' => {
                     if depth == 0 {
                         if nested {
-                            finish(&mut self.out, &mut cmd, false);
+                            finish(&mut self.out, &mut cmd, &mut pending, false);
                             return;
                         }
                         self.fail("unmatched )");
@@ -214,7 +228,7 @@ impl Parser {
                     } else {
                         depth -= 1;
                         self.pos += 1;
-                        finish(&mut self.out, &mut cmd, false);
+                        finish(&mut self.out, &mut cmd, &mut pending, false);
                     }
                 }
                 '<' | '>' if self.peek(1) == Some('(') => {
@@ -233,7 +247,13 @@ impl Parser {
                     while matches!(self.peek(0), Some('<' | '>' | '&' | '|' | '-')) {
                         self.pos += 1;
                     }
-                    here_string_next = self.chars[start..self.pos] == ['<', '<', '<'];
+                    let op = &self.chars[start..self.pos];
+                    here_string_next = op == ['<', '<', '<'];
+                    heredoc_next = match op {
+                        ['<', '<'] => Some(false),
+                        ['<', '<', '-'] => Some(true),
+                        _ => None,
+                    };
                     redirect_next = !here_string_next;
                 }
                 _ => {
@@ -247,6 +267,14 @@ impl Parser {
                         cmd.here_strings.push(w);
                         here_string_next = false;
                     } else if redirect_next {
+                        if let Some(strip_tabs) = heredoc_next.take() {
+                            pending.push(Heredoc {
+                                delimiter: w.text.clone(),
+                                expands: !w.quoted,
+                                strip_tabs,
+                                owner: None,
+                            });
+                        }
                         cmd.redirects.push(w);
                         redirect_next = false;
                     } else if cmd.words.is_empty() && self.grammar(&mut g, &w) {
@@ -264,7 +292,10 @@ impl Parser {
         } else if g.cases > 0 || g.subject {
             self.fail("unterminated case");
         }
-        finish(&mut self.out, &mut cmd, false);
+        finish(&mut self.out, &mut cmd, &mut pending, false);
+        if !pending.is_empty() {
+            self.fail("here-document with no body");
+        }
     }
 
     /// Is `w`, read where a command starts, grammar? Reserved words are
@@ -528,159 +559,12 @@ impl Parser {
             }
         }
     }
-
-    /// `$name`, `${…}`, `$( )`, `$(( ))`, backticks; a lone `$` is text.
-    fn dollar(&mut self, w: &mut Word) {
-        if self.too_deep() {
-            return;
-        }
-        self.nesting += 1;
-        self.dollar_body(w);
-        self.nesting -= 1;
-    }
-
-    fn dollar_body(&mut self, w: &mut Word) {
-        if self.peek(0) == Some('`') {
-            self.pos += 1;
-            let start = self.pos;
-            while let Some(c) = self.peek(0) {
-                if c == '\\' {
-                    self.pos += 2;
-                    continue;
-                }
-                if c == '`' {
-                    break;
-                }
-                self.pos += 1;
-            }
-            if self.peek(0) != Some('`') {
-                self.fail("unterminated backtick");
-            }
-            let end = self.pos.min(self.chars.len());
-            let inner = unescape_backticks(&self.chars[start..end]);
-            self.pos = (end + 1).min(self.chars.len());
-            self.nested(&inner);
-            w.dynamic = true;
-            return;
-        }
-        match self.peek(1) {
-            Some('(') if self.peek(2) == Some('(') => {
-                // Arithmetic: to the matching `))`; a substitution inside
-                // it runs (`$(( $(cmd) + 1 ))`).
-                self.pos += 3;
-                let mut depth = 2usize;
-                let mut inner = Word::default();
-                while let Some(c) = self.peek(0) {
-                    if c == '$' || c == '`' {
-                        self.dollar(&mut inner);
-                        continue;
-                    }
-                    self.pos += 1;
-                    match c {
-                        '(' => depth += 1,
-                        ')' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                w.dynamic = true;
-            }
-            Some('(') => {
-                self.pos += 2;
-                self.script(true, true);
-                self.expect_close();
-                w.dynamic = true;
-            }
-            Some('{') => {
-                // `${name…}`: its operand may hold substitutions that run
-                // (`${x:-$(cmd)}`, `${x:-`cmd`}`), quoted or not.
-                self.pos += 2;
-                let mut inner = Word::default();
-                while let Some(c) = self.peek(0) {
-                    match c {
-                        '}' => {
-                            self.pos += 1;
-                            break;
-                        }
-                        '$' | '`' => self.dollar(&mut inner),
-                        '"' => {
-                            self.pos += 1;
-                            self.double_quoted(&mut inner);
-                        }
-                        '\'' => {
-                            self.pos += 1;
-                            while self.peek(0).is_some_and(|c| c != '\'') {
-                                self.pos += 1;
-                            }
-                            self.pos += 1;
-                        }
-                        '\\' => self.pos += 2,
-                        _ => self.pos += 1,
-                    }
-                }
-                w.dynamic = true;
-            }
-            Some(c) if c.is_ascii_alphanumeric() || "_@*#?$!-".contains(c) => {
-                self.pos += 2;
-                if c.is_ascii_alphabetic() || c == '_' {
-                    while self
-                        .peek(0)
-                        .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                    {
-                        self.pos += 1;
-                    }
-                }
-                w.dynamic = true;
-            }
-            _ => {
-                w.text.push('$');
-                self.pos += 1;
-            }
-        }
-    }
-
-    /// Parse a backtick body as its own script; its commands join ours.
-    fn nested(&mut self, inner: &str) {
-        let mut sub = Parser {
-            chars: inner.chars().collect(),
-            pos: 0,
-            out: Script::default(),
-            nesting: self.nesting,
-        };
-        sub.script(false, true);
-        for mut c in sub.out.commands {
-            c.substituted = true;
-            self.out.commands.push(c);
-        }
-        if let Some(why) = sub.out.unreadable {
-            self.fail(&why);
-        }
-    }
 }
 
-/// A backtick body as the shell reads it: a backslash before `` ` ``, `$`
-/// or `\\` only escapes it, so ``echo `echo \`reboot\``` runs `reboot`.
-fn unescape_backticks(body: &[char]) -> String {
-    let mut out = String::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        match (body[i], body.get(i + 1)) {
-            ('\\', Some(&n)) if n == '`' || n == '$' || n == '\\' => {
-                out.push(n);
-                i += 2;
-            }
-            (c, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
+mod dollar;
+mod heredoc;
+
+use heredoc::Heredoc;
 
 #[cfg(test)]
 mod tests;

@@ -192,3 +192,34 @@ fn deep_nesting_is_unreadable_not_a_crash() {
     let why = parse(&fine).unreadable;
     assert!(why.is_none(), "{why:?}");
 }
+
+/// A here-document's body is data fed to its command, not commands: an
+/// apostrophe in it is no unterminated quote; an interpreter's body is its
+/// script (the gate judges it as a here-string); an unquoted delimiter's
+/// body runs its substitutions.
+#[test]
+fn here_document_bodies_are_input_not_commands() {
+    let s = parse("git commit -m \"$(cat <<'EOF'\nfix: don't rm -rf ~ here\nEOF\n)\" && echo done");
+    assert!(s.unreadable.is_none(), "{:?}", s.unreadable);
+    assert_eq!(
+        names("git commit -m \"$(cat <<'EOF'\nfix: don't rm -rf ~ here\nEOF\n)\" && echo done"),
+        ["cat", "git", "echo"]
+    );
+    assert_eq!(
+        s.commands[0].here_strings[0].text,
+        "fix: don't rm -rf ~ here\n"
+    );
+    let s = parse("python3 <<'PY'\nimport shutil\nshutil.rmtree('/')\nPY\nls");
+    assert_eq!(s.commands[0].words[0].text, "python3");
+    assert!(s.commands[0].here_strings[0].text.contains("rmtree('/')"));
+    assert_eq!(s.commands[1].words[0].text, "ls");
+    // `<<-` strips leading tabs; an unquoted delimiter's body expands.
+    let s = parse("cat <<-END\n\tline $(id)\n\tEND\necho after");
+    assert!(s.unreadable.is_none(), "{:?}", s.unreadable);
+    assert_eq!(
+        names("cat <<-END\n\tline $(id)\n\tEND\necho after"),
+        ["cat", "id", "echo"]
+    );
+    assert!(s.commands[0].here_strings[0].dynamic);
+    assert!(parse("cat <<EOF\nno end").unreadable.is_some());
+}

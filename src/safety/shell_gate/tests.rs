@@ -338,6 +338,14 @@ const CONSTRUCTS: &[(&str, &str)] = &[
     ("bash -c", "bash -c \"if true; then reboot; fi\""),
     ("select", "select x in a; do halt; done"),
     ("coproc", "coproc reboot"),
+    (
+        "here-document to an interpreter",
+        "python3 <<'EOF'\nimport shutil\nshutil.rmtree('/home/u')\nEOF",
+    ),
+    ("here-document to a shell", "bash <<EOF\nrm -rf /usr\nEOF"),
+    ("${x:-$( )}", "echo ${x:-$(rm -rf ~)}"),
+    ("$(( $( ) ))", "echo $(( $(reboot) + 1 ))"),
+    ("nested backticks", "echo `echo \\`reboot\\``"),
 ];
 
 #[test]
@@ -388,6 +396,9 @@ fn near_misses_stay_quiet() {
         "env FOO=1 make",
         "time cargo build",
         "! grep -q x f",
+        "git commit -m \"$(cat <<'EOF'\nfix: don't rm -rf ~ in the docs\nEOF\n)\"",
+        "cat <<EOF > notes.txt\nnever run rm -rf / here\nEOF",
+        "python3 <<'EOF'\nprint('hi')\nEOF",
     ];
     let noisy: Vec<_> = quiet
         .iter()
