@@ -128,7 +128,8 @@ async fn the_runtime_has_the_configured_worker_threads_and_spin_micros_is_ignore
         let h = c.request(json!({"type": "health_check"})).await;
         assert_eq!(h["runtime"], json!({"workerThreads": workers}), "{h}");
         if spin {
-            hub.wait_log("server.spinMicros was removed in this version").await;
+            hub.wait_log("server.spinMicros was removed in this version")
+                .await;
         }
     }
 }
