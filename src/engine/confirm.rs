@@ -30,7 +30,7 @@ pub enum Subject<'a> {
 }
 
 /// A question for a person: which call, with what, and who is asked.
-pub struct Ask<'a> {
+pub struct Confirmation<'a> {
     pub subject: Subject<'a>,
     pub info: &'a ToolInfo,
     pub params: &'a Value,
@@ -50,7 +50,7 @@ impl Confirmer for SingleCall<'_> {
     fn confirm<'a>(&'a self, q: Question<'a>) -> Decision<'a> {
         Box::pin(async move {
             let (info, params, reason) = (q.info, q.params, q.reason);
-            let ask = Ask {
+            let ask = Confirmation {
                 subject: Subject::Call {
                     request_id: self.request_id,
                     call_key: self.call_key,
@@ -65,7 +65,11 @@ impl Confirmer for SingleCall<'_> {
 }
 
 /// Ask for a decision on a call (also used for uncertain steps on resume).
-pub async fn request(engine: &Engine, ask: &Ask<'_>, reason: &str) -> Result<(), HubError> {
+pub async fn request(
+    engine: &Engine,
+    ask: &Confirmation<'_>,
+    reason: &str,
+) -> Result<(), HubError> {
     let hub = engine.hub();
     let cfg = hub.config();
     let hash = params_hash(ask.params);

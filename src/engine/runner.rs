@@ -338,7 +338,7 @@ impl Confirmer for StepGate<'_> {
             let (engine, task) = (self.engine, self.task);
             self.asked.store(true, Ordering::SeqCst);
             enter_need_user(engine, task, self.i, &reason, params);
-            let ask = super::confirm::Ask {
+            let ask = super::confirm::Confirmation {
                 subject: Subject::Step {
                     task_id: &task.id,
                     batch_id: &task.batch_id,

@@ -96,7 +96,7 @@ pub(super) async fn settle_uncertain(
                 .with(|d| d.steps[i].outcome.clone())
                 .and_then(|o| o.get("params").cloned())
                 .unwrap_or_else(|| step.params.clone());
-            let ask = super::confirm::Ask {
+            let ask = super::confirm::Confirmation {
                 subject: super::confirm::Subject::Step {
                     task_id: &task.id,
                     batch_id: &task.batch_id,

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::limit::Ticket;
 use super::paging::{self, List};
 use super::sessions::{ListKind, SessionState};
-use super::tasks::Plan;
+use super::tasks::CallRoute;
 use super::Endpoint;
 use crate::server::slots::Slot;
 
@@ -222,13 +222,13 @@ impl ServerHandler for HubServer {
             None => self.ep.tool_names().to_call(&request.name),
         };
         match super::tasks::plan(&self.ep, &cx, &request, &tool)? {
-            Plan::Call => {}
-            Plan::Task(kind) => {
+            CallRoute::Call => {}
+            CallRoute::Task(kind) => {
                 let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
                 return super::tasks::create(&self.ep, &cx, &key, kind, &tool, &args)
                     .map(Into::into);
             }
-            Plan::Resume(id) => {
+            CallRoute::Resume(id) => {
                 return super::tasks::resume(&self.ep, &cx, &key, &id)
                     .await
                     .map(Into::into)

@@ -90,7 +90,7 @@ fn canonical(v: &Value) -> Value {
 
 /// The client's answer to a confirmation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
+pub enum ConfirmAnswer {
     /// Accepted with `approve: true`.
     Approved,
     /// Declined, cancelled, or accepted without approving.
@@ -128,7 +128,7 @@ impl States {
         state: &str,
         responses: Option<&InputResponses>,
         binding: &[u8],
-    ) -> Result<Answer, ErrorData> {
+    ) -> Result<ConfirmAnswer, ErrorData> {
         let sealed: Sealed = self.codec.open_json_with(state, binding).map_err(|e| {
             tracing::warn!(error = %e, "a requestState was refused");
             untrusted()
@@ -138,13 +138,13 @@ impl States {
         }
         self.redeem(&sealed.nonce)?;
         let Some(r) = responses.and_then(|r| r.get(CONFIRM_KEY)) else {
-            return Ok(Answer::Missing);
+            return Ok(ConfirmAnswer::Missing);
         };
         let approved = r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true);
         Ok(if approved {
-            Answer::Approved
+            ConfirmAnswer::Approved
         } else {
-            Answer::Declined
+            ConfirmAnswer::Declined
         })
     }
 
@@ -216,7 +216,7 @@ type Wording = dyn Fn(&ToolInfo, &Value, &str) -> String + Send + Sync;
 /// with none, the question to send back (the call is refused for now and
 /// answered with an `InputRequiredResult` instead).
 pub struct ByResult {
-    answer: Option<Answer>,
+    answer: Option<ConfirmAnswer>,
     can_elicit: bool,
     asked: Mutex<Option<Result<String, ErrorData>>>,
     message: Box<Wording>,
@@ -225,7 +225,7 @@ pub struct ByResult {
 impl ByResult {
     /// `message` words the question (tool, redacted params, reason).
     pub fn new(
-        answer: Option<Answer>,
+        answer: Option<ConfirmAnswer>,
         can_elicit: bool,
         message: impl Fn(&ToolInfo, &Value, &str) -> String + Send + Sync + 'static,
     ) -> ByResult {
@@ -250,11 +250,11 @@ impl Confirmer for ByResult {
         Box::pin(async move {
             let (info, reason) = (q.info, q.reason);
             match self.answer {
-                Some(Answer::Approved) => return Ok(()),
-                Some(Answer::Declined) => {
+                Some(ConfirmAnswer::Approved) => return Ok(()),
+                Some(ConfirmAnswer::Declined) => {
                     return Err(blocked(info, format!("the user declined: {reason}")))
                 }
-                Some(Answer::Missing) | None => {}
+                Some(ConfirmAnswer::Missing) | None => {}
             }
             let ask = if self.can_elicit {
                 Ok((self.message)(info, q.params, &reason))
@@ -302,7 +302,7 @@ mod tests {
         }
         assert_eq!(
             s.answer(&state, Some(&accept(true)), &same).ok(),
-            Some(Answer::Approved)
+            Some(ConfirmAnswer::Approved)
         );
         // Replayed: refused.
         assert!(s.answer(&state, Some(&accept(true)), &same).is_err());
@@ -323,9 +323,12 @@ mod tests {
             .is_err());
         assert_eq!(
             s.answer(&state, Some(&accept(false)), &b).ok(),
-            Some(Answer::Declined)
+            Some(ConfirmAnswer::Declined)
         );
         let again = s.mint(&b).expect("mint");
-        assert_eq!(s.answer(&again, None, &b).ok(), Some(Answer::Missing));
+        assert_eq!(
+            s.answer(&again, None, &b).ok(),
+            Some(ConfirmAnswer::Missing)
+        );
     }
 }

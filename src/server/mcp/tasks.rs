@@ -39,7 +39,7 @@ pub const ASK_META: &str = "toolhub/task";
 const POLL_MS: u64 = 1000;
 
 /// What a `tools/call` becomes.
-pub enum Plan {
+pub enum CallRoute {
     /// Run it as a call.
     Call,
     /// Run it as a task of this kind.
@@ -61,7 +61,7 @@ pub fn plan(
     cx: &RequestContext<RoleServer>,
     req: &CallToolRequestParams,
     tool: &str,
-) -> Result<Plan, ErrorData> {
+) -> Result<CallRoute, ErrorData> {
     let info = resolve(ep, cx, tool);
     let support = info.as_deref().and_then(support_of);
     if !declared(cx) {
@@ -70,14 +70,14 @@ pub fn plan(
                 ClientCapabilities::builder().enable_tasks().build(),
             ));
         }
-        return Ok(Plan::Call);
+        return Ok(CallRoute::Call);
     }
     let own = info
         .as_deref()
         .filter(|t| t.server == crate::hub::BUILTIN_SERVER)
         .map(|t| t.name.as_str());
     match own {
-        Some("tool_batch") => return Ok(Plan::Task(Kind::Batch)),
+        Some("tool_batch") => return Ok(CallRoute::Task(Kind::Batch)),
         Some("resume_task") => {
             let id = req
                 .arguments
@@ -85,9 +85,9 @@ pub fn plan(
                 .and_then(|a| a.get("taskId"))
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            return Ok(Plan::Resume(id.to_string()));
+            return Ok(CallRoute::Resume(id.to_string()));
         }
-        Some("record_replay") => return Ok(Plan::Task(Kind::Call)),
+        Some("record_replay") => return Ok(CallRoute::Task(Kind::Call)),
         _ => {}
     }
     // rmcp moves a request's `_meta` into its context.
@@ -98,9 +98,9 @@ pub fn plan(
         .or_else(|| cx.meta.0.get(ASK_META))
         .is_some_and(|v| v == &Value::Bool(true));
     if asked || matches!(support, Some("optional" | "required")) {
-        return Ok(Plan::Task(Kind::Call));
+        return Ok(CallRoute::Task(Kind::Call));
     }
-    Ok(Plan::Call)
+    Ok(CallRoute::Call)
 }
 
 /// The tool a name finds, in the request's view.
