@@ -23,16 +23,16 @@ const TAIL_BYTES: usize = 2048;
 const READ_CHUNK: usize = 64 * 1024;
 
 /// The first `cap` bytes of a stream, its total length, and its last bytes.
-pub struct Capture {
+pub struct StreamCapture {
     head: Vec<u8>,
     cap: usize,
     total: u64,
     tail: Vec<u8>,
 }
 
-impl Capture {
+impl StreamCapture {
     pub fn new(cap: usize) -> Self {
-        Capture {
+        StreamCapture {
             head: Vec::new(),
             cap,
             total: 0,
@@ -88,8 +88,8 @@ pub struct Running {
     pub pgid: libc::pid_t,
     stdout: Option<ChildStdout>,
     stderr: Option<ChildStderr>,
-    pub out: Capture,
-    pub err: Capture,
+    pub out: StreamCapture,
+    pub err: StreamCapture,
     /// `Some` once the shell has been reaped; `Err` if waiting failed.
     pub status: Option<Result<ExitStatus, String>>,
     buf_out: Vec<u8>,
@@ -103,8 +103,8 @@ impl Running {
             stderr: child.stderr.take(),
             child,
             pgid,
-            out: Capture::new(cap),
-            err: Capture::new(cap),
+            out: StreamCapture::new(cap),
+            err: StreamCapture::new(cap),
             status: None,
             buf_out: vec![0; READ_CHUNK],
             buf_err: vec![0; READ_CHUNK],

@@ -145,12 +145,12 @@ impl Drop for InstanceUse {
 }
 
 /// A task's hold on its context: see [`Instances::hold`].
-pub struct Hold {
+pub struct ContextHold {
     context: ClientContext,
     pool: Arc<Instances>,
 }
 
-impl Drop for Hold {
+impl Drop for ContextHold {
     fn drop(&mut self) {
         let left = {
             let mut p = self.pool.lock();
@@ -195,9 +195,9 @@ impl Instances {
     /// Keep `context`'s instances alive (past idleness and their owner's
     /// end) until the returned hold is dropped: a task holds its context
     /// while it runs, so its browser survives between steps.
-    pub fn hold(self: &Arc<Self>, context: &ClientContext) -> Hold {
+    pub fn hold(self: &Arc<Self>, context: &ClientContext) -> ContextHold {
         *self.lock().holds.entry(context.clone()).or_default() += 1;
-        Hold {
+        ContextHold {
             context: context.clone(),
             pool: self.clone(),
         }
