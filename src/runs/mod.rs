@@ -10,6 +10,7 @@
 //! client messages (`handle`) and `hub__run_*` tools (`tools`).
 
 pub mod context;
+mod images;
 pub mod index;
 pub mod infer;
 pub mod model;
@@ -36,6 +37,7 @@ use crate::protocol::{self, MsgId};
 use crate::session::Outbox;
 use crate::session::Place;
 use crate::store::offload::{blocking, Serial};
+use images::{keep_images, slug_of};
 use model::{LogEntry, RunStatus};
 
 /// How often the runs index is checked against the run folders (a run
@@ -428,59 +430,6 @@ fn append_locked(
 ) -> Result<(), HubError> {
     let _held = lock.lock().unwrap_or_else(|p| p.into_inner());
     store::append(storage, run_id, entry)
-}
-
-/// The name images of a call are kept under: `named`, else the call's
-/// `filename`/`name`/`description`, else the tool.
-fn slug_of(capture: &Capture<'_>, named: Option<&str>) -> String {
-    let from_params = ["filename", "name", "description"]
-        .iter()
-        .find_map(|k| capture.params.get(*k).and_then(Value::as_str));
-    let base = named
-        .or(from_params)
-        .map(|n| n.trim_end_matches(".png").to_string())
-        .unwrap_or_else(|| infer::bare(&capture.outcome.tool).to_string());
-    model::slugify(&base, model::MAX_ID).unwrap_or_else(|| "screenshot".into())
-}
-
-/// Store the images (base64) as `screenshots/NNN_slug.png`, each written
-/// and synced (blocking file IO); their paths within the run.
-fn keep_images(
-    storage: &std::path::Path,
-    run_id: &str,
-    slug: &str,
-    data: &[String],
-) -> Vec<String> {
-    use std::io::Write;
-    let mut kept = Vec::new();
-    for data in data {
-        let Ok(bytes) = crate::b64::decode(data) else {
-            tracing::warn!(run = run_id, "an image of the call is not base64; not kept");
-            continue;
-        };
-        let stored = store::claim_screenshot(storage, run_id, slug).and_then(|(path, mut f)| {
-            f.write_all(&bytes)
-                .and_then(|_| f.sync_all())
-                .map_err(|e| {
-                    HubError::new(
-                        ErrorType::Permission,
-                        format!("cannot write {}: {e}", path.display()),
-                    )
-                })?;
-            Ok(path)
-        });
-        match stored {
-            Ok(path) => {
-                if let Some(name) = path.file_name() {
-                    kept.push(format!("screenshots/{}", name.to_string_lossy()));
-                }
-            }
-            Err(e) => {
-                tracing::warn!(run = run_id, error = %e.message, "cannot keep a screenshot")
-            }
-        }
-    }
-    kept
 }
 
 /// `run_command`'s sandbox leaves the current run's folder writable;
