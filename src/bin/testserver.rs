@@ -16,6 +16,10 @@
 //! - `--conformance`: also what the official MCP conformance suite's server
 //!   scenarios call (`test_*` tools, `test://` resources, prompts, logging,
 //!   completion); see `testserver/conformance.rs`.
+//! - `--mrtr`: a 2026-07-28-only server with the suite's
+//!   `test_input_required_result_*` fixtures (`testserver/mrtr.rs`).
+//!   Without it the server speaks only the session era (2025-11-25 and
+//!   older), so the hub's own tests meet the upstreams they always did.
 //! - `TESTSERVER_IGNORE_TERM=1`: ignore SIGTERM so the hub must escalate.
 //!
 //! Bad arguments and unknown tools are JSON-RPC `-32602` errors, so the hub
@@ -29,8 +33,12 @@ mod barrier;
 mod cli;
 #[path = "testserver/conformance.rs"]
 mod conformance;
+#[path = "testserver/dynamic.rs"]
+mod dynamic;
 #[path = "testserver/fast.rs"]
 mod fast;
+#[path = "testserver/mrtr.rs"]
+mod mrtr;
 #[path = "testserver/reply.rs"]
 mod reply;
 #[path = "testserver/state.rs"]
@@ -49,9 +57,10 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -116,13 +125,6 @@ async fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// A tool registered at runtime with `add_tool`; `revision` bumps on
-/// `change_tool` so its schema changes too, not only its description.
-struct DynamicTool {
-    description: String,
-    revision: u64,
-}
-
 struct TestServer {
     name: String,
     log: Option<CallLog>,
@@ -130,12 +132,14 @@ struct TestServer {
     /// Built-in tools plus `--extra-tool` ones, fixed at startup.
     fixed: Vec<Tool>,
     extra: Vec<String>,
-    dynamic: Mutex<BTreeMap<String, DynamicTool>>,
+    dynamic: Mutex<BTreeMap<String, dynamic::DynamicTool>>,
     /// Wakes `subscriptions/listen` streams (2026-07-28 clients); legacy
     /// sessions get the notification straight from the request's peer.
     list_changed: broadcast::Sender<()>,
     /// Serve the conformance suite's tools, resources and prompts.
     conformance: bool,
+    /// `--mrtr`: the 2026-07-28 MRTR fixtures, and that revision only.
+    mrtr: Option<mrtr::Mrtr>,
     /// What `memo` was last told, in this process only.
     memo: Mutex<Option<String>>,
     /// `barrier`, `await_waiting` and `release`.
@@ -159,6 +163,9 @@ impl TestServer {
             fixed.extend(conformance::tools());
             fixed.extend(tasks::tools());
         }
+        if cli.mrtr {
+            fixed.extend(mrtr::tools());
+        }
         let (list_changed, _) = broadcast::channel(16);
         Ok(Self {
             name: cli.name,
@@ -169,78 +176,10 @@ impl TestServer {
             dynamic: Mutex::new(BTreeMap::new()),
             list_changed,
             conformance: cli.conformance,
+            mrtr: cli.mrtr.then(mrtr::Mrtr::default),
             memo: Mutex::new(None),
             barriers: barrier::Barriers::default(),
         })
-    }
-
-    fn all_tools(&self) -> Vec<Tool> {
-        let mut tools = self.fixed.clone();
-        if let Ok(dynamic) = self.dynamic.lock() {
-            tools.extend(
-                dynamic
-                    .iter()
-                    .map(|(name, d)| echo_like_tool(name, &d.description, d.revision)),
-            );
-        }
-        tools
-    }
-
-    fn is_dynamic(&self, name: &str) -> bool {
-        self.dynamic.lock().is_ok_and(|d| d.contains_key(name))
-    }
-
-    /// Tells the client the tool list changed, on whichever channel its
-    /// protocol era uses.
-    async fn notify_list_changed(&self, cx: &RequestContext<RoleServer>) {
-        let _ = self.list_changed.send(());
-        let legacy = cx.protocol_version().is_none_or(|v| v.has_initialize());
-        if legacy {
-            if let Err(e) = cx.peer.notify_tool_list_changed().await {
-                eprintln!("testserver {} could not send list_changed: {e}", self.name);
-            }
-        }
-    }
-
-    /// Registers, removes or changes a dynamic tool. Returns the text reply.
-    fn edit_dynamic(&self, tool: &str, args: &ToolArgs<'_>) -> Result<String, ErrorData> {
-        let name = args.string("name")?;
-        let mut dynamic = self
-            .dynamic
-            .lock()
-            .map_err(|_| ErrorData::internal_error("dynamic tool table poisoned", None))?;
-        let fixed = self.fixed.iter().any(|t| t.name == name);
-        match tool {
-            "add_tool" if fixed || dynamic.contains_key(name) => {
-                Err(invalid(format!("tool `{name}` already exists")))
-            }
-            "add_tool" => {
-                let description = args
-                    .opt_string("description")?
-                    .unwrap_or("A dynamic echo-like tool.");
-                dynamic.insert(
-                    name.to_owned(),
-                    DynamicTool {
-                        description: description.to_owned(),
-                        revision: 0,
-                    },
-                );
-                Ok(format!("added {name}"))
-            }
-            "remove_tool" => match dynamic.remove(name) {
-                Some(_) => Ok(format!("removed {name}")),
-                None => Err(invalid(format!("no dynamic tool named `{name}`"))),
-            },
-            _ => {
-                let description = args.string("description")?;
-                let entry = dynamic
-                    .get_mut(name)
-                    .ok_or_else(|| invalid(format!("no dynamic tool named `{name}`")))?;
-                entry.description = description.to_owned();
-                entry.revision += 1;
-                Ok(format!("changed {name} to revision {}", entry.revision))
-            }
-        }
     }
 
     /// Runs one tool. Faults that must not answer (`crash`) never return.
@@ -436,6 +375,11 @@ impl ServerHandler for TestServer {
                 .enable_logging()
                 .enable_completions()
                 .build()
+        } else if self.mrtr.is_some() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build()
         } else {
             ServerCapabilities::builder()
                 .enable_tools()
@@ -448,6 +392,16 @@ impl ServerHandler for TestServer {
                 env!("CARGO_PKG_VERSION"),
             ))
             .with_instructions("fault-injection MCP server for toolhub's integration tests")
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        if self.mrtr.is_some() {
+            return std::borrow::Cow::Owned(vec![ProtocolVersion::V_2026_07_28]);
+        }
+        let session_era = ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .filter(|v| v.has_initialize());
+        std::borrow::Cow::Owned(session_era.cloned().collect())
     }
 
     async fn list_tools(
@@ -477,6 +431,15 @@ impl ServerHandler for TestServer {
         // Tests wait on this line (through the hub's stderr log) to know a
         // call has reached the server.
         eprintln!("testserver {} call {}", self.name, request.name);
+        if let Some(m) = &self.mrtr {
+            let (responses, state) = (
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            );
+            if let Some(r) = m.call(&request.name, responses, state, &cx) {
+                return r;
+            }
+        }
         if self.conformance {
             if let Some(r) = conformance::call(&request.name, &arguments, &cx).await {
                 return r.map(CallToolResponse::from);
@@ -545,11 +508,14 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let all = if self.conformance {
+        let mut all = if self.conformance {
             conformance::prompts()
         } else {
             Vec::new()
         };
+        if self.mrtr.is_some() {
+            all.extend(mrtr::prompts());
+        }
         Ok(ListPromptsResult::with_all_items(all))
     }
 
@@ -558,6 +524,9 @@ impl ServerHandler for TestServer {
         request: GetPromptRequestParams,
         _cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if let Some(m) = &self.mrtr {
+            return m.get_prompt(&request.name, request.input_responses.as_ref());
+        }
         let args = request.arguments.unwrap_or_default();
         conformance::get_prompt(&request.name, &args).map(Into::into)
     }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, LoggingLevel,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse, LoggingLevel,
     PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
     ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
@@ -243,14 +243,16 @@ impl Hub {
         .await
     }
 
-    /// `prompts/get` of the server's own prompt `params.name`.
+    /// `prompts/get` of the server's own prompt `params.name`: its result,
+    /// or (a 2026-07-28 server) its `InputRequiredResult`, one round only
+    /// (the endpoint answers it, or hands it to its client).
     pub async fn get_prompt(
         &self,
         server: &str,
         params: GetPromptRequestParams,
-    ) -> Result<GetPromptResult, ErrorData> {
+    ) -> Result<GetPromptResponse, ErrorData> {
         let peer = self.peer_of(server, Offer::Prompts)?;
-        bounded(server, peer.get_prompt(params)).await
+        bounded(server, peer.get_prompt_once(params)).await
     }
 
     /// `completion/complete` at one server (names already mapped back).

@@ -348,6 +348,22 @@ impl Hub {
                 }
             }
         };
+        // A stateless client's retry carries a state minted by one server:
+        // it goes to that server or nowhere.
+        let minted_by = link.and_then(|l| l.mrtr.as_ref()?.retry_server());
+        if let Some(minted) = minted_by.filter(|s| *s != info.server) {
+            return Attempt {
+                result: Err(tag(HubError::new(
+                    ErrorType::InvalidParams,
+                    format!(
+                        "requestState was issued for server {minted}, but {} is served by {}",
+                        info.qualified_name, info.server
+                    ),
+                ))),
+                raw: None,
+                reach: Reach::Before,
+            };
+        }
         let linked = link.map(|l| (&inflight, l));
         // rmcp's request future is several KB: boxed, not moved around.
         let send = Box::pin(mcp_call::send_call(&peer, call, linked));
@@ -364,10 +380,30 @@ impl Hub {
                 let bytes = crate::util::json_bytes(&raw);
                 crate::util::heavy(bytes, || complete(raw, tag))
             }
-            Ok(mcp_call::CallAnswer::Deferred) => Attempt {
+            Ok(mcp_call::CallAnswer::Relayed) => Attempt {
+                // The endpoint answers the client with the server's
+                // question; nothing for history to call a result yet.
+                result: Err(tag(HubError::new(
+                    ErrorType::SafetyBlocked,
+                    "waiting for the client's answers: the server asked for input (InputRequiredResult), handed to the client",
+                )
+                .with_suggestion("answer the inputRequests and send the call again with inputResponses and the requestState"))),
+                raw: None,
+                reach: Reach::Answered,
+            },
+            Ok(mcp_call::CallAnswer::Unanswerable(what)) => Attempt {
+                result: Err(tag(HubError::new(
+                    ErrorType::Permission,
+                    format!("server {} asked for {what} to finish this call, and no client of this call can answer it", info.server),
+                )
+                .with_suggestion("call the tool from an MCP client that supports these requests (at /mcp), or use a tool that needs no client input"))),
+                raw: None,
+                reach: Reach::Answered,
+            },
+            Ok(mcp_call::CallAnswer::Task) => Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::Unknown,
-                    "the server answered with an input request or a task, which the hub does not relay",
+                    format!("server {} answered with a task, which the hub does not relay yet", info.server),
                 ))),
                 raw: None,
                 reach: Reach::Answered,

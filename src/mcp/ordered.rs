@@ -145,11 +145,40 @@ pub struct OrderedTransport<T> {
     inner: T,
     order: Order,
     logs: Logs,
+    /// Whether the server has answered anything yet (see [`legacy_only`]).
+    answered: bool,
 }
 
 impl<T> OrderedTransport<T> {
     pub fn new(inner: T, order: Order, logs: Logs) -> Self {
-        OrderedTransport { inner, order, logs }
+        OrderedTransport {
+            inner,
+            order,
+            logs,
+            answered: false,
+        }
+    }
+}
+
+/// The server's first answer refuses the hub's `server/discover` as an
+/// unsupported version and lists only versions of the session era: it is a
+/// session-era server (an rmcp server limited to them answers this way,
+/// where others answer -32601). rmcp's `Auto` lifecycle falls back to
+/// `initialize` only on an error of another code, so this one becomes
+/// -32601, on the same connection; nothing else is touched.
+fn legacy_only(e: &mut rmcp::model::ErrorData) {
+    use rmcp::model::{ErrorCode, ProtocolVersion};
+    if e.code != ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
+        return;
+    }
+    let supported = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(|v| serde_json::from_value::<Vec<ProtocolVersion>>(v.clone()).ok())
+        .unwrap_or_default();
+    if !supported.is_empty() && supported.iter().all(ProtocolVersion::has_initialize) {
+        e.code = ErrorCode::METHOD_NOT_FOUND;
     }
 }
 
@@ -179,8 +208,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
                         }
                         _ => {}
                     },
-                    JsonRpcMessage::Response(r) => self.order.answered(&r.id),
+                    JsonRpcMessage::Response(r) => {
+                        self.answered = true;
+                        self.order.answered(&r.id);
+                    }
                     JsonRpcMessage::Error(e) => {
+                        if !std::mem::replace(&mut self.answered, true) {
+                            legacy_only(&mut e.error);
+                        }
                         if let Some(id) = &e.id {
                             self.order.answered(id);
                         }

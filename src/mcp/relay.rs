@@ -22,19 +22,34 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
-    RequestId, ResourceUpdatedNotificationParam,
+    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, RequestId, ResourceUpdatedNotificationParam,
 };
 use rmcp::ErrorData;
 use tokio::sync::{mpsc, oneshot};
 
 use super::ordered::Order;
 
-/// A request an upstream server makes of the client whose call it serves.
+/// A request an upstream server makes of the client whose call it serves
+/// (mid-call for a session-era server, inside an `InputRequiredResult` for
+/// a 2026-07-28 one).
 #[derive(Debug)]
 pub enum Ask {
     Sampling(CreateMessageRequestParams),
     Elicitation(ElicitRequestParams),
+    Roots,
+}
+
+impl Ask {
+    /// The client capability that answers it, by its name in
+    /// `ClientCapabilities`.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Ask::Sampling(_) => "sampling",
+            Ask::Elicitation(_) => "elicitation",
+            Ask::Roots => "roots",
+        }
+    }
 }
 
 /// The client's answer to an [`Ask`].
@@ -42,6 +57,7 @@ pub enum Ask {
 pub enum Answer {
     Sampling(CreateMessageResult),
     Elicitation(ElicitResult),
+    Roots(ListRootsResult),
 }
 
 /// What travels down a [`CallLink`] to the client call it belongs to.
@@ -72,9 +88,15 @@ pub const LINK_QUEUE: usize = 128;
 pub struct CallLink {
     /// The client session the call belongs to.
     pub session: Arc<str>,
-    /// Whether that client can answer sampling and elicitation requests.
+    /// Whether that client can answer sampling, elicitation and
+    /// `roots/list` requests.
     pub can_sample: bool,
     pub can_elicit: bool,
+    pub can_list_roots: bool,
+    /// A stateless client's call: an upstream's `InputRequiredResult` goes
+    /// back to it ([`MrtrRelay`](super::input::MrtrRelay)); `None`: the hub
+    /// asks the client itself.
+    pub mrtr: Option<Arc<super::input::MrtrRelay>>,
     tx: mpsc::Sender<Forward>,
 }
 
@@ -90,10 +112,21 @@ impl CallLink {
                 session,
                 can_sample,
                 can_elicit,
+                can_list_roots: false,
+                mrtr: None,
                 tx,
             },
             rx,
         )
+    }
+
+    /// Whether the client can answer `ask`.
+    pub fn can_answer(&self, ask: &Ask) -> bool {
+        match ask {
+            Ask::Sampling(_) => self.can_sample,
+            Ask::Elicitation(_) => self.can_elicit,
+            Ask::Roots => self.can_list_roots,
+        }
     }
 
     /// Send to the call, waiting for room; false when it has already

@@ -1,24 +1,40 @@
 //! Sending one `tools/call` upstream through rmcp's peer (`send_call`),
-//! linked to the client call it relays for when there is one.
+//! linked to the client call it relays for when there is one, and the
+//! MRTR rounds (SEP-2322) of a 2026-07-28 server that asks for input.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientRequest,
-    ContentBlock, RequestId, ServerResult,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientRequest, ContentBlock, InputRequiredResult, InputResponses, RequestId, RequestMetaObject,
+    ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
-use rmcp::{Peer, RoleClient};
+use rmcp::{ErrorData, Peer, RoleClient};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use crate::mcp::relay::{CallLink, Inflight};
+use crate::mcp::input::{self, answer_each};
+use crate::mcp::relay::{CallLink, Forward, Inflight};
 
 /// A `tools/call` answer, as the call path needs it.
 #[derive(Debug)]
 pub enum CallAnswer {
     /// A complete result, as JSON (rmcp's typed result written out once).
     Complete(Value),
-    /// An input request or a task, which the hub does not relay.
-    Deferred,
+    /// The server asked for input (an `InputRequiredResult`) and it was
+    /// handed to the stateless client the call serves ([`MrtrRelay`]).
+    ///
+    /// [`MrtrRelay`]: crate::mcp::relay::MrtrRelay
+    Relayed,
+    /// The server asked for input that no client of this call can give:
+    /// what it asked, in words.
+    Unanswerable(String),
+    /// A task, which the hub does not relay.
+    Task,
 }
+
+/// The most `InputRequiredResult` rounds one call answers before it gives
+/// up (rmcp's own default for its clients).
+pub const MAX_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
 
 /// Build the MCP call; arguments must be a JSON object.
 pub fn call_params(tool: &str, params: &Value) -> Result<CallToolRequestParams, String> {
@@ -45,18 +61,104 @@ pub fn params_kind_error(other: &Value) -> String {
 /// the server sent before it have been passed on (`ordered`). Dropping the
 /// future before the answer sends `notifications/cancelled`, like rmcp's
 /// own `call_tool_once`.
+///
+/// A 2026-07-28 server asks for input by answering `InputRequiredResult`
+/// (SEP-2322): for a stateless client the question goes back to it
+/// ([`CallAnswer::Relayed`]); a session client is asked here, through the
+/// link, and the call is sent again (a new request id) with its answers
+/// and the server's `requestState` exactly as minted, up to
+/// [`MAX_ROUNDS`] times.
 pub async fn send_call(
+    peer: &Peer<RoleClient>,
+    mut call: CallToolRequestParams,
+    link: Option<(&Inflight, &CallLink)>,
+) -> Result<CallAnswer, CallFailure> {
+    let client = link.map(|(_, l)| l);
+    if let Some(retry) = client.and_then(|l| l.mrtr.as_ref()?.take_retry()) {
+        call.request_state = retry.request_state;
+        call.input_responses = retry.input_responses;
+    }
+    let meta = request_meta(peer, client);
+    let sent = |error| CallFailure { error, sent: true };
+    for _ in 0..MAX_ROUNDS {
+        let answer = send_once(peer, call.clone(), link, meta.clone()).await?;
+        let irr = match answer {
+            ServerResult::CallToolResult(r) => return complete(r).map_err(sent),
+            ServerResult::InputRequiredResult(irr) => irr,
+            ServerResult::CreateTaskResult(_) => return Ok(CallAnswer::Task),
+            _ => return Err(sent(ServiceError::UnexpectedResponse)),
+        };
+        let Some(client) = client else {
+            return Ok(CallAnswer::Unanswerable(input::asked(&irr)));
+        };
+        if let Some(m) = &client.mrtr {
+            m.hold(irr);
+            return Ok(CallAnswer::Relayed);
+        }
+        let answers = answer_all(client, &irr).await;
+        call.input_responses = Some(answers.map_err(|e| sent(ServiceError::McpError(e)))?);
+        call.request_state = irr.request_state;
+    }
+    Err(sent(ServiceError::McpError(ErrorData::internal_error(
+        format!("the server asked for input {MAX_ROUNDS} times in a row without finishing the call; the hub stopped asking"),
+        None,
+    ))))
+}
+
+/// A complete result as JSON; a large one's tree is built off the async
+/// worker.
+fn complete(r: rmcp::model::CallToolResult) -> Result<CallAnswer, ServiceError> {
+    let bytes = r
+        .content
+        .iter()
+        .map(|c| match c {
+            ContentBlock::Text(t) => t.text.len(),
+            ContentBlock::Image(i) => i.data.len(),
+            _ => 0,
+        })
+        .sum();
+    crate::util::heavy(bytes, || serde_json::to_value(&r))
+        .map(CallAnswer::Complete)
+        .map_err(|_| ServiceError::UnexpectedResponse)
+}
+
+/// For a 2026-07-28 server, the client capabilities this call can answer
+/// with (the client's own, else none): the server asks only for those.
+fn request_meta(peer: &Peer<RoleClient>, link: Option<&CallLink>) -> Option<RequestMetaObject> {
+    if !crate::mcp::upstream::is_stateless(peer) {
+        return None;
+    }
+    let mut caps = ClientCapabilities::default();
+    match link {
+        Some(CallLink { mrtr: Some(m), .. }) => caps = m.declared.clone(),
+        Some(l) => {
+            caps.sampling = l.can_sample.then(Default::default);
+            caps.elicitation = l.can_elicit.then(Default::default);
+            caps.roots = l.can_list_roots.then(Default::default);
+        }
+        None => {}
+    }
+    let mut meta = RequestMetaObject::new();
+    meta.set_client_capabilities(caps);
+    Some(meta)
+}
+
+/// One request of the call, registered with the link while it runs.
+async fn send_once(
     peer: &Peer<RoleClient>,
     call: CallToolRequestParams,
     link: Option<(&Inflight, &CallLink)>,
-) -> Result<CallAnswer, CallFailure> {
+    meta: Option<RequestMetaObject>,
+) -> Result<ServerResult, CallFailure> {
     // Counted in before the request leaves: the server may ask for
     // sampling or elicitation as soon as it reads it.
     let linked = link.map(|(inflight, l)| (inflight, inflight.reserve(l.clone())));
+    let mut options = PeerRequestOptions::no_options();
+    options.meta = meta;
     let handle = peer
         .send_request_with_option(
             ClientRequest::CallToolRequest(CallToolRequest::new(call)),
-            PeerRequestOptions::no_options(),
+            options,
         )
         .await
         .map_err(|error| CallFailure { error, sent: false })?;
@@ -75,28 +177,37 @@ pub async fn send_call(
         inflight.order.settled(&id).await;
         drop(guard);
     }
-    let sent = |error| CallFailure { error, sent: true };
-    match answer.map_err(sent)? {
-        ServerResult::CallToolResult(r) => {
-            // A large result's tree is built off the async worker.
-            let bytes = r
-                .content
-                .iter()
-                .map(|c| match c {
-                    ContentBlock::Text(t) => t.text.len(),
-                    ContentBlock::Image(i) => i.data.len(),
-                    _ => 0,
-                })
-                .sum();
-            crate::util::heavy(bytes, || serde_json::to_value(&r))
-                .map(CallAnswer::Complete)
-                .map_err(|_| sent(ServiceError::UnexpectedResponse))
+    answer.map_err(|error| CallFailure { error, sent: true })
+}
+
+/// Ask the linked client each of the server's input requests, in order.
+async fn answer_all(
+    link: &CallLink,
+    irr: &InputRequiredResult,
+) -> Result<InputResponses, ErrorData> {
+    answer_each(irr, |ask| async move {
+        let what = ask.capability();
+        if !link.can_answer(&ask) {
+            return Err(ErrorData::internal_error(
+                format!("the server asked for {what}, but the MCP client whose call it serves does not support {what}"),
+                None,
+            ));
         }
-        ServerResult::InputRequiredResult(_) | ServerResult::CreateTaskResult(_) => {
-            Ok(CallAnswer::Deferred)
+        let (reply, answer) = oneshot::channel();
+        if !link.send(Forward::Ask { ask, reply }).await {
+            return Err(ErrorData::internal_error(
+                "the client call this request belongs to has already returned",
+                None,
+            ));
         }
-        _ => Err(sent(ServiceError::UnexpectedResponse)),
-    }
+        answer.await.unwrap_or_else(|_| {
+            Err(ErrorData::internal_error(
+                format!("the client call ended before it answered {what}"),
+                None,
+            ))
+        })
+    })
+    .await
 }
 
 /// A `tools/call` that got no answer of its own: rmcp's error, and whether

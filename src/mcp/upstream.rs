@@ -19,9 +19,12 @@ use rmcp::model::{
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
     ProtocolVersion, ResourceUpdatedNotificationParam, SetLevelRequestParams,
 };
-use rmcp::service::{InboundStreamOrigin, NotificationContext, RequestContext, RunningService};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, InboundStreamOrigin, NotificationContext,
+    RequestContext, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, Peer, RoleClient};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
@@ -138,7 +141,7 @@ impl ClientHandler for Handler {
     ) -> Result<CreateMessageResult, ErrorData> {
         match self.ask(Ask::Sampling(params), &cx).await? {
             Answer::Sampling(r) => Ok(r),
-            Answer::Elicitation(_) => Err(ErrorData::internal_error("mismatched answer", None)),
+            _ => Err(ErrorData::internal_error("mismatched answer", None)),
         }
     }
 
@@ -149,7 +152,7 @@ impl ClientHandler for Handler {
     ) -> Result<ElicitResult, ErrorData> {
         match self.ask(Ask::Elicitation(params), &cx).await? {
             Answer::Elicitation(r) => Ok(r),
-            Answer::Sampling(_) => Err(ErrorData::internal_error("mismatched answer", None)),
+            _ => Err(ErrorData::internal_error("mismatched answer", None)),
         }
     }
 }
@@ -183,10 +186,7 @@ impl Handler {
     /// stream it came on names the call; otherwise it must be the only
     /// client with calls in flight on this server.
     fn route(&self, ask: &Ask, cx: &RequestContext<RoleClient>) -> Result<CallLink, ErrorData> {
-        let what = match ask {
-            Ask::Sampling(_) => "sampling",
-            Ask::Elicitation(_) => "elicitation",
-        };
+        let what = ask.capability();
         let by_stream = match cx.extensions.get::<InboundStreamOrigin>() {
             Some(InboundStreamOrigin::OutboundRequest(id)) => self.inflight.by_request(id),
             _ => None,
@@ -219,11 +219,7 @@ impl Handler {
                 }
             }
         };
-        let able = match ask {
-            Ask::Sampling(_) => link.can_sample,
-            Ask::Elicitation(_) => link.can_elicit,
-        };
-        if able {
+        if link.can_answer(ask) {
             Ok(link)
         } else {
             Err(ErrorData::internal_error(
@@ -328,7 +324,12 @@ pub async fn connect(
                 drain_stderr(spec.name.clone(), err, stderr);
             }
             let proc = OrderedTransport::new(proc, order, logs);
-            match tokio::time::timeout(init_timeout, handler.serve(proc)).await {
+            match tokio::time::timeout(
+                init_timeout,
+                handler.serve_with_lifecycle(proc, lifecycle()),
+            )
+            .await
+            {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
                     Ok(Upstream {
@@ -366,7 +367,8 @@ pub async fn connect(
                 .max_concurrent_requests(64);
             let transport =
                 OrderedTransport::new(StreamableHttpClientTransport::from_config(cfg), order, logs);
-            match tokio::time::timeout(init_timeout, handler.serve(transport)).await {
+            let start = handler.serve_with_lifecycle(transport, lifecycle());
+            match tokio::time::timeout(init_timeout, start).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
                     Ok(Upstream {
@@ -389,6 +391,23 @@ pub async fn connect(
             "recording-backed servers are not available in this build (recording {source:?})"
         )),
     }
+}
+
+/// How the hub meets a server: `server/discover` for 2026-07-28 (then
+/// every request carries its `_meta`, and MRTR replaces server-to-client
+/// requests), falling back to the `initialize` handshake of 2025-11-25
+/// for a server that answers the probe with an error (rmcp's `Auto`).
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+    }
+}
+
+/// Whether the server speaks a stateless revision (2026-07-28 on).
+pub fn is_stateless(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| !i.protocol_version.has_initialize())
 }
 
 async fn disable_cache(running: &RunningService<RoleClient, Handler>) {

@@ -3,7 +3,8 @@
 // stdin and writes one JSON line per answer or event on stdout:
 //
 //   {"id":1,"op":"connect","url":"http://127.0.0.1:PORT/mcp","token":"…",
-//    "sampling":{"text":"…"}, "elicitation":{"action":"accept","content":{…}}}
+//    "sampling":{"text":"…"}, "elicitation":{"action":"accept","content":{…}},
+//    "roots":[{"uri":"file:///…","name":"…"}]}
 //   {"id":2,"op":"listTools"}            -> {"id":2,"ok":true,"result":{…}}
 //   {"id":2,"op":"listPaged","list":"tools"} -> {"pages":[{…,"nextCursor"},…]}
 //   {"id":3,"op":"callTool","name":"…","arguments":{…},"progress":true}
@@ -21,6 +22,7 @@ import {
   CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ListRootsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 
 let client;
@@ -35,6 +37,7 @@ async function connect(cmd) {
   const capabilities = {};
   if (cmd.sampling) capabilities.sampling = {};
   if (cmd.elicitation) capabilities.elicitation = {};
+  if (cmd.roots) capabilities.roots = {};
   client = new Client({ name: 'toolhub-test-driver', version: '1.0.0' }, { capabilities });
   client.fallbackNotificationHandler = async (n) => {
     emit({ event: 'notification', method: n.method, params: n.params ?? null });
@@ -54,6 +57,12 @@ async function connect(cmd) {
     client.setRequestHandler(ElicitRequestSchema, async (req) => {
       emit({ event: 'request', method: req.method, params: req.params });
       return cmd.elicitation;
+    });
+  }
+  if (cmd.roots) {
+    client.setRequestHandler(ListRootsRequestSchema, async (req) => {
+      emit({ event: 'request', method: req.method, params: req.params ?? null });
+      return { roots: cmd.roots };
     });
   }
   const headers = {};

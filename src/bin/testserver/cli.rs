@@ -8,6 +8,8 @@ pub struct Cli {
     pub state_dir: Option<std::path::PathBuf>,
     pub extra_tools: Vec<String>,
     pub conformance: bool,
+    /// `--mrtr`: the 2026-07-28 MRTR fixtures, that revision only.
+    pub mrtr: bool,
     /// Wait this long before answering the MCP handshake (a slow starter).
     pub start_delay_ms: u64,
 }
@@ -28,6 +30,7 @@ pub fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> 
             "--state-dir" => cli.state_dir = Some(value()?.into()),
             "--extra-tool" => cli.extra_tools.push(value()?),
             "--conformance" => cli.conformance = true,
+            "--mrtr" => cli.mrtr = true,
             "--start-delay-ms" => {
                 let v = value()?;
                 cli.start_delay_ms = v.parse().map_err(|_| {
@@ -36,7 +39,7 @@ pub fn parse_cli(mut args: impl Iterator<Item = String>) -> Result<Cli, String> 
             }
             other => {
                 return Err(format!(
-                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool, --conformance or --start-delay-ms"
+                "unknown argument `{other}`, expected --name, --log, --state-dir, --extra-tool, --conformance, --mrtr or --start-delay-ms"
             ))
             }
         }

@@ -347,14 +347,10 @@ impl ServerHandler for HubServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let (server, name) = self.ep.prompt_route(&request.name).await?;
-        let mut up = request;
-        up.name = name;
-        let mut r = self.ep.app.hub.get_prompt(&server, up).await?;
-        r.result_type.get_or_insert(ResultType::COMPLETE);
-        Ok(r.into())
+        super::prompt_input::get_prompt(&self.ep, &cx, server, name, request).await
     }
 
     async fn complete(

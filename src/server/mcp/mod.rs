@@ -15,6 +15,7 @@ mod limit;
 mod mrtr;
 pub mod names;
 mod paging;
+mod prompt_input;
 mod revoke;
 mod sessions;
 mod stateless;

@@ -4,6 +4,11 @@
 //! it; the client retries the same call with the answer in
 //! `inputResponses` and the `requestState` echoed.
 //!
+//! An upstream 2026-07-28 server's own `InputRequiredResult` goes back to
+//! the client the same way: its `inputRequests` as the server sent them,
+//! and a `requestState` the hub mints around the server's (`relay`), so
+//! the retry reaches that server with its state exactly as it was minted.
+//!
 //! The hub keeps nothing between the two requests but the nonces already
 //! redeemed. `requestState` is sealed with rmcp's `RequestStateCodec`
 //! (HMAC-SHA256 under a secret drawn at start, so a restart voids every
@@ -37,11 +42,36 @@ const USED_MAX: usize = 10_000;
 /// The `inputRequests` key of a confirmation.
 pub const CONFIRM_KEY: &str = "toolhub_confirm";
 
+/// What a `requestState` the hub minted holds.
 #[derive(Serialize, Deserialize)]
 struct Sealed {
-    /// What was asked (only `confirm` in this build).
+    /// What was asked: `confirm` (the hub's own question) or `relay` (an
+    /// upstream server's).
     kind: String,
     nonce: String,
+    /// `relay`: the server that asked, and its own `requestState`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    upstream: Option<String>,
+    /// `relay`: a `confirm` rule already had the person's yes for this
+    /// call, so the retry does not ask again.
+    #[serde(default)]
+    confirmed: bool,
+}
+
+/// What a retry's `requestState` turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opened {
+    /// The answer to the hub's own confirmation.
+    Confirm(ConfirmAnswer),
+    /// Answers for an upstream server's question: the server, its state
+    /// exactly as it minted it, and whether the call was already confirmed.
+    Relay {
+        server: String,
+        upstream: Option<String>,
+        confirmed: bool,
+    },
 }
 
 /// The hub's sealing key and the nonces already redeemed.
@@ -109,43 +139,74 @@ fn untrusted() -> ErrorData {
 }
 
 impl States {
-    /// A fresh state for a question about the call bound as `binding`.
-    pub fn mint(&self, binding: &[u8]) -> Result<String, ErrorData> {
-        let nonce = hex::encode(rand::random::<[u8; 16]>());
-        let sealed = Sealed {
-            kind: "confirm".into(),
-            nonce,
-        };
+    fn seal(&self, sealed: &Sealed, binding: &[u8]) -> Result<String, ErrorData> {
         let opts = SealOptions::new().associated_data(binding).ttl(STATE_TTL);
         self.codec
-            .seal_json_with(&sealed, &opts)
+            .seal_json_with(sealed, &opts)
             .map_err(|e| ErrorData::internal_error(format!("requestState: {e}"), None))
     }
 
-    /// Open a retry's state (once) and read its answer.
-    pub fn answer(
+    fn nonce() -> String {
+        hex::encode(rand::random::<[u8; 16]>())
+    }
+
+    /// A fresh state for a question about the call bound as `binding`.
+    pub fn mint(&self, binding: &[u8]) -> Result<String, ErrorData> {
+        let sealed = Sealed {
+            kind: "confirm".into(),
+            nonce: Self::nonce(),
+            server: None,
+            upstream: None,
+            confirmed: false,
+        };
+        self.seal(&sealed, binding)
+    }
+
+    /// A fresh state wrapping `server`'s own `upstream` state, for its
+    /// question about the call bound as `binding`.
+    pub fn mint_relay(
+        &self,
+        binding: &[u8],
+        server: &str,
+        upstream: Option<String>,
+        confirmed: bool,
+    ) -> Result<String, ErrorData> {
+        let sealed = Sealed {
+            kind: "relay".into(),
+            nonce: Self::nonce(),
+            server: Some(server.to_string()),
+            upstream,
+            confirmed,
+        };
+        self.seal(&sealed, binding)
+    }
+
+    /// Open a retry's state (once): what it answers.
+    pub fn open(
         &self,
         state: &str,
         responses: Option<&InputResponses>,
         binding: &[u8],
-    ) -> Result<ConfirmAnswer, ErrorData> {
+    ) -> Result<Opened, ErrorData> {
         let sealed: Sealed = self.codec.open_json_with(state, binding).map_err(|e| {
             tracing::warn!(error = %e, "a requestState was refused");
             untrusted()
         })?;
-        if sealed.kind != "confirm" {
-            return Err(untrusted());
+        match (sealed.kind.as_str(), sealed.server) {
+            ("confirm", _) => {
+                self.redeem(&sealed.nonce)?;
+                Ok(Opened::Confirm(confirm_answer(responses)))
+            }
+            ("relay", Some(server)) => {
+                self.redeem(&sealed.nonce)?;
+                Ok(Opened::Relay {
+                    server,
+                    upstream: sealed.upstream,
+                    confirmed: sealed.confirmed,
+                })
+            }
+            _ => Err(untrusted()),
         }
-        self.redeem(&sealed.nonce)?;
-        let Some(r) = responses.and_then(|r| r.get(CONFIRM_KEY)) else {
-            return Ok(ConfirmAnswer::Missing);
-        };
-        let approved = r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true);
-        Ok(if approved {
-            ConfirmAnswer::Approved
-        } else {
-            ConfirmAnswer::Declined
-        })
     }
 
     /// Mark `nonce` used; a second use is refused.
@@ -165,6 +226,19 @@ impl States {
         }
         used.insert(nonce.to_string(), now + STATE_TTL);
         Ok(())
+    }
+}
+
+/// The person's answer under [`CONFIRM_KEY`].
+fn confirm_answer(responses: Option<&InputResponses>) -> ConfirmAnswer {
+    let Some(r) = responses.and_then(|r| r.get(CONFIRM_KEY)) else {
+        return ConfirmAnswer::Missing;
+    };
+    let approved = r["action"] == "accept" && r["content"]["approve"] == Value::Bool(true);
+    if approved {
+        ConfirmAnswer::Approved
+    } else {
+        ConfirmAnswer::Declined
     }
 }
 
@@ -277,6 +351,19 @@ impl Confirmer for ByResult {
 mod tests {
     use super::*;
 
+    /// The answer a confirmation's state opens to.
+    fn answer(
+        s: &States,
+        state: &str,
+        r: Option<&InputResponses>,
+        b: &[u8],
+    ) -> Result<ConfirmAnswer, ErrorData> {
+        match s.open(state, r, b)? {
+            Opened::Confirm(a) => Ok(a),
+            Opened::Relay { .. } => Err(untrusted()),
+        }
+    }
+
     fn accept(approve: bool) -> InputResponses {
         let mut r = InputResponses::new();
         r.insert(
@@ -298,14 +385,14 @@ mod tests {
             binding("t__write", &json!({"b": 2, "a": [2]}), "client 1"),
             binding("t__write", &json!({"b": 1, "a": [2]}), "client 2"),
         ] {
-            assert!(s.answer(&state, Some(&accept(true)), &other).is_err());
+            assert!(answer(&s, &state, Some(&accept(true)), &other).is_err());
         }
         assert_eq!(
-            s.answer(&state, Some(&accept(true)), &same).ok(),
+            answer(&s, &state, Some(&accept(true)), &same).ok(),
             Some(ConfirmAnswer::Approved)
         );
         // Replayed: refused.
-        assert!(s.answer(&state, Some(&accept(true)), &same).is_err());
+        assert!(answer(&s, &state, Some(&accept(true)), &same).is_err());
     }
 
     #[test]
@@ -317,18 +404,43 @@ mod tests {
         let last = bytes.len() - 1;
         bytes[last] = if bytes[last] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(bytes).expect("utf8");
-        assert!(s.answer(&tampered, Some(&accept(true)), &b).is_err());
-        assert!(States::default()
-            .answer(&state, Some(&accept(true)), &b)
-            .is_err());
+        assert!(answer(&s, &tampered, Some(&accept(true)), &b).is_err());
+        assert!(answer(&States::default(), &state, Some(&accept(true)), &b).is_err());
         assert_eq!(
-            s.answer(&state, Some(&accept(false)), &b).ok(),
+            answer(&s, &state, Some(&accept(false)), &b).ok(),
             Some(ConfirmAnswer::Declined)
         );
         let again = s.mint(&b).expect("mint");
         assert_eq!(
-            s.answer(&again, None, &b).ok(),
+            answer(&s, &again, None, &b).ok(),
             Some(ConfirmAnswer::Missing)
         );
+    }
+
+    #[test]
+    fn a_relay_state_carries_the_servers_own_state_exactly_once() {
+        let s = States::default();
+        let b = binding("conf__ask", &json!({}), "client 1");
+        let upstream = "opaque/+=state of the server".to_string();
+        let state = s
+            .mint_relay(&b, "conf", Some(upstream.clone()), true)
+            .expect("mint");
+        let other = binding("conf__ask", &json!({}), "client 2");
+        assert!(s.open(&state, None, &other).is_err());
+        assert_eq!(
+            s.open(&state, None, &b).ok(),
+            Some(Opened::Relay {
+                server: "conf".into(),
+                upstream: Some(upstream),
+                confirmed: true
+            })
+        );
+        assert!(s.open(&state, None, &b).is_err(), "replayed");
+        // A confirmation's state is not a relay's, and the other way round.
+        let confirm = s.mint(&b).expect("mint");
+        assert!(matches!(
+            s.open(&confirm, None, &b),
+            Ok(Opened::Confirm(ConfirmAnswer::Missing))
+        ));
     }
 }

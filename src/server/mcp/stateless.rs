@@ -30,21 +30,15 @@ pub struct StatelessRefusal {
     pub client: Option<ErrorData>,
 }
 
-/// The capability an ask needs, by its name in `ClientCapabilities`.
-fn capability(ask: &Ask) -> &'static str {
-    match ask {
-        Ask::Sampling(_) => "sampling",
-        Ask::Elicitation(_) => "elicitation",
-    }
-}
-
 /// Refuse a server's request made during a stateless call;
 /// `can_sample`/`can_elicit` are what the request declared.
 pub fn refuse(ask: &Ask, can_sample: bool, can_elicit: bool) -> StatelessRefusal {
-    let what = capability(ask);
+    let what = ask.capability();
     let declared = match ask {
         Ask::Sampling(_) => can_sample,
         Ask::Elicitation(_) => can_elicit,
+        // A session-era server has no roots to ask of the hub.
+        Ask::Roots => false,
     };
     if !declared {
         return StatelessRefusal {

@@ -6,8 +6,11 @@
 #![allow(deprecated)] // sampling and logging: deprecated by SEP-2577, still spoken
 
 use futures::stream::{FuturesUnordered, StreamExt};
+use std::sync::Arc;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
+    InputRequiredResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
@@ -17,6 +20,7 @@ use super::{mrtr, Endpoint};
 use crate::app::App;
 use crate::errors::HubError;
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question, Watch};
+use crate::mcp::input::{MrtrRelay, UpstreamRetry};
 use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
 use crate::safety::blocked;
@@ -46,11 +50,12 @@ pub async fn call_tool(
     let stateless = super::stateless::is_stateless(&cx);
     // A stateless call hears every request its server makes, and answers
     // it itself (`stateless::refuse`).
-    let (link, mut forwards) = CallLink::new(
+    let (mut link, mut forwards) = CallLink::new(
         session.into(),
         can_sample || stateless,
         can_elicit || stateless,
     );
+    link.can_list_roots = caps.as_ref().is_some_and(|c| c.roots.is_some());
     let mut call = CallRequest::new(
         tool.clone(),
         params.clone(),
@@ -66,15 +71,44 @@ pub async fn call_tool(
         peer: &cx.peer,
         can_elicit,
     };
-    // A stateless client's confirmation comes back on a retry of the call.
+    // A stateless client's answers come back on a retry of the call: to
+    // the hub's confirmation, or to an upstream server's question.
     let bound = mrtr::binding(&req.name, &params, &client_of(&cx));
-    let answer = match (stateless, &req.request_state) {
-        (true, Some(state)) => Some(
-            ep.mrtr
-                .answer(state, req.input_responses.as_ref(), &bound)?,
-        ),
+    let opened = match (stateless, &req.request_state) {
+        (true, Some(state)) => Some(ep.mrtr.open(state, req.input_responses.as_ref(), &bound)?),
         _ => None,
     };
+    let (answer, retry) = match opened {
+        Some(mrtr::Opened::Confirm(a)) => (Some(a), None),
+        Some(mrtr::Opened::Relay {
+            server,
+            upstream,
+            confirmed,
+        }) => {
+            let retry = UpstreamRetry {
+                server: Some(server),
+                request_state: upstream,
+                input_responses: req.input_responses.clone(),
+            };
+            (
+                confirmed.then_some(mrtr::ConfirmAnswer::Approved),
+                Some(retry),
+            )
+        }
+        // Answers to a server that minted no state go up as they are.
+        None => (
+            None,
+            req.input_responses.clone().map(|r| UpstreamRetry {
+                input_responses: Some(r),
+                ..UpstreamRetry::default()
+            }),
+        ),
+    };
+    let relay =
+        stateless.then(|| Arc::new(MrtrRelay::new(caps.clone().unwrap_or_default(), retry)));
+    if let Some(l) = call.link.as_mut() {
+        l.mrtr = relay.clone();
+    }
     let security = app.hub.config().security.clone();
     let by_result = mrtr::ByResult::new(answer, can_elicit, move |info, params, reason| {
         confirm_message(&security, info, params, reason)
@@ -139,13 +173,24 @@ pub async fn call_tool(
         let state = ep.mrtr.mint(&bound)?;
         return Ok(mrtr::Reply::Ask(mrtr::confirm_request(&asked?, state)?));
     }
+    // The server's own question, for the client to answer on its retry.
+    if let (Some(irr), Some(server)) = (relay.and_then(|r| r.asked()), &outcome.server) {
+        let confirmed = answer == Some(mrtr::ConfirmAnswer::Approved);
+        let state = ep
+            .mrtr
+            .mint_relay(&bound, server, irr.request_state, confirmed)?;
+        return Ok(mrtr::Reply::Ask(InputRequiredResult::new(
+            irr.input_requests,
+            Some(state),
+        )));
+    }
     // rmcp drops `resultType` for a peer of a session era.
     Ok(mrtr::Reply::Done(finish(ep, &tool, &outcome)))
 }
 
 /// Who a stateless request says it is (its `clientInfo`), for binding a
 /// `requestState` to the client.
-fn client_of(cx: &RequestContext<RoleServer>) -> String {
+pub fn client_of(cx: &RequestContext<RoleServer>) -> String {
     cx.client_info()
         .and_then(|i| serde_json::to_string(&i).ok())
         .unwrap_or_default()
@@ -196,23 +241,25 @@ async fn answer(
     ask: Ask,
     mut reply: tokio::sync::oneshot::Sender<Result<Answer, ErrorData>>,
 ) {
-    let peer = &cx.peer;
-    let work = async {
-        match ask {
-            Ask::Sampling(p) => peer.create_message(p).await.map(Answer::Sampling),
-            Ask::Elicitation(p) => peer.create_elicitation(p).await.map(Answer::Elicitation),
-        }
-    };
     tokio::select! {
-        r = work => {
-            let r = r.map_err(|e| match e {
-                rmcp::service::ServiceError::McpError(d) => d,
-                other => ErrorData::internal_error(format!("the MCP client did not answer: {other}"), None),
-            });
+        r = ask_peer(&cx.peer, ask) => {
             let _ = reply.send(r);
         }
         _ = reply.closed() => {}
     }
+}
+
+/// Put a server's request to a session client and wait for its answer.
+pub async fn ask_peer(peer: &Peer<RoleServer>, ask: Ask) -> Result<Answer, ErrorData> {
+    let r = match ask {
+        Ask::Sampling(p) => peer.create_message(p).await.map(Answer::Sampling),
+        Ask::Elicitation(p) => peer.create_elicitation(p).await.map(Answer::Elicitation),
+        Ask::Roots => peer.list_roots().await.map(Answer::Roots),
+    };
+    r.map_err(|e| match e {
+        rmcp::service::ServiceError::McpError(d) => d,
+        other => ErrorData::internal_error(format!("the MCP client did not answer: {other}"), None),
+    })
 }
 
 /// A `confirm` rule asks the MCP client's user by elicitation.

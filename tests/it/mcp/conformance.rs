@@ -35,21 +35,6 @@ const KNOWN_FAILING: &[(&str, &[&str])] = &[
     (
         "2026-07-28",
         &[
-            // SEP-2322 MRTR: the suite's fixtures answer with their own
-            // InputRequiredResult (their own inputRequests keys), which
-            // needs an upstream speaking 2026-07-28 and the hub relaying
-            // its InputRequiredResult; the hub's upstreams speak
-            // 2025-11-25 in this build.
-            "input-required-result-basic-elicitation",
-            "input-required-result-basic-sampling",
-            "input-required-result-basic-list-roots",
-            "input-required-result-request-state",
-            "input-required-result-multiple-input-requests",
-            "input-required-result-multi-round",
-            "input-required-result-non-tool-request",
-            "input-required-result-result-type",
-            "input-required-result-tampered-state",
-            "input-required-result-capability-check",
             // The Tasks extension (SEP-2663, not scored): the hub's tasks
             // pass the rest. These two need an upstream's own questions
             // inside a task (confirm_delete, multi_input elicit mid-call)
@@ -115,16 +100,19 @@ fn summary(text: &str) -> Vec<(String, bool)> {
 async fn official_conformance_suite_passes_against_the_hub() {
     let dir = tempfile::tempdir().expect("tempdir");
     let conf = testserver_entry(dir.path(), "conf", &["--conformance"]);
+    // A 2026-07-28-only server with the MRTR fixtures: the hub meets it by
+    // `server/discover` and relays its InputRequiredResults.
+    let mrtr = testserver_entry(dir.path(), "mrtr", &["--mrtr"]);
     let hub = TestHub::start_in(
         dir,
         json!({
             "server": {"token": false, "mcpBareNames": true},
-            "mcpServers": {"conf": conf},
+            "mcpServers": {"conf": conf, "mrtr": mrtr},
         }),
     )
     .await;
     let mut ws = hub.connect().await;
-    wait_running(&mut ws, &["conf"]).await;
+    wait_running(&mut ws, &["conf", "mrtr"]).await;
 
     for (revision, known) in KNOWN_FAILING {
         let (results, text) = run_requirements(&hub, revision).await;

@@ -9,6 +9,7 @@ mod era;
 mod gate;
 mod limit;
 mod mrtr;
+mod mrtr_relay;
 mod relay;
 mod revision;
 mod starting;

@@ -1,0 +1,133 @@
+//! Input requests of the 2026-07-28 revision (MRTR, SEP-2322): a server
+//! that needs the client's sampling, elicitation or roots answers a call
+//! with an `InputRequiredResult`, and the call is sent again with the
+//! answers (`inputResponses`) and the server's `requestState` echoed.
+//!
+//! Two ways through the hub: a stateless client gets the question itself
+//! ([`MrtrRelay`], sealed by the endpoint) and brings the answers on its
+//! retry ([`UpstreamRetry`]); any other client is asked request by request
+//! ([`answer_each`]) and the hub sends the call again.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, InputResponses};
+use rmcp::ErrorData;
+
+use super::relay::{Answer, Ask};
+
+/// What a stateless client's retry brings for the upstream (SEP-2322): the
+/// upstream's `requestState` exactly as that server minted it, and the
+/// client's answers.
+#[derive(Debug, Clone, Default)]
+pub struct UpstreamRetry {
+    /// The server the state was minted by (the retry must reach it);
+    /// `None` for answers sent without a state.
+    pub server: Option<String>,
+    pub request_state: Option<String>,
+    pub input_responses: Option<InputResponses>,
+}
+
+/// MRTR for a stateless (2026-07-28) client's call: such a client cannot be
+/// asked mid-call, so an upstream's `InputRequiredResult` is handed back to
+/// it (sealed by the endpoint) instead of answered by the hub, and its
+/// retry carries the answers up again.
+#[derive(Debug, Default)]
+pub struct MrtrRelay {
+    /// What the client's request declared it can answer (a 2026-07-28
+    /// server is told exactly this, and asks only for it).
+    pub declared: ClientCapabilities,
+    retry: Mutex<Option<UpstreamRetry>>,
+    asked: Mutex<Option<InputRequiredResult>>,
+}
+
+impl MrtrRelay {
+    pub fn new(declared: ClientCapabilities, retry: Option<UpstreamRetry>) -> MrtrRelay {
+        MrtrRelay {
+            declared,
+            retry: Mutex::new(retry),
+            asked: Mutex::new(None),
+        }
+    }
+
+    /// The server a retry must reach, if this call is a retry of one.
+    pub fn retry_server(&self) -> Option<String> {
+        let r = self.retry.lock().ok()?;
+        r.as_ref()?.server.clone()
+    }
+
+    /// The retry's state and answers, once (the first attempt sends them).
+    pub fn take_retry(&self) -> Option<UpstreamRetry> {
+        self.retry.lock().ok()?.take()
+    }
+
+    /// Keep the upstream's question for the client.
+    pub fn hold(&self, irr: InputRequiredResult) {
+        if let Ok(mut a) = self.asked.lock() {
+            *a = Some(irr);
+        }
+    }
+
+    /// The upstream's question, when the call ended with one.
+    pub fn asked(&self) -> Option<InputRequiredResult> {
+        self.asked.lock().ok()?.take()
+    }
+}
+
+/// The request to put to the client; `None` for a kind this build does
+/// not know.
+pub fn ask_of(r: &InputRequest) -> Option<Ask> {
+    match r {
+        InputRequest::CreateMessage(m) => Some(Ask::Sampling(m.params.clone())),
+        InputRequest::Elicitation(e) => Some(Ask::Elicitation(e.params.clone())),
+        InputRequest::ListRoots(_) => Some(Ask::Roots),
+        _ => None,
+    }
+}
+
+/// What an `InputRequiredResult` asks, in words: "sampling (key), …".
+pub fn asked(irr: &InputRequiredResult) -> String {
+    let methods: Vec<String> = irr
+        .input_requests
+        .iter()
+        .flatten()
+        .map(|(key, r)| match ask_of(r) {
+            Some(a) => format!("{} ({key})", a.capability()),
+            None => format!("an unknown request ({key})"),
+        })
+        .collect();
+    if methods.is_empty() {
+        "input".into()
+    } else {
+        methods.join(", ")
+    }
+}
+
+/// Put each of the server's input requests to the client through `ask`,
+/// in order, and collect the answers under the server's keys.
+pub async fn answer_each<F, Fut>(
+    irr: &InputRequiredResult,
+    mut ask: F,
+) -> Result<InputResponses, ErrorData>
+where
+    F: FnMut(Ask) -> Fut,
+    Fut: Future<Output = Result<Answer, ErrorData>>,
+{
+    let mut out = InputResponses::new();
+    for (key, request) in irr.input_requests.iter().flatten() {
+        let Some(question) = ask_of(request) else {
+            return Err(ErrorData::internal_error(
+                format!("the server asked for input ({key}) of a kind the hub does not know"),
+                None,
+            ));
+        };
+        let value = match ask(question).await? {
+            Answer::Sampling(r) => serde_json::to_value(r),
+            Answer::Elicitation(r) => serde_json::to_value(r),
+            Answer::Roots(r) => serde_json::to_value(r),
+        }
+        .map_err(|e| ErrorData::internal_error(format!("answer to {key}: {e}"), None))?;
+        out.insert(key.clone(), value);
+    }
+    Ok(out)
+}

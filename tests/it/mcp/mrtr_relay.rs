@@ -1,0 +1,192 @@
+//! A 2026-07-28 server's own questions (MRTR, SEP-2322) through the hub
+//! (issue 39.2, 39.5): the hub meets the test server's `--mrtr` mode by
+//! `server/discover`, and the server answers calls with
+//! `InputRequiredResult`s.
+//!
+//! - A stateless client gets the question, with a `requestState` the hub
+//!   seals around the server's; its retry reaches the server with the
+//!   server's state exactly as minted (the fixture says `state-ok` only
+//!   then). A replayed, tampered or misapplied state is refused.
+//! - A session client (the TypeScript SDK, 2025-11-25) is asked by the hub
+//!   request by request (elicitation, sampling, roots), once per round.
+//! - A `/ws` client, which nobody can ask, gets a clear error.
+
+use serde_json::{json, Value};
+
+use super::direct::message;
+use super::driver::{text_of, Driver};
+use super::revision::{conforms, request, stateless_as};
+use super::{hub_with, wait_running};
+use crate::support::{testserver_entry, TestHub};
+
+async fn hub() -> TestHub {
+    let hub = hub_with(
+        |d| json!({"m": testserver_entry(d, "m", &["--mrtr"])}),
+        json!({}),
+    )
+    .await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["m"]).await;
+    hub
+}
+
+fn call(id: u64, tool: &str, retry: Option<(&str, Value)>) -> Value {
+    let mut params =
+        json!({"name": format!("m__test_input_required_result_{tool}"), "arguments": {}});
+    if let Some((state, responses)) = retry {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    request(id, "tools/call", params)
+}
+
+fn all_caps() -> Value {
+    json!({"elicitation": {}, "sampling": {}, "roots": {}})
+}
+
+/// The first round: an `InputRequiredResult` asking under `key`; its state.
+async fn asked(hub: &TestHub, id: u64, tool: &str, key: &str) -> String {
+    let m = message(&stateless_as(hub, call(id, tool, None), all_caps()).await);
+    let r = &m["result"];
+    assert_eq!(r["resultType"], "input_required", "{m}");
+    assert!(r["inputRequests"][key].is_object(), "{m}");
+    conforms(&[("InputRequiredResult", r)]).await;
+    r["requestState"]
+        .as_str()
+        .expect("requestState")
+        .to_string()
+}
+
+fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+#[tokio::test]
+async fn a_stateless_client_answers_a_2026_servers_questions_through_the_hub() {
+    let hub = hub().await;
+
+    // The server's own state comes back to it exactly (`state-ok`), inside
+    // the hub's sealed one.
+    let state = asked(&hub, 1, "request_state", "confirm").await;
+    let answers = json!({"confirm": accept(json!({"ok": true}))});
+    let retry = call(2, "request_state", Some((&state, answers.clone())));
+    let m = message(&stateless_as(&hub, retry.clone(), all_caps()).await);
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert!(text_of(&m["result"]).contains("state-ok"), "{m}");
+
+    // Replayed: refused, and the server is not called with it.
+    let mut replay = retry;
+    replay["id"] = json!(3);
+    let m = message(&stateless_as(&hub, replay, all_caps()).await);
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+
+    // Tampered: refused.
+    let state = asked(&hub, 4, "request_state", "confirm").await;
+    let tampered = format!("{state}-TAMPERED");
+    let m = message(
+        &stateless_as(
+            &hub,
+            call(5, "request_state", Some((&tampered, answers.clone()))),
+            all_caps(),
+        )
+        .await,
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    // Minted for another tool: refused (bound to the call).
+    let m = message(
+        &stateless_as(
+            &hub,
+            call(6, "multi_round", Some((&state, answers))),
+            all_caps(),
+        )
+        .await,
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+
+    // A server that asks twice needs two retries, each with the state of
+    // its round.
+    let s1 = asked(&hub, 7, "multi_round", "step1").await;
+    let one = json!({"step1": accept(json!({"name": "Ada"}))});
+    let m =
+        message(&stateless_as(&hub, call(8, "multi_round", Some((&s1, one))), all_caps()).await);
+    let r = &m["result"];
+    assert_eq!(r["resultType"], "input_required", "{m}");
+    assert!(r["inputRequests"]["step2"].is_object(), "{m}");
+    let s2 = r["requestState"].as_str().expect("requestState");
+    let two = json!({"step2": accept(json!({"color": "teal"}))});
+    let m = message(&stateless_as(&hub, call(9, "multi_round", Some((s2, two))), all_caps()).await);
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    assert!(text_of(&m["result"]).contains("both rounds"), "{m}");
+
+    // The server hears what this request declared, and asks only for that.
+    let only_sampling = json!({"sampling": {}});
+    let m = message(&stateless_as(&hub, call(10, "capabilities", None), only_sampling).await);
+    let keys: Vec<&String> = m["result"]["inputRequests"]
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["greeting"], "{m}");
+}
+
+#[tokio::test]
+async fn a_session_client_is_asked_by_the_hub_round_by_round() {
+    let hub = hub().await;
+    let (mut d, _) = Driver::connect(
+        &hub,
+        json!({
+            "sampling": {"text": "Bonjour"},
+            "elicitation": {"action": "accept", "content": {"name": "Ada", "color": "teal", "ok": true, "context": "tests"}},
+            "roots": [{"uri": "file:///work/project", "name": "project"}],
+        }),
+    )
+    .await;
+
+    let r = d
+        .call("m__test_input_required_result_multi_round", json!({}))
+        .await;
+    assert!(text_of(&r).contains("both rounds"), "{r}");
+    for step in ["Step 1", "Step 2"] {
+        d.recv_where(step, |v| {
+            v["event"] == "request"
+                && v["method"] == "elicitation/create"
+                && v["params"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with(step))
+        })
+        .await;
+    }
+
+    let r = d
+        .call("m__test_input_required_result_multiple_inputs", json!({}))
+        .await;
+    assert!(text_of(&r).contains("all three"), "{r}");
+    d.recv_where("sampling", |v| v["method"] == "sampling/createMessage")
+        .await;
+    d.recv_where("roots", |v| v["method"] == "roots/list").await;
+
+    let r = d
+        .call("m__test_input_required_result_list_roots", json!({}))
+        .await;
+    assert!(text_of(&r).contains("file:///work/project"), "{r}");
+
+    let p = d
+        .ok(json!({"op": "getPrompt", "name": "m__test_input_required_result_prompt"}))
+        .await;
+    assert!(p.to_string().contains("Use this context: tests"), "{p}");
+}
+
+#[tokio::test]
+async fn a_ws_client_that_nobody_can_ask_gets_a_clear_error() {
+    let hub = hub().await;
+    let mut ws = hub.connect().await;
+    let r = ws
+        .call("m__test_input_required_result_elicitation", json!({}))
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    assert_eq!(r["error"]["errorType"], "PERMISSION", "{r}");
+    let text = r["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        text.contains("elicitation (user_name)") && text.contains("server m"),
+        "{r}"
+    );
+}
