@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{RetryAction, Strategy};
+use crate::config::{RetryAction, RetryStrategy};
 use crate::errors::ErrorType;
 
 /// Longest timeout `extend_timeout` will grow an attempt to.
@@ -23,7 +23,7 @@ pub enum RetryOverride {
     #[default]
     Default,
     Disabled,
-    Custom(Strategy),
+    Custom(RetryStrategy),
 }
 
 impl RetryOverride {
@@ -34,7 +34,7 @@ impl RetryOverride {
             None | Some(Value::Null) | Some(Value::Bool(true)) => Ok(RetryOverride::Default),
             Some(Value::Bool(false)) => Ok(RetryOverride::Disabled),
             Some(Value::Object(o)) => {
-                let mut s = Strategy {
+                let mut s = RetryStrategy {
                     max_retries: 1,
                     delay: Duration::from_millis(1000),
                     backoff: 2.0,
@@ -106,7 +106,7 @@ pub fn action_name(a: RetryAction) -> &'static str {
 /// is not safe to run twice (`hub::retrying` decides), so it never is.
 /// `unit` in [0,1) is the jitter draw (random in production, fixed in tests).
 pub fn decide(
-    strategy: Option<&Strategy>,
+    strategy: Option<&RetryStrategy>,
     error_type: ErrorType,
     retries_done: u32,
     unsafe_to_repeat: bool,
@@ -130,8 +130,8 @@ pub fn decide(
 mod tests {
     use super::*;
 
-    fn strat(max: u32, delay: u64, backoff: f64, jitter: f64) -> Strategy {
-        Strategy {
+    fn strat(max: u32, delay: u64, backoff: f64, jitter: f64) -> RetryStrategy {
+        RetryStrategy {
             max_retries: max,
             delay: Duration::from_millis(delay),
             backoff,
@@ -172,7 +172,7 @@ mod tests {
     /// (virtual) waiting, and each wait is inside its jitter band.
     #[tokio::test(start_paused = true)]
     async fn backoff_schedule_on_paused_time() {
-        let s = Strategy {
+        let s = RetryStrategy {
             max_retries: 3,
             delay: Duration::from_millis(2000),
             backoff: 2.0,

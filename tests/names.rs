@@ -1,23 +1,10 @@
 //! One meaning per name (ARCHITECTURE.md, glossary): no two public types in
 //! `src/` share a name for different things, so a reader never has to look
-//! up which `Slot` or `Index` a line means. Names still shared, waiting for
-//! their rename, are listed in `STILL_SHARED`; the list may only shrink (a
-//! name on it that is no longer shared fails the test too).
+//! up which `Slot` or `Index` a line means. A new type whose name is taken
+//! fails the test: rename one of the two to a name that says which.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Public type names defined in more than one module today, each to be
-/// renamed; nothing new may join them.
-const STILL_SHARED: &[&str] = &[
-    "Check",
-    "Durability",
-    "Entry",
-    "Envelope",
-    "Loaded",
-    "Page",
-    "Strategy",
-];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -75,25 +62,15 @@ fn no_two_public_types_share_a_name() {
         "the scan found too few types: {}",
         by_name.len()
     );
-    let shared: BTreeMap<&String, &Vec<String>> =
-        by_name.iter().filter(|(_, v)| v.len() > 1).collect();
-    let new: Vec<String> = shared
+    let shared: Vec<String> = by_name
         .iter()
-        .filter(|(n, _)| !STILL_SHARED.contains(&n.as_str()))
+        .filter(|(_, v)| v.len() > 1)
         .map(|(n, v)| format!("{n}: {}", v.join(", ")))
         .collect();
     assert!(
-        new.is_empty(),
+        shared.is_empty(),
         "these public type names mean two things; rename one (a name that says which):\n{}",
-        new.join("\n")
-    );
-    let gone: Vec<&&str> = STILL_SHARED
-        .iter()
-        .filter(|n| !shared.keys().any(|k| k.as_str() == **n))
-        .collect();
-    assert!(
-        gone.is_empty(),
-        "renamed at last: take {gone:?} off STILL_SHARED in tests/names.rs"
+        shared.join("\n")
     );
 }
 

@@ -16,7 +16,7 @@ pub const CONTEXT_MAX: usize = 200;
 
 /// One assertion.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Check {
+pub enum Assertion {
     /// `text` is on the page and visible (`exact`: some element's whole
     /// text is `text`, case-sensitive; else contained, ignoring case).
     Text { text: String, exact: bool },
@@ -39,14 +39,14 @@ pub struct Miss {
     pub hidden: bool,
 }
 
-impl Check {
+impl Assertion {
     /// The probe's plan (see probe.js).
     pub fn plan(&self) -> Value {
         match self {
-            Check::Text { text, exact } => json!({
+            Assertion::Text { text, exact } => json!({
                 "mode": "text", "text": text, "exact": exact, "needles": locator::needles(text),
             }),
-            Check::Element { query, .. } => json!({
+            Assertion::Element { query, .. } => json!({
                 "mode": "element",
                 "roles": query.role.map(|r| r.aria()).unwrap_or_default(),
                 "needles": query.needles(),
@@ -57,8 +57,8 @@ impl Check {
     /// Judge one look at the page.
     pub fn judge(&self, p: &Probe) -> Judgement {
         match self {
-            Check::Text { text, exact } => judge_text(text, *exact, p),
-            Check::Element { description, query } => judge_element(description, query, p),
+            Assertion::Text { text, exact } => judge_text(text, *exact, p),
+            Assertion::Element { description, query } => judge_element(description, query, p),
         }
     }
 
@@ -198,10 +198,10 @@ pub fn failure(e: &HubError) -> Value {
 }
 
 /// The ASSERTION_FAILED error of a miss, with a suggestion that fits it.
-pub fn miss_error(check: &Check, miss: &Miss) -> HubError {
+pub fn miss_error(check: &Assertion, miss: &Miss) -> HubError {
     let what = match check {
-        Check::Text { .. } => "the text",
-        Check::Element { .. } => "the element",
+        Assertion::Text { .. } => "the text",
+        Assertion::Element { .. } => "the element",
     };
     let suggestion = if miss.hidden {
         format!("{what} exists but is hidden: wait for it to show (give `timeout` in ms), or do what reveals it (open the menu or section, scroll, close what covers it)")

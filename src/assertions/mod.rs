@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use self::check::{Check, Judgement};
+use self::check::{Assertion, Judgement};
 use crate::errors::{ErrorType, HubError};
 use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::hub::Hub;
@@ -123,7 +123,7 @@ impl Assertions {
     /// Look until the check passes, or once without `timeout`.
     async fn check(
         &self,
-        c: &Check,
+        c: &Assertion,
         timeout: Option<Duration>,
         server: Option<&str>,
         call: LocalCall<'_>,
@@ -152,7 +152,7 @@ impl Assertions {
                 return match miss {
                     Ok(m) => {
                         let waited = timeout.map(|_| started.elapsed().as_millis() as u64);
-                        Err(check::miss_error(c, &Check::after_wait(m, waited)))
+                        Err(check::miss_error(c, &Assertion::after_wait(m, waited)))
                     }
                     Err(e) => Err(e),
                 };
@@ -173,7 +173,7 @@ impl Assertions {
 fn parse(
     tool: Tool,
     params: &Value,
-) -> Result<(Check, Option<Duration>, Option<String>), HubError> {
+) -> Result<(Assertion, Option<Duration>, Option<String>), HubError> {
     let bad = |e: serde_json::Error| {
         HubError::new(ErrorType::InvalidParams, format!("invalid params: {e}"))
     };
@@ -189,7 +189,7 @@ fn parse(
             if p.text.trim().is_empty() {
                 return Err(empty("text"));
             }
-            let c = Check::Text {
+            let c = Assertion::Text {
                 text: p.text,
                 exact: p.exact,
             };
@@ -201,7 +201,7 @@ fn parse(
             if query.role.is_none() && query.name.is_empty() {
                 return Err(empty("description"));
             }
-            let c = Check::Element {
+            let c = Assertion::Element {
                 description: p.description,
                 query,
             };
@@ -274,7 +274,7 @@ mod tests {
         .expect("valid");
         assert_eq!(
             c,
-            Check::Text {
+            Assertion::Text {
                 text: "Saved".into(),
                 exact: true
             }
@@ -286,7 +286,7 @@ mod tests {
             &json!({"targetDescription": "Submit button", "timeout": 0}),
         )
         .expect("the seed's field name");
-        assert!(matches!(c, Check::Element { .. }));
+        assert!(matches!(c, Assertion::Element { .. }));
         assert_eq!(t, None, "0 means look once");
         for (tool, params) in [
             (Tool::TextPresent, json!({})),

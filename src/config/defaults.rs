@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{RetryAction, SafetyAction, SafetyRule, Strategy};
+use super::{RetryAction, RetryStrategy, SafetyAction, SafetyRule};
 use crate::errors::ErrorType;
 
 pub const LISTEN: &str = "127.0.0.1:8765";
@@ -115,7 +115,7 @@ pub fn default_redact_keys() -> Vec<String> {
 }
 
 /// The default strategy for every class that has one (docs/protocol.md).
-pub fn default_strategies() -> BTreeMap<ErrorType, Strategy> {
+pub fn default_strategies() -> BTreeMap<ErrorType, RetryStrategy> {
     use ErrorType as E;
     use RetryAction as A;
     let table = [
@@ -131,7 +131,7 @@ pub fn default_strategies() -> BTreeMap<ErrorType, Strategy> {
     table
         .into_iter()
         .map(|(class, max_retries, delay_ms, action)| {
-            let s = Strategy {
+            let s = RetryStrategy {
                 max_retries,
                 delay: Duration::from_millis(delay_ms),
                 backoff: BACKOFF,

@@ -333,15 +333,16 @@ pub struct ReplayConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetryConfig {
     /// Only recoverable classes; the defaults merged with the file's overrides.
-    pub strategies: BTreeMap<ErrorType, Strategy>,
+    pub strategies: BTreeMap<ErrorType, RetryStrategy>,
     pub retry_destructive_on_timeout: bool,
     /// `retry.safeToRepeat`: globs of qualified tool names that may run
     /// again after an outcome-unknown failure, whatever their annotations.
     pub safe_to_repeat: Vec<String>,
 }
 
+/// How failures of one error class are retried (`retry.strategies.CLASS`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Strategy {
+pub struct RetryStrategy {
     pub max_retries: u32,
     pub delay: Duration,
     /// Multiplier per attempt, >= 1.0.
@@ -481,7 +482,7 @@ pub fn configured_secrets(cfg: &Config) -> Vec<String> {
 
 /// A loaded config and the warnings (unknown keys, ignored keys) to log.
 #[derive(Debug, Clone)]
-pub struct Loaded {
+pub struct LoadedConfig {
     pub config: Config,
     pub warnings: Vec<String>,
 }
@@ -543,7 +544,7 @@ impl ConfigError {
 
 /// Read and validate the file at `path`. A missing file is an error
 /// ([`ConfigError::is_not_found`]); the caller decides whether that is fatal.
-pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
@@ -553,7 +554,7 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 
 /// Validate `text` as if it were the content of the file at `path` (which
 /// need not exist; its folder anchors relative paths).
-pub fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
+pub fn parse(text: &str, path: &Path) -> Result<LoadedConfig, ConfigError> {
     validate::parse(text, path)
 }
 

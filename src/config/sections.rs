@@ -14,8 +14,8 @@ use super::raw::{
 };
 use super::{
     BuiltinConfig, ConfigError, Durability, HealthCheckConfig, RecordingConfig, ReplayConfig,
-    Retention, RetryConfig, RunsConfig, SafetyAction, SafetyConfig, SafetyRule, SecurityConfig,
-    Strategy, TaskEngineConfig, UncertainPolicy,
+    Retention, RetryConfig, RetryStrategy, RunsConfig, SafetyAction, SafetyConfig, SafetyRule,
+    SecurityConfig, TaskEngineConfig, UncertainPolicy,
 };
 use crate::errors::ErrorType;
 
@@ -233,7 +233,7 @@ pub(super) fn retry(ctx: &Ctx, r: RawRetry) -> Result<RetryConfig, ConfigError> 
             ));
         }
         // Field by field over the class default; every recoverable class has one.
-        let base = strategies.get(&class).cloned().unwrap_or(Strategy {
+        let base = strategies.get(&class).cloned().unwrap_or(RetryStrategy {
             max_retries: 1,
             delay: Duration::from_millis(1000),
             backoff: d::BACKOFF,
@@ -256,7 +256,7 @@ pub(super) fn retry(ctx: &Ctx, r: RawRetry) -> Result<RetryConfig, ConfigError> 
                 ),
             ));
         }
-        let merged = Strategy {
+        let merged = RetryStrategy {
             max_retries: s.max_retries.unwrap_or(base.max_retries),
             delay: s.delay.map_or(base.delay, Duration::from_millis),
             backoff,

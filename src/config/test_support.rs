@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use super::{parse, Loaded};
+use super::{parse, LoadedConfig};
 
 pub const P: &str = "/tmp/cfgtest/config.json";
 
-pub fn ok(text: &str) -> Loaded {
+pub fn ok(text: &str) -> LoadedConfig {
     match parse(text, Path::new(P)) {
         Ok(l) => l,
         Err(e) => panic!("expected a valid config, got: {e}"),

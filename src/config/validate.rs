@@ -15,7 +15,7 @@ use super::json_error::json_error;
 use super::locate::Locator;
 use super::raw::{self, RawConfig};
 use super::server_section::server_section;
-use super::{Config, ConfigError, Loaded};
+use super::{Config, ConfigError, LoadedConfig};
 
 /// (absolute file path, its folder). The folder is canonicalized when it
 /// exists so the hub sees one stable name for it.
@@ -38,7 +38,7 @@ fn absolutize(path: &Path) -> (PathBuf, PathBuf) {
     (file, base)
 }
 
-pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
+pub(super) fn parse(text: &str, path: &Path) -> Result<LoadedConfig, ConfigError> {
     let value: Value = serde_json::from_str(text).map_err(|e| json_error(path, text, &e, None))?;
     let loc = Locator::new(text);
     if !value.is_object() {
@@ -136,7 +136,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<Loaded, ConfigError> {
         .into_iter()
         .map(|(l, c, m)| format!("{}:{l}:{c}: {m}", path.display()))
         .collect();
-    Ok(Loaded { config, warnings })
+    Ok(LoadedConfig { config, warnings })
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::config::{Config, Durability as CfgDurability};
-use crate::store::journal::Durability;
+use crate::config::{Config, Durability};
+use crate::store::journal::SyncPolicy;
 
 /// Where and how tasks are journaled.
 pub struct Store {
     pub dir: PathBuf,
-    pub(crate) durability: Durability,
+    pub(crate) durability: SyncPolicy,
     /// Journals that could not be read (shown by list_tasks and health).
     pub problems: Mutex<Vec<String>>,
     /// The tasks that succeeded, known without replaying their journals.
@@ -23,8 +23,8 @@ impl Store {
             dir: cfg.task_engine.state_dir.join("tasks"),
             finished: super::finished::FinishedIndex::new(&cfg.task_engine.state_dir),
             durability: match cfg.task_engine.durability {
-                CfgDurability::Step => Durability::Step,
-                CfgDurability::Batch => Durability::Batch,
+                Durability::Step => SyncPolicy::Step,
+                Durability::Batch => SyncPolicy::Batch,
             },
             problems: Mutex::new(Vec::new()),
         }

@@ -4,9 +4,9 @@
 use tokio::sync::mpsc;
 
 use super::Hub;
-use crate::mcp::supervisor::{Envelope, SupervisorEvent};
+use crate::mcp::supervisor::{ServerEvent, SupervisorEvent};
 
-pub(super) async fn run(hub: Hub, mut rx: mpsc::UnboundedReceiver<Envelope>) {
+pub(super) async fn run(hub: Hub, mut rx: mpsc::UnboundedReceiver<ServerEvent>) {
     while let Some(env) = rx.recv().await {
         // Events of a replaced (reloaded) server generation are stale.
         let current = hub

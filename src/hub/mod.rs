@@ -43,7 +43,7 @@ use crate::config::Config;
 use crate::history::History;
 use crate::mcp::registry::{RawTool, ToolSnapshot};
 use crate::mcp::relay::{Relay, RelaySlot};
-use crate::mcp::supervisor::{Envelope, ServerHandle};
+use crate::mcp::supervisor::{ServerEvent, ServerHandle};
 
 /// The name of the hub's own internal server (`hub__…` tools).
 pub const BUILTIN_SERVER: &str = "hub";
@@ -65,7 +65,7 @@ pub struct HubState {
     /// snapshot never replaces a newer one. Never taken on the call path.
     rebuild: Mutex<()>,
     bus: broadcast::Sender<Arc<Value>>,
-    sup_tx: mpsc::UnboundedSender<Envelope>,
+    sup_tx: mpsc::UnboundedSender<ServerEvent>,
     pub history: History,
     /// In-process tool providers per server name (the `hub` server's).
     local: RwLock<Arc<BTreeMap<String, local::Mounted>>>,

@@ -50,8 +50,10 @@ pub enum SupervisorEvent {
     },
 }
 
+/// A supervisor's event, with the server it is about and its handle's
+/// generation (the hub drops the events of a replaced handle).
 #[derive(Debug)]
-pub struct Envelope {
+pub struct ServerEvent {
     pub server: String,
     pub generation: u64,
     pub event: SupervisorEvent,
@@ -100,7 +102,7 @@ impl ServerHandle {
     pub fn spawn(
         spec: ServerSpec,
         generation: u64,
-        events: mpsc::UnboundedSender<Envelope>,
+        events: mpsc::UnboundedSender<ServerEvent>,
         shutdown: &CancellationToken,
         recordings: &std::path::Path,
         relay: RelaySlot,
@@ -208,7 +210,7 @@ impl ServerHandle {
 
 struct Supervisor {
     h: ServerHandle,
-    events: mpsc::UnboundedSender<Envelope>,
+    events: mpsc::UnboundedSender<ServerEvent>,
     control: mpsc::UnboundedReceiver<Control>,
     relay: RelaySlot,
 }
@@ -511,7 +513,7 @@ impl Supervisor {
     }
 
     fn send(&self, event: SupervisorEvent) {
-        let _ = self.events.send(Envelope {
+        let _ = self.events.send(ServerEvent {
             server: self.h.name.clone(),
             generation: self.h.generation,
             event,

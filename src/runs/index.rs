@@ -28,9 +28,10 @@ use crate::store::index_file::{Indexed, Loaded, MapIndex, Repairs, Stamp};
 /// The index file, beside the runs (a dot name is never a run id).
 pub const FILE: &str = ".index.jsonl";
 
+/// One run's line in the index.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Entry {
+pub struct RunEntry {
     pub id: String,
     /// `None` when the metadata cannot be read at all (`problem` says why).
     pub meta: Option<Metadata>,
@@ -40,14 +41,14 @@ pub struct Entry {
     pub stamp: Stamp,
 }
 
-impl Indexed for Entry {
+impl Indexed for RunEntry {
     fn id(&self) -> &str {
         &self.id
     }
 }
 
 /// One page of `list_runs`.
-pub struct Page {
+pub struct RunPage {
     pub runs: Vec<Metadata>,
     /// Runs matching the filter (all pages).
     pub total: usize,
@@ -57,7 +58,7 @@ pub struct Page {
 
 struct State {
     storage: PathBuf,
-    ix: MapIndex<Entry>,
+    ix: MapIndex<RunEntry>,
     /// The runs folder's stamp when it was last checked: a run folder
     /// added or removed changes it, so `list` checks again at once (an
     /// edit inside a run is caught by the periodic check).
@@ -133,7 +134,7 @@ impl RunIndex {
         want: Option<RunStatus>,
         offset: usize,
         limit: usize,
-    ) -> Page {
+    ) -> RunPage {
         let mut g = self.lock();
         let st = RunIndex::state(&mut g, storage);
         if Stamp::of(storage).ok() != st.folder {
@@ -157,7 +158,7 @@ impl RunIndex {
                 .then_with(|| a.run_id.cmp(&b.run_id))
         });
         problems.sort();
-        Page {
+        RunPage {
             total: hits.len(),
             runs: hits.into_iter().skip(offset).take(limit).cloned().collect(),
             problems,
@@ -202,13 +203,13 @@ impl Held<'_> {
 }
 
 /// A run's entry as its files are now, without writing anything.
-fn read(storage: &Path, id: &str) -> Entry {
+fn read(storage: &Path, id: &str) -> RunEntry {
     let stamp = stamp(storage, id);
     let (meta, problem) = match store::peek_meta(storage, id) {
         Ok((m, p)) => (Some(m), p),
         Err(e) => (None, Some(e.message)),
     };
-    Entry {
+    RunEntry {
         id: id.to_string(),
         meta,
         problem,

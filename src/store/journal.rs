@@ -130,9 +130,10 @@ impl Record {
     }
 }
 
-/// When appended records reach the disk.
+/// When appended records reach the disk (the config's
+/// `taskEngine.durability`, `config::Durability`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
+pub enum SyncPolicy {
     /// Group commit per step: a record is written at once, and one
     /// `fdatasync` covers everything written so far whenever a barrier (a
     /// step's start, the end) is appended or the caller [`flush`]es. The
@@ -160,7 +161,7 @@ pub fn syncs_total() -> u64 {
 pub struct JournalWriter {
     file: File,
     path: PathBuf,
-    durability: Durability,
+    durability: SyncPolicy,
     /// Set once a write or sync failed. After a failed write the file may end in
     /// a partial line, and after a failed fsync the kernel may have dropped dirty
     /// pages, so appending more would bury the damage mid-file where `read`
@@ -188,7 +189,7 @@ impl JournalWriter {
     /// the header is only written, and the first sync (the first step's
     /// start, or a [`flush`](Self::flush)) makes both durable, before any
     /// message about the task may be sent.
-    pub fn create(dir: &Path, header: &Record, durability: Durability) -> io::Result<Self> {
+    pub fn create(dir: &Path, header: &Record, durability: SyncPolicy) -> io::Result<Self> {
         let Record::Header {
             schema_version,
             task_id,
@@ -229,8 +230,8 @@ impl JournalWriter {
             .file
             .write_all(&line)
             .and_then(|()| match durability {
-                Durability::Batch => writer.sync(),
-                Durability::Step => Ok(()),
+                SyncPolicy::Batch => writer.sync(),
+                SyncPolicy::Step => Ok(()),
             });
         if let Err(e) = written {
             // Leave no half-made journal behind: recovery would report it as
@@ -247,7 +248,7 @@ impl JournalWriter {
     /// with O_NOFOLLOW and O_APPEND. Refuses a path that is not
     /// `<valid id>.jsonl`, an empty file and a file whose last line is
     /// unterminated: run [`read`] first, it truncates a torn tail.
-    pub fn open_append(path: &Path, durability: Durability) -> io::Result<Self> {
+    pub fn open_append(path: &Path, durability: SyncPolicy) -> io::Result<Self> {
         journal_name(path)?;
         let file = OpenOptions::new()
             .read(true)
@@ -321,8 +322,8 @@ impl JournalWriter {
     /// other append is one `write` into the page cache.
     pub fn syncs_on(&self, rec: &Record) -> bool {
         match (self.durability, rec) {
-            (Durability::Step, r) => r.is_barrier(),
-            (Durability::Batch, r) => matches!(r, Record::End { .. }),
+            (SyncPolicy::Step, r) => r.is_barrier(),
+            (SyncPolicy::Batch, r) => matches!(r, Record::End { .. }),
         }
     }
 
@@ -341,7 +342,7 @@ impl JournalWriter {
     /// Records were written that step durability promises to sync and has
     /// not yet: a message reporting them must wait for the next sync.
     pub fn unsynced(&self) -> bool {
-        self.durability == Durability::Step && self.dirty
+        self.durability == SyncPolicy::Step && self.dirty
     }
 
     /// How many `fdatasync`s this writer has made.

@@ -3,15 +3,15 @@ use super::super::locator::Candidate;
 use super::*;
 use crate::errors::ErrorType;
 
-fn text(t: &str) -> Check {
-    Check::Text {
+fn text(t: &str) -> Assertion {
+    Assertion::Text {
         text: t.into(),
         exact: false,
     }
 }
 
-fn element(d: &str) -> Check {
-    Check::Element {
+fn element(d: &str) -> Assertion {
+    Assertion::Element {
         description: d.into(),
         query: Query::parse(d),
     }
@@ -142,7 +142,7 @@ fn element_verdicts_become_evidence_or_messages() {
 
 #[test]
 fn misses_and_failures_follow_the_tool_result_contract() {
-    let m = Check::after_wait(
+    let m = Assertion::after_wait(
         Miss {
             message: "gone".into(),
             hidden: false,

@@ -8,7 +8,7 @@ use super::Task;
 use crate::engine::validate::Plan;
 use crate::protocol::BatchOptions;
 use crate::session::{Outbox, OutboxReceiver as Receiver};
-use crate::store::journal::{Durability, JournalWriter, Record, SCHEMA_VERSION};
+use crate::store::journal::{JournalWriter, Record, SyncPolicy, SCHEMA_VERSION};
 
 fn task() -> (Task, Receiver) {
     let limits = crate::session::OutboxLimits {
@@ -31,7 +31,7 @@ fn task() -> (Task, Receiver) {
     (t, rx)
 }
 
-fn journal(dir: &std::path::Path, durability: Durability) -> JournalWriter {
+fn journal(dir: &std::path::Path, durability: SyncPolicy) -> JournalWriter {
     let header = Record::Header {
         schema_version: SCHEMA_VERSION,
         task_id: "t1".into(),
@@ -81,7 +81,7 @@ fn drained(rx: &mut Receiver) -> Vec<Value> {
 fn a_step_result_is_held_until_the_sync_that_makes_it_durable() {
     let tmp = tempfile::tempdir().unwrap();
     let (t, mut rx) = task();
-    t.set_journal(Some(journal(tmp.path(), Durability::Step)));
+    t.set_journal(Some(journal(tmp.path(), SyncPolicy::Step)));
     t.with_journal(|w| w.unwrap().append(&started(0))).unwrap();
     t.emit(json!({"n": 0}));
     assert_eq!(
@@ -124,7 +124,7 @@ fn a_step_result_is_held_until_the_sync_that_makes_it_durable() {
 fn a_new_journals_header_holds_messages_until_its_first_sync() {
     let tmp = tempfile::tempdir().unwrap();
     let (t, mut rx) = task();
-    t.set_journal(Some(journal(tmp.path(), Durability::Step)));
+    t.set_journal(Some(journal(tmp.path(), SyncPolicy::Step)));
     t.emit(json!({"type": "task_state", "state": "running"}));
     assert!(drained(&mut rx).is_empty());
     t.with_journal(|w| w.unwrap().append(&started(0))).unwrap();
@@ -137,7 +137,7 @@ fn without_a_journal_to_sync_per_step_nothing_is_held() {
     let tmp = tempfile::tempdir().unwrap();
     let (t, mut rx) = task();
     t.emit(json!({"n": 0}));
-    t.set_journal(Some(journal(tmp.path(), Durability::Batch)));
+    t.set_journal(Some(journal(tmp.path(), SyncPolicy::Batch)));
     t.with_journal(|w| w.unwrap().append(&finished(0))).unwrap();
     t.emit(json!({"n": 1}));
     assert_eq!(drained(&mut rx), [json!({"n": 0}), json!({"n": 1})]);
@@ -149,7 +149,7 @@ fn a_journal_dropped_with_messages_held_sends_them_before_the_next() {
     // it held goes out, in order, ahead of the warning that says so.
     let tmp = tempfile::tempdir().unwrap();
     let (t, mut rx) = task();
-    t.set_journal(Some(journal(tmp.path(), Durability::Step)));
+    t.set_journal(Some(journal(tmp.path(), SyncPolicy::Step)));
     t.emit(json!({"n": 0}));
     t.set_journal(None);
     t.emit(json!({"type": "warning"}));

@@ -8,13 +8,13 @@ use tokio::sync::mpsc;
 
 use super::{Instances, REAP_MAX_WAIT};
 use crate::hub::Hub;
-use crate::mcp::supervisor::{Envelope, ServerState, SupervisorEvent};
+use crate::mcp::supervisor::{ServerEvent, ServerState, SupervisorEvent};
 
 /// The single consumer of the instances' supervisor events: applies each
 /// state to its instance and wakes the calls waiting for it.
 pub(in crate::hub) async fn run_events(
     pool: Arc<Instances>,
-    mut rx: mpsc::UnboundedReceiver<Envelope>,
+    mut rx: mpsc::UnboundedReceiver<ServerEvent>,
 ) {
     while let Some(env) = rx.recv().await {
         let SupervisorEvent::Status(status) = env.event else {

@@ -28,7 +28,7 @@ mod background;
 pub(in crate::hub) use background::{run_events, run_reaper};
 
 use crate::client_context::ClientContext;
-use crate::mcp::supervisor::{Envelope, ServerHandle, ServerState};
+use crate::mcp::supervisor::{ServerEvent, ServerHandle, ServerState};
 
 /// The longest the reaper sleeps between two looks.
 const REAP_MAX_WAIT: Duration = Duration::from_secs(30);
@@ -101,7 +101,7 @@ impl Pool {
 pub struct Instances {
     pool: Mutex<Pool>,
     next_gen: AtomicU64,
-    events: mpsc::UnboundedSender<Envelope>,
+    events: mpsc::UnboundedSender<ServerEvent>,
     /// Wakes the idle reaper when something it times may have changed.
     wake: Notify,
     /// The hub's event bus: every client hears of an instance's start,
@@ -173,7 +173,7 @@ impl Instances {
     /// (for [`run_events`]).
     pub fn new(
         bus: broadcast::Sender<Arc<Value>>,
-    ) -> (Arc<Instances>, mpsc::UnboundedReceiver<Envelope>) {
+    ) -> (Arc<Instances>, mpsc::UnboundedReceiver<ServerEvent>) {
         let (events, rx) = mpsc::unbounded_channel();
         let pool = Instances {
             pool: Mutex::new(Pool::default()),

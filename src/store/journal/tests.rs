@@ -90,7 +90,7 @@ fn state(ts: u64) -> Record {
 
 /// A journal with a header and `n` state records, written by the real writer.
 fn journal_with(dir: &Path, id: &str, n: u64) -> PathBuf {
-    let mut w = JournalWriter::create(dir, &header(id), Durability::Batch).unwrap();
+    let mut w = JournalWriter::create(dir, &header(id), SyncPolicy::Batch).unwrap();
     for ts in 0..n {
         w.append(&state(ts)).unwrap();
     }
@@ -116,7 +116,7 @@ mod recovery;
 #[test]
 fn every_record_kind_round_trips_through_the_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = JournalWriter::create(tmp.path(), &header("t1"), Durability::Step).unwrap();
+    let mut w = JournalWriter::create(tmp.path(), &header("t1"), SyncPolicy::Step).unwrap();
     assert_eq!(w.path(), tmp.path().join("t1.jsonl"));
     for rec in every_other_kind() {
         w.append(&rec).unwrap();
@@ -148,7 +148,7 @@ fn every_record_kind_round_trips_through_the_file() {
 #[test]
 fn step_durability_syncs_at_barriers_covering_what_came_before_and_batch_only_the_end() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut step = JournalWriter::create(tmp.path(), &header("s"), Durability::Step).unwrap();
+    let mut step = JournalWriter::create(tmp.path(), &header("s"), SyncPolicy::Step).unwrap();
     assert_eq!(step.syncs, 0, "the header waits for the first sync");
     assert!(step.unsynced());
     step.append(&state(1)).unwrap();
@@ -189,7 +189,7 @@ fn step_durability_syncs_at_barriers_covering_what_came_before_and_batch_only_th
     .unwrap();
     assert_eq!(step.syncs, 4);
 
-    let mut batch = JournalWriter::create(tmp.path(), &header("b"), Durability::Batch).unwrap();
+    let mut batch = JournalWriter::create(tmp.path(), &header("b"), SyncPolicy::Batch).unwrap();
     assert_eq!(
         batch.syncs, 1,
         "the header is synced at create in batch mode"
@@ -211,7 +211,7 @@ fn step_durability_syncs_at_barriers_covering_what_came_before_and_batch_only_th
     assert_eq!(batch.syncs, 2);
 
     // The re-opened writer keeps the policy too.
-    let mut again = JournalWriter::open_append(step.path(), Durability::Step).unwrap();
+    let mut again = JournalWriter::open_append(step.path(), SyncPolicy::Step).unwrap();
     assert!(!again.unsynced());
     again.append(&state(3)).unwrap();
     assert_eq!(again.syncs, 0);
@@ -225,7 +225,7 @@ fn syncs_on_names_exactly_the_appends_that_sync() {
     // The engine writes inline what does not sync and hands the worker over
     // only for what does: the prediction must match what append does.
     let tmp = tempfile::tempdir().unwrap();
-    for (id, durability) in [("s", Durability::Step), ("b", Durability::Batch)] {
+    for (id, durability) in [("s", SyncPolicy::Step), ("b", SyncPolicy::Batch)] {
         let mut w = JournalWriter::create(tmp.path(), &header(id), durability).unwrap();
         w.flush().unwrap();
         for rec in every_other_kind() {
@@ -239,7 +239,7 @@ fn syncs_on_names_exactly_the_appends_that_sync() {
             );
         }
     }
-    let w = JournalWriter::create(tmp.path(), &header("x"), Durability::Batch).unwrap();
+    let w = JournalWriter::create(tmp.path(), &header("x"), SyncPolicy::Batch).unwrap();
     assert!(
         !w.syncs_on(&state(1)),
         "batch: a state record is only written"
@@ -259,7 +259,7 @@ fn a_journal_whose_header_never_completed_is_never_committed() {
     let torn = tmp.path().join("t.jsonl");
     std::fs::write(&torn, br#"{"kind":"header","schemaVer"#).unwrap();
     assert!(never_committed(&torn).unwrap());
-    let w = JournalWriter::create(tmp.path(), &header("whole"), Durability::Step).unwrap();
+    let w = JournalWriter::create(tmp.path(), &header("whole"), SyncPolicy::Step).unwrap();
     assert!(!never_committed(w.path()).unwrap());
     // A damaged but complete first line is corruption to report, not this.
     let bad = tmp.path().join("b.jsonl");
@@ -271,7 +271,7 @@ fn a_journal_whose_header_never_completed_is_never_committed() {
 fn created_dir_is_0700_and_journal_is_0600() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("state").join("tasks");
-    let w = JournalWriter::create(&dir, &header("t1"), Durability::Step).unwrap();
+    let w = JournalWriter::create(&dir, &header("t1"), SyncPolicy::Step).unwrap();
     let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&dir), 0o700);
     assert_eq!(mode(w.path()), 0o600);
@@ -282,7 +282,7 @@ fn create_refuses_an_existing_journal() {
     let tmp = tempfile::tempdir().unwrap();
     let path = journal_with(tmp.path(), "t1", 3);
     let before = fs::read(&path).unwrap();
-    let err = JournalWriter::create(tmp.path(), &header("t1"), Durability::Step).unwrap_err();
+    let err = JournalWriter::create(tmp.path(), &header("t1"), SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AlreadyExists);
     assert_eq!(fs::read(&path).unwrap(), before);
 }
@@ -303,7 +303,7 @@ fn create_refuses_hostile_ids_without_touching_the_fs() {
         long.as_str(),
     ] {
         for dir in [tmp.path(), missing.as_path()] {
-            let err = JournalWriter::create(dir, &header(id), Durability::Step).unwrap_err();
+            let err = JournalWriter::create(dir, &header(id), SyncPolicy::Step).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{id:?}");
         }
         assert_eq!(dir_entries(tmp.path()), vec!["keep.txt"], "{id:?}");
@@ -320,13 +320,13 @@ fn create_refuses_hostile_ids_without_touching_the_fs() {
 fn create_refuses_a_non_header_or_other_version_first_record() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("j");
-    let err = JournalWriter::create(&dir, &state(1), Durability::Step).unwrap_err();
+    let err = JournalWriter::create(&dir, &state(1), SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     let mut h = header("t1");
     if let Record::Header { schema_version, .. } = &mut h {
         *schema_version = 2;
     }
-    let err = JournalWriter::create(&dir, &h, Durability::Step).unwrap_err();
+    let err = JournalWriter::create(&dir, &h, SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(!dir.exists());
 }
@@ -338,7 +338,7 @@ fn create_refuses_a_symlinked_dir() {
     fs::create_dir(&real).unwrap();
     let link = tmp.path().join("link");
     symlink(&real, &link).unwrap();
-    let err = JournalWriter::create(&link, &header("t1"), Durability::Step).unwrap_err();
+    let err = JournalWriter::create(&link, &header("t1"), SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("symlink"), "{err}");
     assert!(dir_entries(&real).is_empty());
@@ -352,7 +352,7 @@ fn create_refuses_a_symlink_where_the_journal_would_go() {
     let target = tmp.path().join("target.txt");
     fs::write(&target, "precious").unwrap();
     symlink(&target, tmp.path().join("t1.jsonl")).unwrap();
-    let err = JournalWriter::create(tmp.path(), &header("t1"), Durability::Step).unwrap_err();
+    let err = JournalWriter::create(tmp.path(), &header("t1"), SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::AlreadyExists);
     assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
 }
@@ -363,7 +363,7 @@ fn open_append_and_read_refuse_symlinks() {
     let real = journal_with(tmp.path(), "real", 1);
     let link = tmp.path().join("link.jsonl");
     symlink(&real, &link).unwrap();
-    let err = JournalWriter::open_append(&link, Durability::Step).unwrap_err();
+    let err = JournalWriter::open_append(&link, SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("symlink"), "{err}");
     assert!(matches!(read(&link), Err(JournalError::Io { .. })));
@@ -374,17 +374,17 @@ fn open_append_refuses_bad_names_empty_files_and_torn_tails() {
     let tmp = tempfile::tempdir().unwrap();
     let other = tmp.path().join("notes.txt");
     fs::write(&other, "x\n").unwrap();
-    let err = JournalWriter::open_append(&other, Durability::Step).unwrap_err();
+    let err = JournalWriter::open_append(&other, SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 
     let empty = tmp.path().join("e.jsonl");
     fs::write(&empty, "").unwrap();
-    let err = JournalWriter::open_append(&empty, Durability::Step).unwrap_err();
+    let err = JournalWriter::open_append(&empty, SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidData);
 
     let path = journal_with(tmp.path(), "t1", 1);
     append_raw(&path, b"{\"kind\":");
-    let err = JournalWriter::open_append(&path, Durability::Step).unwrap_err();
+    let err = JournalWriter::open_append(&path, SyncPolicy::Step).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidData);
     assert!(err.to_string().contains("read it first"), "{err}");
 }
@@ -392,7 +392,7 @@ fn open_append_refuses_bad_names_empty_files_and_torn_tails() {
 #[test]
 fn append_refuses_a_second_header() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = JournalWriter::create(tmp.path(), &header("t1"), Durability::Step).unwrap();
+    let mut w = JournalWriter::create(tmp.path(), &header("t1"), SyncPolicy::Step).unwrap();
     let err = w.append(&header("t1")).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(read(w.path()).unwrap().records.len(), 1);
@@ -405,7 +405,7 @@ fn a_failed_write_poisons_the_writer() {
     let mut w = JournalWriter {
         file,
         path: PathBuf::from("/dev/full"),
-        durability: Durability::Step,
+        durability: SyncPolicy::Step,
         poisoned: false,
         dirty: false,
         dir: None,
@@ -427,7 +427,7 @@ fn a_failed_write_poisons_the_writer() {
 fn open_append_uses_o_append_so_writes_always_land_at_the_end() {
     let tmp = tempfile::tempdir().unwrap();
     let path = journal_with(tmp.path(), "t1", 1);
-    let mut w = JournalWriter::open_append(&path, Durability::Step).unwrap();
+    let mut w = JournalWriter::open_append(&path, SyncPolicy::Step).unwrap();
     // SAFETY: F_GETFL on a descriptor the writer owns and keeps open.
     let flags = unsafe { libc::fcntl(w.file.as_raw_fd(), libc::F_GETFL) };
     assert!(flags >= 0);
@@ -441,7 +441,7 @@ fn open_append_uses_o_append_so_writes_always_land_at_the_end() {
     assert_eq!(got.records[2], Record::Resume { from: 0, ts: 2 });
     assert_eq!(got.records[3], state(3));
 
-    let created = JournalWriter::create(tmp.path(), &header("t2"), Durability::Step).unwrap();
+    let created = JournalWriter::create(tmp.path(), &header("t2"), SyncPolicy::Step).unwrap();
     // SAFETY: as above.
     let flags = unsafe { libc::fcntl(created.file.as_raw_fd(), libc::F_GETFL) };
     assert_ne!(

@@ -43,7 +43,7 @@ fn torn_half_record_is_truncated_reported_and_appendable_again() {
     assert_eq!(bytes.len() as u64, good_len);
     assert_eq!(bytes.last(), Some(&b'\n'));
 
-    let mut w = JournalWriter::open_append(&path, Durability::Step).unwrap();
+    let mut w = JournalWriter::open_append(&path, SyncPolicy::Step).unwrap();
     w.append(&Record::Resume { from: 0, ts: 9 }).unwrap();
     let again = read(&path).unwrap();
     assert_eq!(again.torn, None);
@@ -77,7 +77,7 @@ fn complete_but_garbage_last_line_is_a_tear() {
             "file ends at the last good line"
         );
 
-        JournalWriter::open_append(&path, Durability::Step)
+        JournalWriter::open_append(&path, SyncPolicy::Step)
             .unwrap()
             .append(&state(7))
             .unwrap();
@@ -226,7 +226,7 @@ fn missing_header_is_no_header_and_left_untouched() {
 #[test]
 fn ten_thousand_records_read_back_in_order() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut w = JournalWriter::create(tmp.path(), &header("big"), Durability::Batch).unwrap();
+    let mut w = JournalWriter::create(tmp.path(), &header("big"), SyncPolicy::Batch).unwrap();
     for i in 0..10_000usize {
         let rec = if i % 2 == 0 {
             Record::StepStarted {
