@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// The page may grow a little past the ~400 lines it aims at, not more.
-const MAX_LINES: usize = 450;
+const MAX_LINES: usize = 400;
 
 /// Where a span must start to be read as a path.
 const CODE_ROOTS: &[&str] = &[

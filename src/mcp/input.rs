@@ -8,13 +8,46 @@
 //! retry ([`UpstreamRetry`]); any other client is asked request by request
 //! ([`answer_each`]) and the hub sends the call again.
 
+#![allow(deprecated)] // sampling: deprecated by SEP-2577, still spoken
+
 use std::future::Future;
 use std::sync::Mutex;
 
-use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, InputResponses};
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, InputRequest, InputRequiredResult, InputResponses, ListRootsResult,
+};
 use rmcp::ErrorData;
 
-use super::relay::{Answer, Ask};
+/// A request an upstream server makes of the client whose call it serves
+/// (mid-call for a session-era server, inside an `InputRequiredResult` for
+/// a 2026-07-28 one).
+#[derive(Debug)]
+pub enum Ask {
+    Sampling(CreateMessageRequestParams),
+    Elicitation(ElicitRequestParams),
+    Roots,
+}
+
+impl Ask {
+    /// The client capability that answers it, by its name in
+    /// `ClientCapabilities`.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Ask::Sampling(_) => "sampling",
+            Ask::Elicitation(_) => "elicitation",
+            Ask::Roots => "roots",
+        }
+    }
+}
+
+/// The client's answer to an [`Ask`].
+#[derive(Debug)]
+pub enum Answer {
+    Sampling(CreateMessageResult),
+    Elicitation(ElicitResult),
+    Roots(ListRootsResult),
+}
 
 /// What a stateless client's retry brings for the upstream (SEP-2322): the
 /// upstream's `requestState` exactly as that server minted it, and the

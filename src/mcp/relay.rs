@@ -21,44 +21,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, RequestId, ResourceUpdatedNotificationParam,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    RequestId, ResourceUpdatedNotificationParam,
 };
 use rmcp::ErrorData;
 use tokio::sync::{mpsc, oneshot};
 
+use super::input::{Answer, Ask};
 use super::ordered::Order;
-
-/// A request an upstream server makes of the client whose call it serves
-/// (mid-call for a session-era server, inside an `InputRequiredResult` for
-/// a 2026-07-28 one).
-#[derive(Debug)]
-pub enum Ask {
-    Sampling(CreateMessageRequestParams),
-    Elicitation(ElicitRequestParams),
-    Roots,
-}
-
-impl Ask {
-    /// The client capability that answers it, by its name in
-    /// `ClientCapabilities`.
-    pub fn capability(&self) -> &'static str {
-        match self {
-            Ask::Sampling(_) => "sampling",
-            Ask::Elicitation(_) => "elicitation",
-            Ask::Roots => "roots",
-        }
-    }
-}
-
-/// The client's answer to an [`Ask`].
-#[derive(Debug)]
-pub enum Answer {
-    Sampling(CreateMessageResult),
-    Elicitation(ElicitResult),
-    Roots(ListRootsResult),
-}
 
 /// What travels down a [`CallLink`] to the client call it belongs to.
 #[derive(Debug)]

@@ -30,10 +30,11 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::{ServerSpec, Transport};
+use crate::mcp::input::{Answer, Ask};
 use crate::mcp::ordered::{Logs, OrderedTransport, Seq};
 use crate::mcp::pipes::ChildTransport;
 use crate::mcp::registry::{RawTool, ToolExtra};
-use crate::mcp::relay::{Answer, Ask, CallLink, Forward, Inflight, Notice, RelaySlot};
+use crate::mcp::relay::{CallLink, Forward, Inflight, Notice, RelaySlot};
 
 /// How many stderr lines of a child are kept for `health_status`.
 pub const STDERR_TAIL: usize = 40;

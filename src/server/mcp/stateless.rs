@@ -15,7 +15,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::json;
 
-use crate::mcp::relay::Ask;
+use crate::mcp::input::Ask;
 
 /// Whether this request is a stateless one (a 2026-07-28 request carries
 /// its version in `_meta`; a session's version has a handshake).

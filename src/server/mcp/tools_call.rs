@@ -20,9 +20,10 @@ use super::{mrtr, Endpoint};
 use crate::app::App;
 use crate::errors::HubError;
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question, Watch};
+use crate::mcp::input::{Answer, Ask};
 use crate::mcp::input::{MrtrRelay, UpstreamRetry};
 use crate::mcp::registry::ToolInfo;
-use crate::mcp::relay::{Answer, Ask, CallLink, Forward};
+use crate::mcp::relay::{CallLink, Forward};
 use crate::safety::blocked;
 
 /// Run one `tools/call` to its result (a failure is `isError: true`).
