@@ -105,6 +105,11 @@ pub fn tools() -> Vec<Tool> {
             empty(),
         ),
         (
+            "toolhub_elicit_twice",
+            "Asks the client twice mid-call (name, then color); toolhub's own fixture",
+            empty(),
+        ),
+        (
             "test_custom_headers",
             "A tool whose region parameter is mirrored into the Mcp-Param-Region header (SEP-2243)",
             json!({"type": "object", "properties": {"region": {"type": "string",
@@ -175,6 +180,24 @@ pub async fn call(
                 Ok(_) => Ok(text("Success")),
                 Err(e) => Err(ErrorData::internal_error(format!("sampling failed: {e}"), None)),
             }
+        }
+        "toolhub_elicit_twice" => {
+            let ask = |step: &str, field: &str| {
+                json!({"message": format!("{step}: your {field}?"), "requestedSchema": {
+                    "type": "object", "properties": {field: {"type": "string"}}, "required": [field]}})
+            };
+            let mut said = Vec::new();
+            for (step, field) in [("Step 1", "name"), ("Step 2", "color")] {
+                match elicit(cx, step, ask(step, field)).await {
+                    Ok(r) => said.extend(
+                        r.content
+                            .iter()
+                            .filter_map(|c| c.as_text().map(|t| t.text.clone())),
+                    ),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            Ok(text(said.join(" | ")))
         }
         "test_elicitation" => {
             let message = args.get("message").and_then(Value::as_str).unwrap_or("");

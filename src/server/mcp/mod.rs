@@ -19,6 +19,7 @@ mod prompt_input;
 mod revoke;
 mod sessions;
 mod stateless;
+mod stateless_call;
 mod tasks;
 mod tools_call;
 mod view;
@@ -59,6 +60,8 @@ pub struct Endpoint {
     prompt_names: Mutex<BTreeMap<String, (String, String)>>,
     /// The `requestState`s of the hub's own questions to stateless clients.
     mrtr: mrtr::States,
+    /// Stateless clients' calls held open for their answers.
+    held: stateless_call::Held,
 }
 
 impl Endpoint {
@@ -140,6 +143,7 @@ pub fn router(app: App, gate: Gate) -> Router {
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
         mrtr: mrtr::States::default(),
+        held: stateless_call::Held::default(),
     });
     let cfg = hub.config();
     let config = StreamableHttpServerConfig::default()

@@ -45,8 +45,9 @@ pub const CONFIRM_KEY: &str = "toolhub_confirm";
 /// What a `requestState` the hub minted holds.
 #[derive(Serialize, Deserialize)]
 struct Sealed {
-    /// What was asked: `confirm` (the hub's own question) or `relay` (an
-    /// upstream server's).
+    /// What was asked: `confirm` (the hub's own question), `relay` (a
+    /// 2026-07-28 server's) or `held` (a session-era server's, its call
+    /// held open).
     kind: String,
     nonce: String,
     /// `relay`: the server that asked, and its own `requestState`.
@@ -65,6 +66,9 @@ struct Sealed {
 pub enum Opened {
     /// The answer to the hub's own confirmation.
     Confirm(ConfirmAnswer),
+    /// The answer to a session-era server's question of a held call: the
+    /// call's key (single use is the held call's own: it is taken once).
+    Held { nonce: String },
     /// Answers for an upstream server's question: the server, its state
     /// exactly as it minted it, and whether the call was already confirmed.
     Relay {
@@ -181,6 +185,18 @@ impl States {
         self.seal(&sealed, binding)
     }
 
+    /// A fresh state naming the held call `nonce`, bound as `binding`.
+    pub fn mint_held(&self, binding: &[u8], nonce: &str) -> Result<String, ErrorData> {
+        let sealed = Sealed {
+            kind: "held".into(),
+            nonce: nonce.to_string(),
+            server: None,
+            upstream: None,
+            confirmed: false,
+        };
+        self.seal(&sealed, binding)
+    }
+
     /// Open a retry's state (once): what it answers.
     pub fn open(
         &self,
@@ -197,6 +213,9 @@ impl States {
                 self.redeem(&sealed.nonce)?;
                 Ok(Opened::Confirm(confirm_answer(responses)))
             }
+            ("held", _) => Ok(Opened::Held {
+                nonce: sealed.nonce,
+            }),
             ("relay", Some(server)) => {
                 self.redeem(&sealed.nonce)?;
                 Ok(Opened::Relay {
@@ -360,7 +379,7 @@ mod tests {
     ) -> Result<ConfirmAnswer, ErrorData> {
         match s.open(state, r, b)? {
             Opened::Confirm(a) => Ok(a),
-            Opened::Relay { .. } => Err(untrusted()),
+            _ => Err(untrusted()),
         }
     }
 

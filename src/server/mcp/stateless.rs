@@ -1,14 +1,14 @@
 //! What a stateless (2026-07-28) request gets that a session does not:
-//! no server-to-client request can reach it mid-call, so a server's
-//! sampling or elicitation request during such a call is answered here.
+//! no server-to-client request can reach it mid-call. A server's request
+//! for a capability the request declared holds the call for the client's
+//! answer (`stateless_call`); one it did not declare is refused here:
 //!
-//! - The request did not declare the capability the server asks for: the
-//!   call ends with `-32021` (MissingRequiredClientCapabilityError, HTTP
-//!   400), `data.requiredCapabilities` naming it (`{"sampling": {}}`), as
-//!   the revision asks; the server's request is refused and its call
-//!   cancelled.
-//! - It did: the server is refused with an error that says so, and the
-//!   call goes on (the server decides what its tool does without it).
+//! - the call ends with `-32021` (MissingRequiredClientCapabilityError,
+//!   HTTP 400), `data.requiredCapabilities` naming it (`{"sampling": {}}`),
+//!   as the revision asks; the server's request is refused and its call
+//!   cancelled;
+//! - a further request of a call already refused is refused too, with an
+//!   error that says the client is stateless.
 
 use rmcp::model::ClientCapabilities;
 use rmcp::service::RequestContext;

@@ -6,11 +6,8 @@
 #![allow(deprecated)] // sampling and logging: deprecated by SEP-2577, still spoken
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use std::sync::Arc;
-
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ContentBlock, ElicitRequestParams, ElicitationAction,
-    InputRequiredResult,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, Peer, RoleServer};
@@ -21,15 +18,13 @@ use crate::app::App;
 use crate::errors::HubError;
 use crate::hub::{Approval, CallOutcome, CallRequest, Confirmer, Decision, Question, Watch};
 use crate::mcp::input::{Answer, Ask};
-use crate::mcp::input::{MrtrRelay, UpstreamRetry};
 use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{CallLink, Forward};
 use crate::safety::blocked;
 
-/// Run one `tools/call` to its result (a failure is `isError: true`).
-/// A stateless (2026-07-28) client is asked nothing mid-call: a server's
-/// request for a capability the request did not declare ends the call
-/// with `-32021` (MissingRequiredClientCapabilityError).
+/// Run one `tools/call` to its result (a failure is `isError: true`). A
+/// session client is asked mid-call, on the call's stream; a stateless
+/// (2026-07-28) one by `InputRequiredResult` (`stateless_call`).
 pub async fn call_tool(
     ep: &Endpoint,
     session: &str,
@@ -44,22 +39,18 @@ pub async fn call_tool(
         Some(_) => req.name.to_string(),
         None => names.to_call(&req.name),
     };
+    if super::stateless::is_stateless(&cx) {
+        return super::stateless_call::call_tool(ep, session, tool, req, cx).await;
+    }
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let caps = cx.client_capabilities();
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
     let can_elicit = caps.as_ref().is_some_and(|c| c.elicitation.is_some());
-    let stateless = super::stateless::is_stateless(&cx);
-    // A stateless call hears every request its server makes, and answers
-    // it itself (`stateless::refuse`).
-    let (mut link, mut forwards) = CallLink::new(
-        session.into(),
-        can_sample || stateless,
-        can_elicit || stateless,
-    );
+    let (mut link, mut forwards) = CallLink::new(session.into(), can_sample, can_elicit);
     link.can_list_roots = caps.as_ref().is_some_and(|c| c.roots.is_some());
     let mut call = CallRequest::new(
         tool.clone(),
-        params.clone(),
+        params,
         session.into(),
         app.hub.shutdown.child_token(),
     );
@@ -72,49 +63,6 @@ pub async fn call_tool(
         peer: &cx.peer,
         can_elicit,
     };
-    // A stateless client's answers come back on a retry of the call: to
-    // the hub's confirmation, or to an upstream server's question.
-    let bound = mrtr::binding(&req.name, &params, &client_of(&cx));
-    let opened = match (stateless, &req.request_state) {
-        (true, Some(state)) => Some(ep.mrtr.open(state, req.input_responses.as_ref(), &bound)?),
-        _ => None,
-    };
-    let (answer, retry) = match opened {
-        Some(mrtr::Opened::Confirm(a)) => (Some(a), None),
-        Some(mrtr::Opened::Relay {
-            server,
-            upstream,
-            confirmed,
-        }) => {
-            let retry = UpstreamRetry {
-                server: Some(server),
-                request_state: upstream,
-                input_responses: req.input_responses.clone(),
-            };
-            (
-                confirmed.then_some(mrtr::ConfirmAnswer::Approved),
-                Some(retry),
-            )
-        }
-        // Answers to a server that minted no state go up as they are.
-        None => (
-            None,
-            req.input_responses.clone().map(|r| UpstreamRetry {
-                input_responses: Some(r),
-                ..UpstreamRetry::default()
-            }),
-        ),
-    };
-    let relay =
-        stateless.then(|| Arc::new(MrtrRelay::new(caps.clone().unwrap_or_default(), retry)));
-    if let Some(l) = call.link.as_mut() {
-        l.mrtr = relay.clone();
-    }
-    let security = app.hub.config().security.clone();
-    let by_result = mrtr::ByResult::new(answer, can_elicit, move |info, params, reason| {
-        confirm_message(&security, info, params, reason)
-    });
-    let confirmer: &dyn Confirmer = if stateless { &by_result } else { &elicit };
     let watch = Watch {
         observer: app.observer.as_ref(),
         kind: "mcp_call",
@@ -122,12 +70,11 @@ pub async fn call_tool(
     };
     // Boxed: the pipeline's future is several KB, moved whole each time
     // this one moves.
-    let mut work = Box::pin(app.hub.call_watched(&call, Approval::Ask(confirmer), watch));
+    let mut work = Box::pin(app.hub.call_watched(&call, Approval::Ask(&elicit), watch));
     // Answers to the server's requests run here, inside this handler's
     // task, so rmcp sends them on this call's stream.
     let mut asks = FuturesUnordered::new();
     let mut client_gone = false;
-    let mut refused: Option<ErrorData> = None;
     let outcome = loop {
         tokio::select! {
             (outcome, event) = &mut work => {
@@ -137,18 +84,6 @@ pub async fn call_tool(
                 break outcome;
             }
             Some(f) = forwards.recv() => {
-                let f = match (stateless, f) {
-                    (true, Forward::Ask { ask, reply }) => {
-                        let err = super::stateless::refuse(&ask, can_sample, can_elicit);
-                        let _ = reply.send(Err(err.upstream));
-                        if let Some(e) = err.client {
-                            refused.get_or_insert(e);
-                            cancel.cancel();
-                        }
-                        continue;
-                    }
-                    (_, f) => f,
-                };
                 if let Some(ask) = forward(&cx, &token, f).await {
                     asks.push(ask);
                 }
@@ -167,24 +102,6 @@ pub async fn call_tool(
     while let Ok(f) = forwards.try_recv() {
         let _ = forward(&cx, &token, f).await;
     }
-    if let Some(e) = refused {
-        return Err(e);
-    }
-    if let Some(asked) = by_result.asked() {
-        let state = ep.mrtr.mint(&bound)?;
-        return Ok(mrtr::Reply::Ask(mrtr::confirm_request(&asked?, state)?));
-    }
-    // The server's own question, for the client to answer on its retry.
-    if let (Some(irr), Some(server)) = (relay.and_then(|r| r.asked()), &outcome.server) {
-        let confirmed = answer == Some(mrtr::ConfirmAnswer::Approved);
-        let state = ep
-            .mrtr
-            .mint_relay(&bound, server, irr.request_state, confirmed)?;
-        return Ok(mrtr::Reply::Ask(InputRequiredResult::new(
-            irr.input_requests,
-            Some(state),
-        )));
-    }
     // rmcp drops `resultType` for a peer of a session era.
     Ok(mrtr::Reply::Done(finish(ep, &tool, &outcome)))
 }
@@ -199,7 +116,7 @@ pub fn client_of(cx: &RequestContext<RoleServer>) -> String {
 
 /// The question a `confirm` rule asks: the tool, its redacted params and
 /// the rule's reason.
-fn confirm_message(
+pub(super) fn confirm_message(
     security: &crate::config::SecurityConfig,
     info: &ToolInfo,
     params: &Value,
@@ -214,7 +131,7 @@ fn confirm_message(
 }
 
 /// Pass one forward to the client; an ask becomes a future to drive.
-async fn forward<'a>(
+pub(super) async fn forward<'a>(
     cx: &'a RequestContext<RoleServer>,
     token: &Option<rmcp::model::ProgressToken>,
     f: Forward,
@@ -315,7 +232,7 @@ pub const ERROR_META_KEY: &str = "toolhub/error";
 /// `_meta["toolhub/error"]`: clients check `structuredContent` against the
 /// schema even on `isError` (the official TypeScript SDK does, and throws),
 /// so the error object there would make the client discard the failure.
-fn finish(ep: &Endpoint, tool: &str, o: &CallOutcome) -> CallToolResult {
+pub(super) fn finish(ep: &Endpoint, tool: &str, o: &CallOutcome) -> CallToolResult {
     let mut r = to_result(o);
     if o.success || !declares_output_schema(ep, tool) {
         return r;

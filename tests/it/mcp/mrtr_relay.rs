@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::direct::message;
 use super::driver::{text_of, Driver};
-use super::revision::{conforms, request, stateless_as};
+use super::revision::{conformance_hub, conforms, request, stateless_as};
 use super::{hub_with, wait_running};
 use crate::support::{testserver_entry, TestHub};
 
@@ -189,4 +189,99 @@ async fn a_ws_client_that_nobody_can_ask_gets_a_clear_error() {
         text.contains("elicitation (user_name)") && text.contains("server m"),
         "{r}"
     );
+}
+
+/// A session-era server that elicits in the middle of a call, called by a
+/// stateless client (issue 39.2): the hub holds the server's call open,
+/// answers the client with an `InputRequiredResult` carrying the request,
+/// and gives the retry's answer to the server, which finishes. Two
+/// questions take two retries; a used or tampered state is refused, and
+/// the call ran once.
+#[tokio::test]
+async fn a_session_era_servers_mid_call_question_reaches_a_stateless_client() {
+    let hub = conformance_hub().await;
+    let caps = json!({"elicitation": {}});
+    let twice = |id: u64, retry: Option<(&str, Value)>| {
+        let mut params = json!({"name": "conf__toolhub_elicit_twice", "arguments": {}});
+        if let Some((state, answer)) = retry {
+            params["requestState"] = json!(state);
+            params["inputResponses"] = json!({"toolhub_input": answer});
+        }
+        request(id, "tools/call", params)
+    };
+    let question = |m: &Value, step: &str| -> String {
+        let r = &m["result"];
+        assert_eq!(r["resultType"], "input_required", "{m}");
+        let q = &r["inputRequests"]["toolhub_input"];
+        assert_eq!(q["method"], "elicitation/create", "{m}");
+        assert!(
+            q["params"]["message"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(step)),
+            "{m}"
+        );
+        r["requestState"]
+            .as_str()
+            .expect("requestState")
+            .to_string()
+    };
+
+    let m = message(&stateless_as(&hub, twice(1, None), caps.clone()).await);
+    conforms(&[("InputRequiredResult", &m["result"])]).await;
+    let s1 = question(&m, "Step 1");
+    // A tampered state is refused, and the call stays held.
+    let bad = format!("{s1}x");
+    let m = message(
+        &stateless_as(
+            &hub,
+            twice(2, Some((&bad, accept(json!({"name": "Ada"}))))),
+            caps.clone(),
+        )
+        .await,
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    // An answer of the wrong shape says what was expected; still held.
+    let m = message(&stateless_as(&hub, twice(3, Some((&s1, json!(42)))), caps.clone()).await);
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    assert!(
+        m["error"]["message"].to_string().contains("ElicitResult"),
+        "{m}"
+    );
+
+    let m = message(
+        &stateless_as(
+            &hub,
+            twice(4, Some((&s1, accept(json!({"name": "Ada"}))))),
+            caps.clone(),
+        )
+        .await,
+    );
+    let s2 = question(&m, "Step 2");
+    let m = message(
+        &stateless_as(
+            &hub,
+            twice(5, Some((&s2, accept(json!({"color": "teal"}))))),
+            caps.clone(),
+        )
+        .await,
+    );
+    assert_eq!(m["result"]["resultType"], "complete", "{m}");
+    let text = text_of(&m["result"]);
+    assert!(text.contains("Ada") && text.contains("teal"), "{m}");
+
+    // The first state again: that call is no longer held.
+    let m = message(
+        &stateless_as(
+            &hub,
+            twice(6, Some((&s1, accept(json!({"name": "Eve"}))))),
+            caps.clone(),
+        )
+        .await,
+    );
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    let runs = crate::support::call_log(&hub.path(), "conf")
+        .iter()
+        .filter(|c| c["tool"] == "toolhub_elicit_twice")
+        .count();
+    assert_eq!(runs, 1, "the held call ran once");
 }

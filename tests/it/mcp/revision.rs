@@ -81,7 +81,7 @@ pub(super) async fn conforms(checks: &[(&str, &Value)]) {
     assert!(bad.is_empty(), "not valid 2026-07-28:\n{}", bad.join("\n"));
 }
 
-async fn conformance_hub() -> TestHub {
+pub(super) async fn conformance_hub() -> TestHub {
     let hub = hub_with(
         |d| json!({"conf": testserver_entry(d, "conf", &["--conformance"])}),
         json!({}),
