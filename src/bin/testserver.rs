@@ -378,6 +378,7 @@ impl ServerHandler for TestServer {
         } else if self.mrtr.is_some() {
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .enable_prompts()
                 .build()
         } else {
@@ -551,11 +552,16 @@ impl ServerHandler for TestServer {
         let mut changed = self.list_changed.subscribe();
         loop {
             tokio::select! {
-                _ = cx.cancelled() => return Ok(()),
+                _ = cx.cancelled() => {
+                    eprintln!("testserver {} listen cancelled", self.name);
+                    return Ok(());
+                }
                 event = changed.recv() => {
-                    if matches!(event, Err(broadcast::error::RecvError::Closed))
-                        || cx.sink().notify_tool_list_changed().await.is_err()
-                    {
+                    if matches!(event, Err(broadcast::error::RecvError::Closed)) {
+                        return Ok(());
+                    }
+                    if let Err(e) = cx.sink().notify_tool_list_changed().await {
+                        eprintln!("testserver {} listen could not send: {e}", self.name);
                         return Ok(());
                     }
                 }

@@ -17,7 +17,8 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, LoggingLevel,
     LoggingMessageNotificationParam, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ResourceUpdatedNotificationParam, SetLevelRequestParams,
+    ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, SetLevelRequestParams,
+    SubscriptionFilter,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt, InboundStreamOrigin, NotificationContext,
@@ -275,6 +276,7 @@ pub async fn connect(
         inflight,
         relay,
     };
+    let listener = handler.clone();
     match &spec.transport {
         Transport::Stdio {
             command,
@@ -333,6 +335,7 @@ pub async fn connect(
             {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
+                    listen_changes(running.peer().clone(), listener);
                     Ok(Upstream {
                         running,
                         pgid: pid,
@@ -372,6 +375,7 @@ pub async fn connect(
             match tokio::time::timeout(init_timeout, start).await {
                 Ok(Ok(running)) => {
                     disable_cache(&running).await;
+                    listen_changes(running.peer().clone(), listener);
                     Ok(Upstream {
                         running,
                         pgid: None,
@@ -409,6 +413,52 @@ fn lifecycle() -> ClientLifecycleMode {
 pub fn is_stateless(peer: &Peer<RoleClient>) -> bool {
     peer.peer_info()
         .is_some_and(|i| !i.protocol_version.has_initialize())
+}
+
+/// A 2026-07-28 server says its lists changed only on a
+/// `subscriptions/listen` stream: one is kept open for the connection's
+/// life, and what it says goes where a session's notifications go.
+fn listen_changes(peer: Peer<RoleClient>, h: Handler) {
+    if !is_stateless(&peer) {
+        return;
+    }
+    tokio::spawn(async move {
+        let filter = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        let mut sub = match peer.listen(filter).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(server = %h.server, error = %e, "subscriptions/listen refused: this server's list changes are not heard");
+                return;
+            }
+        };
+        tracing::debug!(server = %h.server, "listening for list changes (subscriptions/listen)");
+        loop {
+            let n = match sub.next().await {
+                Ok(Some(n)) => n,
+                other => {
+                    tracing::info!(server = %h.server, end = ?other, how = ?sub.end(), "subscriptions/listen ended: this server's list changes are heard again after its next connect");
+                    break;
+                }
+            };
+            tracing::debug!(server = %h.server, notification = ?n, "heard on subscriptions/listen");
+            match n {
+                ServerNotification::ToolListChangedNotification(_) => {
+                    let _ = h.events.send(UpstreamEvent::ToolsChanged);
+                }
+                ServerNotification::PromptListChangedNotification(_) => {
+                    h.notice(Notice::PromptsChanged)
+                }
+                ServerNotification::ResourceListChangedNotification(_) => {
+                    h.notice(Notice::ResourcesChanged)
+                }
+                _ => {}
+            }
+        }
+    });
 }
 
 async fn disable_cache(running: &RunningService<RoleClient, Handler>) {

@@ -234,7 +234,13 @@ impl ServerHandler for HubServer {
                     .map(Into::into)
             }
         }
-        super::tools_call::call_tool(&self.ep, &key, request, cx)
+        let tool = self.ep.call_name(&request.name, &cx);
+        if super::stateless::is_stateless(&cx) {
+            return super::stateless_call::call_tool(&self.ep, &key, tool, request, cx)
+                .await
+                .map(Into::into);
+        }
+        super::tools_call::call_tool(&self.ep, &key, tool, request, cx)
             .await
             .map(Into::into)
     }

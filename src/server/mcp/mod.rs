@@ -61,7 +61,7 @@ pub struct Endpoint {
     /// The `requestState`s of the hub's own questions to stateless clients.
     mrtr: mrtr::States,
     /// Stateless clients' calls held open for their answers.
-    held: stateless_call::Held,
+    held: stateless_call::HeldCalls,
 }
 
 impl Endpoint {
@@ -69,6 +69,19 @@ impl Endpoint {
     pub fn tool_names(&self) -> Arc<ToolNames> {
         let bare = self.app.hub.config().server.mcp_bare_names;
         self.names.get(&self.app.hub.tools(), bare)
+    }
+
+    /// The name a `tools/call` names, as the call path resolves it: in a
+    /// view the view's own (`hub::views` resolves it), else the aggregate's.
+    pub fn call_name(
+        &self,
+        name: &str,
+        cx: &rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> String {
+        match view::of(cx) {
+            Some(_) => name.to_string(),
+            None => self.tool_names().to_call(name),
+        }
     }
 
     /// Every server's prompts under their exposed names (remembered for
@@ -143,7 +156,7 @@ pub fn router(app: App, gate: Gate) -> Router {
         names: NameCache::default(),
         prompt_names: Mutex::new(BTreeMap::new()),
         mrtr: mrtr::States::default(),
-        held: stateless_call::Held::default(),
+        held: stateless_call::HeldCalls::default(),
     });
     let cfg = hub.config();
     let config = StreamableHttpServerConfig::default()

@@ -9,7 +9,7 @@
 //!   `requestState` ([`MrtrRelay`]);
 //! - a session-era server's `elicitation/create` or
 //!   `sampling/createMessage` in the middle of the call: the call is held
-//!   open ([`Held`]), the question goes back under [`HELD_KEY`], and the
+//!   open ([`HeldCalls`]), the question goes back under [`HELD_KEY`], and the
 //!   retry's answer is given to the server, which goes on (to its result,
 //!   or its next question). A held call is bounded in number
 //!   ([`MAX_HELD`]) and time ([`HOLD_FOR`]); a retry that never comes
@@ -67,11 +67,11 @@ struct Parked {
 
 /// The held calls, by the nonce their `requestState` carries.
 #[derive(Default, Clone)]
-pub struct Held {
+pub struct HeldCalls {
     calls: Arc<Mutex<HashMap<String, Box<Parked>>>>,
 }
 
-impl Held {
+impl HeldCalls {
     /// Keep `p` for its retry; after [`HOLD_FOR`] without one it is
     /// cancelled (its server is told its question was refused).
     fn park(&self, p: Box<Parked>) -> Result<String, Box<Parked>> {

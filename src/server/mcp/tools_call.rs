@@ -22,26 +22,18 @@ use crate::mcp::registry::ToolInfo;
 use crate::mcp::relay::{CallLink, Forward};
 use crate::safety::blocked;
 
-/// Run one `tools/call` to its result (a failure is `isError: true`). A
-/// session client is asked mid-call, on the call's stream; a stateless
-/// (2026-07-28) one by `InputRequiredResult` (`stateless_call`).
+/// Run one `tools/call` of a session client to its result (a failure is
+/// `isError: true`); it is asked mid-call, on the call's stream. (A
+/// stateless client's call is `stateless_call`'s.)
 pub async fn call_tool(
     ep: &Endpoint,
     session: &str,
+    tool: String,
     req: CallToolRequestParams,
     cx: RequestContext<RoleServer>,
 ) -> Result<mrtr::Reply, ErrorData> {
     let app = &ep.app;
-    let names = ep.tool_names();
-    // In a view the name is the view's own (`hub::views` resolves it).
     let view = super::view::of(&cx);
-    let tool = match view {
-        Some(_) => req.name.to_string(),
-        None => names.to_call(&req.name),
-    };
-    if super::stateless::is_stateless(&cx) {
-        return super::stateless_call::call_tool(ep, session, tool, req, cx).await;
-    }
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let caps = cx.client_capabilities();
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());

@@ -285,3 +285,20 @@ async fn a_session_era_servers_mid_call_question_reaches_a_stateless_client() {
         .count();
     assert_eq!(runs, 1, "the held call ran once");
 }
+
+/// A 2026-07-28 server tells its list changes on `subscriptions/listen`
+/// only: the hub keeps one open and re-lists on what it says.
+#[tokio::test]
+async fn a_2026_servers_tool_list_change_reaches_the_hub() {
+    let hub = hub().await;
+    let mut ws = hub.connect().await;
+    let r = ws.call("m__add_tool", json!({"name": "fresh"})).await;
+    assert_eq!(r["success"], true, "{r}");
+    ws.recv_where("tools_updated adding m__fresh", |v| {
+        v["type"] == "tools_updated"
+            && v["added"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!("m__fresh")))
+    })
+    .await;
+}
