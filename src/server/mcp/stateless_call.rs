@@ -66,26 +66,42 @@ struct Parked {
 }
 
 /// The held calls, by the nonce their `requestState` carries.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub struct HeldCalls {
     calls: Arc<Mutex<HashMap<String, Box<Parked>>>>,
+    max: usize,
+    hold_for: Duration,
+}
+
+impl Default for HeldCalls {
+    fn default() -> Self {
+        HeldCalls::with_limits(MAX_HELD, HOLD_FOR)
+    }
 }
 
 impl HeldCalls {
+    fn with_limits(max: usize, hold_for: Duration) -> HeldCalls {
+        HeldCalls {
+            calls: Arc::default(),
+            max,
+            hold_for,
+        }
+    }
+
     /// Keep `p` for its retry; after [`HOLD_FOR`] without one it is
     /// cancelled (its server is told its question was refused).
     fn park(&self, p: Box<Parked>) -> Result<String, Box<Parked>> {
         let Ok(mut calls) = self.calls.lock() else {
             return Err(p);
         };
-        if calls.len() >= MAX_HELD {
+        if calls.len() >= self.max {
             return Err(p);
         }
         let nonce = hex::encode(rand::random::<[u8; 16]>());
         calls.insert(nonce.clone(), p);
         let (me, key) = (self.clone(), nonce.clone());
         tokio::spawn(async move {
-            tokio::time::sleep(HOLD_FOR).await;
+            tokio::time::sleep(me.hold_for).await;
             if let Some(p) = me.take(&key) {
                 tracing::warn!(tool = %p.running.tool, "a held MCP call got no retry in time; cancelled");
                 p.running.cancel.cancel();
@@ -362,4 +378,73 @@ fn read_answer(ask: &Ask, given: &Value) -> Result<Answer, ErrorData> {
         }
         Ask::Roots => Answer::Roots(parse(given, "a roots result (ListRootsResult)")?),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::{ErrorType, HubError};
+
+    /// A parked call whose task ends (cancelled) when its token fires,
+    /// and the way to see what its server was told.
+    fn parked() -> (
+        Box<Parked>,
+        CancellationToken,
+        oneshot::Receiver<Result<Answer, ErrorData>>,
+    ) {
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let task = tokio::spawn(async move {
+            stop.cancelled().await;
+            let e = HubError::new(ErrorType::Cancelled, "cancelled");
+            (CallOutcome::failed("t", e, Duration::ZERO), None)
+        });
+        let (_tx, forwards) = mpsc::channel(1);
+        let (reply, told) = oneshot::channel();
+        let running = Running {
+            task,
+            forwards,
+            cancel: cancel.clone(),
+            relay: Arc::new(MrtrRelay::default()),
+            tool: "t".into(),
+            confirmed: false,
+        };
+        let ask = Ask::Roots;
+        (
+            Box::new(Parked {
+                running,
+                ask,
+                reply,
+            }),
+            cancel,
+            told,
+        )
+    }
+
+    #[tokio::test]
+    async fn a_held_call_without_its_retry_is_cancelled_and_its_server_refused() {
+        let held = HeldCalls::with_limits(4, Duration::from_millis(20));
+        let (p, cancel, told) = parked();
+        let nonce = held.park(p).ok().expect("parked");
+        // The hold ends: the call is cancelled, the server's request refused.
+        tokio::time::timeout(Duration::from_secs(5), cancel.cancelled())
+            .await
+            .expect("cancelled when the hold ran out");
+        assert!(
+            told.await.is_err(),
+            "the server's request was dropped, not answered"
+        );
+        assert!(held.take(&nonce).is_none(), "no longer held");
+    }
+
+    #[tokio::test]
+    async fn one_call_more_than_the_cap_is_refused_and_the_rest_stay_held() {
+        let held = HeldCalls::with_limits(2, Duration::from_secs(60));
+        let a = held.park(parked().0).ok().expect("first");
+        let b = held.park(parked().0).ok().expect("second");
+        assert!(held.park(parked().0).is_err(), "a third is refused");
+        assert!(held.take(&a).is_some() && held.take(&b).is_some());
+        // Room again once one is answered.
+        assert!(held.park(parked().0).is_ok());
+    }
 }
