@@ -182,6 +182,25 @@ fn legacy_only(e: &mut rmcp::model::ErrorData) {
     }
 }
 
+/// The server's first answer is a result, but not a `DiscoverResult`: a
+/// session-era server that answers any method it does not know with an
+/// empty result (`{}`) rather than -32601. rmcp's `Auto` lifecycle stops
+/// there ("expect initialized result"); as -32601 it falls back to
+/// `initialize` on the same connection.
+fn not_discovered(m: &mut ServerJsonRpcMessage) {
+    use rmcp::model::{ErrorCode, ErrorData, ServerResult};
+    if let JsonRpcMessage::Response(r) = m {
+        if !matches!(r.result, ServerResult::DiscoverResult(_)) {
+            let error = ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "server/discover answered with a result that is not a DiscoverResult",
+                None,
+            );
+            *m = JsonRpcMessage::error(error, Some(r.id.clone()));
+        }
+    }
+}
+
 impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
     type Error = T::Error;
 
@@ -196,6 +215,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for OrderedTransport<T> {
         {
             loop {
                 let mut m: ServerJsonRpcMessage = self.inner.receive().await?;
+                if !self.answered {
+                    not_discovered(&mut m);
+                }
                 match &mut m {
                     JsonRpcMessage::Notification(n) => match &n.notification {
                         ServerNotification::LoggingMessageNotification(log) => {
@@ -271,5 +293,28 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(100), order.settled(&id))
             .await
             .expect("no wait");
+    }
+
+    fn message(v: serde_json::Value) -> ServerJsonRpcMessage {
+        serde_json::from_value(v).expect("a server message")
+    }
+
+    #[test]
+    fn an_empty_result_to_discover_becomes_method_not_found() {
+        let mut m = message(serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {}}));
+        not_discovered(&mut m);
+        let JsonRpcMessage::Error(e) = m else {
+            panic!("still a result: {m:?}")
+        };
+        assert_eq!(e.error.code, rmcp::model::ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(e.id, Some(NumberOrString::Number(0)));
+
+        let discovered = serde_json::json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+            "supportedVersions": ["2026-07-28"], "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}});
+        let mut m = message(discovered);
+        not_discovered(&mut m);
+        assert!(matches!(m, JsonRpcMessage::Response(_)), "{m:?}");
     }
 }

@@ -16,6 +16,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -47,41 +48,77 @@ const KNOWN_FAILING: &[(&str, &[&str])] = &[
 ];
 
 /// The Node 22 the pinned `node` package installs.
-fn node22() -> std::path::PathBuf {
+pub(super) fn node22() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node_modules/.bin/node")
 }
 
-/// Run one requirement set; (scenario, passed) per scenario of the
-/// summary (scored and unscored alike), and the whole output.
-async fn run_requirements(hub: &TestHub, revision: &str) -> (Vec<(String, bool)>, String) {
+/// Run the suite with `args` (and `env`) in `dir`, within `limit`; its
+/// stdout and stderr.
+pub(super) async fn run_suite(
+    args: &[&str],
+    env: &[(&str, &str)],
+    dir: &Path,
+    limit: Duration,
+) -> String {
     let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     assert!(
         bin.exists() && node22().exists(),
         "the conformance suite or its Node 22 is missing: run `npm ci --prefix tests`"
     );
-    let url = format!("http://{}/mcp", hub.addr);
     let out = tokio::time::timeout(
-        std::time::Duration::from_secs(300),
+        limit,
         tokio::process::Command::new(node22())
             .arg(&bin)
-            .args(["server", "--url", &url, "--requirements", revision])
-            .current_dir(hub.path())
+            .args(args)
+            .envs(env.iter().copied())
+            .current_dir(dir)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output(),
     )
     .await
-    .expect("the conformance suite did not finish in 300 s")
+    .unwrap_or_else(|_| panic!("the conformance suite did not finish in {limit:?}"))
     .expect("run node");
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (summary(&text), text)
+    String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
 }
 
-/// `✓ name: …` / `✗ name: …` lines between `=== SUMMARY ===` and `Total:`.
-fn summary(text: &str) -> Vec<(String, bool)> {
-    let part = text.split("=== SUMMARY ===").nth(1).unwrap_or("");
+/// Run one requirement set; (scenario, passed) per scenario of the
+/// summary (scored and unscored alike), and the whole output.
+async fn run_requirements(hub: &TestHub, revision: &str) -> (Vec<(String, bool)>, String) {
+    let url = format!("http://{}/mcp", hub.addr);
+    let args = ["server", "--url", &url, "--requirements", revision];
+    let text = run_suite(&args, &[], &hub.path(), Duration::from_secs(300)).await;
+    (summary(&text, "=== SUMMARY ==="), text)
+}
+
+/// Every scenario of `results` passes but the `known` failing ones, and
+/// none of those passes (else KNOWN_FAILING and the docs are out of date).
+pub(super) fn assert_known(revision: &str, results: &[(String, bool)], known: &[&str], text: &str) {
+    let failed: Vec<&str> = results
+        .iter()
+        .filter(|(name, ok)| !ok && !known.contains(&name.as_str()))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{revision}: scenarios failed: {failed:?}\n{text}"
+    );
+    let fixed: Vec<&str> = results
+        .iter()
+        .filter(|(name, ok)| *ok && known.contains(&name.as_str()))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    assert!(
+        fixed.is_empty(),
+        "{revision}: now passing, remove from KNOWN_FAILING and docs/protocol.md: {fixed:?}"
+    );
+}
+
+/// `✓ name: …` / `✗ name: …` lines between `heading` (`=== SUMMARY ===`,
+/// the client suite's `=== SUITE SUMMARY ===`) and `Total:`.
+pub(super) fn summary(text: &str, heading: &str) -> Vec<(String, bool)> {
+    let part = text.split(heading).nth(1).unwrap_or("");
     part.lines()
         .take_while(|l| !l.starts_with("Total:"))
         .filter_map(|l| {
@@ -116,25 +153,7 @@ async fn official_conformance_suite_passes_against_the_hub() {
 
     for (revision, known) in KNOWN_FAILING {
         let (results, text) = run_requirements(&hub, revision).await;
-        let failed: Vec<&str> = results
-            .iter()
-            .filter(|(name, ok)| !ok && !known.contains(&name.as_str()))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        assert!(
-            failed.is_empty(),
-            "{revision}: scenarios failed: {failed:?}\n{text}"
-        );
-        // A scenario listed as failing that passes now: update the docs.
-        let fixed: Vec<&str> = results
-            .iter()
-            .filter(|(name, ok)| *ok && known.contains(&name.as_str()))
-            .map(|(n, _)| n.as_str())
-            .collect();
-        assert!(
-            fixed.is_empty(),
-            "{revision}: now passing, remove from KNOWN_FAILING and docs/protocol.md: {fixed:?}"
-        );
+        assert_known(revision, &results, known, &text);
         let least = if *revision == "2025-11-25" { 33 } else { 49 };
         assert!(
             results.len() >= least,

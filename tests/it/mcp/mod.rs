@@ -2,6 +2,7 @@
 //! TypeScript SDK client (`tests/mcp/driver.mjs`).
 
 mod aggregate;
+mod client_conformance;
 mod conformance;
 mod direct;
 pub(crate) mod driver;
