@@ -14,6 +14,7 @@ pub mod finished;
 pub mod health;
 mod journal_mask;
 pub mod keyed;
+pub mod questions;
 pub mod redacted;
 pub mod runner;
 pub mod service;

@@ -265,6 +265,10 @@ async fn run_step(
     req.timeout = step.timeout.map(Duration::from_millis);
     req.context = task.context();
     req.view = task.view.get().cloned();
+    // An MCP task's client answers its servers' questions (tasks/update).
+    if let Some(q) = task.questions.get() {
+        req.link = Some(q.link(req.session.as_str()));
+    }
     req.retry = planned.retry.clone();
     req.on_retry = Some(crate::hub::RetryHook(Arc::new({
         let (engine, task) = (engine.clone(), task.clone());

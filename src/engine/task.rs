@@ -72,6 +72,9 @@ pub struct Task {
     /// Set for a task no client drives (an MCP task): the hub resumes it
     /// after a restart (journaled in its header).
     pub unattended: std::sync::OnceLock<Unattended>,
+    /// An unattended task's open questions to its client (servers'
+    /// elicitation or sampling mid-step); in memory only.
+    pub questions: std::sync::OnceLock<Arc<super::questions::TaskQuestions>>,
     /// The client context its steps run in, when set (journaled in its
     /// header); else the session's own.
     context: Mutex<Option<ClientContext>>,
@@ -132,6 +135,7 @@ impl Task {
             call_key: std::sync::OnceLock::new(),
             view: std::sync::OnceLock::new(),
             unattended: std::sync::OnceLock::new(),
+            questions: std::sync::OnceLock::new(),
             context: Mutex::new(None),
         }
     }

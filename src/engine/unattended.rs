@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::questions::TaskQuestions;
 use super::service::Engine;
 use super::state::{TaskEvent, TaskState};
 use super::task::Task;
@@ -21,18 +22,21 @@ pub use super::task::Unattended as Kind;
 
 /// Validate `req`, create its task (journaled, the header synced: a
 /// restart from here on finds it) and start it in the background, as
-/// `session`'s work in `view`. The returned task is running.
+/// `session`'s work in `view`; its servers' questions wait in `questions`
+/// for the client. The returned task is running.
 pub fn start(
     engine: &Engine,
     req: &BatchReq,
     kind: Kind,
     session: &str,
     view: Option<Arc<str>>,
+    questions: Arc<TaskQuestions>,
 ) -> Result<Arc<Task>, HubError> {
     let batch_id = json!(format!("task-{}", uuid::Uuid::new_v4()));
     let context = ClientContext::session(session, req.context.as_deref());
     let task = super::create_task_in(engine, batch_id, req, None, Some(context), view, Some(kind))?;
     task.set_caller(session);
+    let _ = task.questions.set(questions);
     // Durable before the caller hears of it.
     engine.flush(&task);
     // Nobody awaits the run: its state is read by polling.

@@ -118,6 +118,45 @@ pub fn ask_of(r: &InputRequest) -> Option<Ask> {
     }
 }
 
+/// A server's request as an input request (an `InputRequiredResult`'s or a
+/// task's `inputRequests` entry).
+pub fn request_of(ask: &Ask) -> Result<InputRequest, ErrorData> {
+    let (method, params) = match ask {
+        Ask::Sampling(p) => ("sampling/createMessage", serde_json::to_value(p)),
+        Ask::Elicitation(p) => ("elicitation/create", serde_json::to_value(p)),
+        Ask::Roots => ("roots/list", Ok(serde_json::json!({}))),
+    };
+    let params =
+        params.map_err(|e| ErrorData::internal_error(format!("input request: {e}"), None))?;
+    serde_json::from_value(serde_json::json!({"method": method, "params": params}))
+        .map_err(|e| ErrorData::internal_error(format!("input request: {e}"), None))
+}
+
+/// The client's answer under `key`, read as what `ask` asked for; `-32602`
+/// saying what was expected when it is not.
+pub fn read_answer(ask: &Ask, given: &serde_json::Value, key: &str) -> Result<Answer, ErrorData> {
+    fn parse<T: serde::de::DeserializeOwned>(
+        v: &serde_json::Value,
+        key: &str,
+        what: &str,
+    ) -> Result<T, ErrorData> {
+        serde_json::from_value(v.clone()).map_err(|e| {
+            ErrorData::invalid_params(format!("inputResponses.{key} is not {what}: {e}"), None)
+        })
+    }
+    Ok(match ask {
+        Ask::Sampling(_) => Answer::Sampling(parse(
+            given,
+            key,
+            "a sampling result (CreateMessageResult)",
+        )?),
+        Ask::Elicitation(_) => {
+            Answer::Elicitation(parse(given, key, "an elicitation result (ElicitResult)")?)
+        }
+        Ask::Roots => Answer::Roots(parse(given, key, "a roots result (ListRootsResult)")?),
+    })
+}
+
 /// What an `InputRequiredResult` asks, in words: "sampling (key), …".
 pub fn asked(irr: &InputRequiredResult) -> String {
     let methods: Vec<String> = irr

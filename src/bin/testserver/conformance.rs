@@ -237,7 +237,7 @@ pub async fn call(
             Value::Object(args.clone())
         ))),
         // The Tasks extension's fixtures.
-        _ => return super::tasks::call(name, args, &cx.ct).await,
+        _ => return super::tasks::call(name, args, cx).await,
     };
     Some(r)
 }

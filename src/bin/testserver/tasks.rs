@@ -5,17 +5,19 @@
 
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
-use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, ElicitRequestParams, Tool};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Map, Value};
-use tokio_util::sync::CancellationToken;
 
 use super::reply::text;
 
 type Reply = Result<CallToolResult, ErrorData>;
 
 /// The Tasks fixtures: `greet` (sync), `slow_compute` (optional task),
-/// `failing_job` (required task), `protocol_error_job` (optional task).
+/// `failing_job` (required task), `protocol_error_job` (optional task),
+/// `confirm_delete` and `multi_input` (optional tasks that elicit
+/// mid-call, once and twice at once).
 pub fn tools() -> Vec<Tool> {
     let support = |s: &str| json!({"io.modelcontextprotocol/tasks": {"taskSupport": s}});
     let object = |properties: Value| json!({"type": "object", "properties": properties});
@@ -29,6 +31,10 @@ pub fn tools() -> Vec<Tool> {
          "inputSchema": object(json!({})), "_meta": support("required")},
         {"name": "protocol_error_job", "description": "Always a JSON-RPC internal error (task-supporting).",
          "inputSchema": object(json!({})), "_meta": support("optional")},
+        {"name": "confirm_delete", "description": "Asks to confirm (elicitation mid-call), then says it deleted (task-supporting).",
+         "inputSchema": object(json!({"filename": {"type": "string"}})), "_meta": support("optional")},
+        {"name": "multi_input", "description": "Asks two questions at once (two elicitations in parallel) (task-supporting).",
+         "inputSchema": object(json!({})), "_meta": support("optional")},
     ]);
     serde_json::from_value(listed).unwrap_or_default()
 }
@@ -38,8 +44,9 @@ pub fn tools() -> Vec<Tool> {
 pub async fn call(
     name: &str,
     args: &Map<String, Value>,
-    stop: &CancellationToken,
+    cx: &RequestContext<RoleServer>,
 ) -> Option<Reply> {
+    let stop = &cx.ct;
     let r = match name {
         "greet" => {
             let who = args.get("name").and_then(Value::as_str).unwrap_or("World");
@@ -63,7 +70,50 @@ pub async fn call(
             "protocol_error_job raised an internal error",
             None,
         )),
+        "confirm_delete" => {
+            let file = args.get("filename").and_then(Value::as_str).unwrap_or("");
+            match ask(cx, &format!("Delete {file}?"), "confirm", "boolean").await {
+                Ok(a) if a["action"] == "accept" && a["content"]["confirm"] == true => {
+                    Ok(text(format!("deleted {file}")))
+                }
+                Ok(_) => Ok(text(format!("kept {file}"))),
+                Err(e) => Err(e),
+            }
+        }
+        "multi_input" => {
+            let (a, b) = tokio::join!(
+                ask(cx, "Your name?", "name", "string"),
+                ask(cx, "Confirm?", "confirm", "boolean")
+            );
+            match (a, b) {
+                (Ok(a), Ok(b)) => Ok(text(format!(
+                    "got {} and {}",
+                    a["content"]["name"], b["content"]["confirm"]
+                ))),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            }
+        }
         _ => return None,
     };
     Some(r)
+}
+
+/// Ask the client by elicitation (a one-field form) and return its answer.
+async fn ask(
+    cx: &RequestContext<RoleServer>,
+    message: &str,
+    field: &str,
+    kind: &str,
+) -> Result<Value, ErrorData> {
+    let params: ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form", "message": message,
+        "requestedSchema": {"type": "object", "properties": {field: {"type": kind}}, "required": [field]}
+    }))
+    .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+    let r = cx
+        .peer
+        .create_elicitation(params)
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("elicitation failed: {e}"), None))?;
+    serde_json::to_value(r).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }

@@ -25,14 +25,14 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequestParams, InputRequest, InputRequests, InputRequiredResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{mrtr, tools_call, Endpoint};
 use crate::hub::{Approval, CallOutcome, CallRequest, Watch};
-use crate::mcp::input::{Answer, Ask, MrtrRelay, UpstreamRetry};
+use crate::mcp::input::{self, Answer, Ask, MrtrRelay, UpstreamRetry};
 use crate::mcp::relay::{CallLink, Forward};
 
 /// The `inputRequests` key of a held server's question.
@@ -228,12 +228,12 @@ async fn resume(
     };
     let Some(given) = responses.and_then(|r| r.get(HELD_KEY)) else {
         // Not answered: ask again, with the same state.
-        let question = question(&parked.ask);
+        let question = input::request_of(&parked.ask);
         ep.held.put_back(nonce.clone(), parked);
         let state = ep.mrtr.mint_held(bound, &nonce)?;
         return ask_back(question?, state);
     };
-    let answer = match read_answer(&parked.ask, given) {
+    let answer = match input::read_answer(&parked.ask, given, HELD_KEY) {
         Ok(a) => a,
         Err(e) => {
             ep.held.put_back(nonce, parked);
@@ -283,7 +283,7 @@ async fn drive(
                     }
                     continue;
                 }
-                let question = question(&ask)?;
+                let question = input::request_of(&ask)?;
                 match ep.held.park(Box::new(Parked { running, ask, reply })) {
                     Ok(nonce) => {
                         tracing::info!(nonce = %nonce, "holding an MCP call for a stateless client's answer (InputRequiredResult)");
@@ -336,19 +336,6 @@ async fn drive(
     )))
 }
 
-/// A server's mid-call request as an input request.
-fn question(ask: &Ask) -> Result<InputRequest, ErrorData> {
-    let (method, params) = match ask {
-        Ask::Sampling(p) => ("sampling/createMessage", serde_json::to_value(p)),
-        Ask::Elicitation(p) => ("elicitation/create", serde_json::to_value(p)),
-        Ask::Roots => ("roots/list", Ok(json!({}))),
-    };
-    let params =
-        params.map_err(|e| ErrorData::internal_error(format!("input request: {e}"), None))?;
-    serde_json::from_value(json!({"method": method, "params": params}))
-        .map_err(|e| ErrorData::internal_error(format!("input request: {e}"), None))
-}
-
 fn ask_back(question: InputRequest, state: String) -> Result<mrtr::Reply, ErrorData> {
     let mut requests = InputRequests::new();
     requests.insert(HELD_KEY.to_string(), question);
@@ -356,28 +343,6 @@ fn ask_back(question: InputRequest, state: String) -> Result<mrtr::Reply, ErrorD
         Some(requests),
         Some(state),
     )))
-}
-
-/// The client's answer, read as what `ask` asked for; `-32602` saying
-/// what was expected when it is not.
-fn read_answer(ask: &Ask, given: &Value) -> Result<Answer, ErrorData> {
-    fn parse<T: serde::de::DeserializeOwned>(v: &Value, what: &str) -> Result<T, ErrorData> {
-        serde_json::from_value(v.clone()).map_err(|e| {
-            ErrorData::invalid_params(
-                format!("inputResponses.{HELD_KEY} is not {what}: {e}"),
-                None,
-            )
-        })
-    }
-    Ok(match ask {
-        Ask::Sampling(_) => {
-            Answer::Sampling(parse(given, "a sampling result (CreateMessageResult)")?)
-        }
-        Ask::Elicitation(_) => {
-            Answer::Elicitation(parse(given, "an elicitation result (ElicitResult)")?)
-        }
-        Ask::Roots => Answer::Roots(parse(given, "a roots result (ListRootsResult)")?),
-    })
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Map, Value};
 
 use super::Endpoint;
+use crate::engine::questions::{Answerable, TaskQuestions};
 use crate::engine::state::TaskState;
 use crate::engine::task::Task;
 use crate::engine::unattended::{self, Kind};
@@ -46,6 +47,16 @@ pub enum CallRoute {
     Task(Kind),
     /// `hub__resume_task`: resume that task and answer with it.
     Resume(String),
+}
+
+/// What the request's client declared it can answer, for its task's
+/// servers' questions.
+fn answerable(cx: &RequestContext<RoleServer>) -> Answerable {
+    let caps = cx.client_capabilities().unwrap_or_default();
+    Answerable {
+        sampling: caps.sampling.is_some(),
+        elicitation: caps.elicitation.is_some(),
+    }
 }
 
 /// Whether the request declared the tasks extension.
@@ -146,7 +157,9 @@ pub fn create(
         )
     })?;
     let view = super::view::of(cx);
-    let task = unattended::start(&ep.app.engine, &req, kind, session, view).map_err(refused)?;
+    let questions = TaskQuestions::new(answerable(cx));
+    let task =
+        unattended::start(&ep.app.engine, &req, kind, session, view, questions).map_err(refused)?;
     tracing::info!(task = %task.id, %tool, %session, "an MCP tools/call runs as a task");
     Ok(CreateTaskResult::new(base(&task, TaskStatus::Working)))
 }
@@ -163,6 +176,9 @@ pub async fn resume(
     let view = super::view::of(cx);
     let t = find(ep, view.as_deref(), id).await?;
     t.set_caller(session);
+    // Read back from its journal after a restart: its questions go to
+    // whoever resumes it.
+    let _ = t.questions.set(TaskQuestions::new(answerable(cx)));
     let handle =
         crate::engine::resume(engine, id, None, None, None, None, None).map_err(refused)?;
     drop(handle);
@@ -180,7 +196,8 @@ pub async fn get(
 }
 
 /// `tasks/update`: answers to the task's questions (a step's `need_user`,
-/// keyed `step-<index>`); an answer to no open question is ignored.
+/// keyed `step-<index>`; a server's question, keyed `input-<n>`); an
+/// answer to no open question is ignored.
 pub async fn update(
     ep: &Endpoint,
     cx: &RequestContext<RoleServer>,
@@ -196,6 +213,11 @@ pub async fn update(
             if let Err(m) = approvals.decide(&t.id, approve, Some(step), Some(&hash)) {
                 tracing::warn!(task = %t.id, step, reason = %m, "a tasks/update answer was not taken");
             }
+        }
+    }
+    if let Some(q) = t.questions.get() {
+        for (key, why) in q.answer(answers) {
+            tracing::warn!(task = %t.id, %key, reason = %why, "a tasks/update answer was refused; the question stays open");
         }
     }
     Ok(())
@@ -266,7 +288,12 @@ fn detailed(ep: &Endpoint, t: &Task) -> Result<DetailedTask, ErrorData> {
             },
             None => TaskPayload::Working,
         },
-        TaskState::Pending | TaskState::Running | TaskState::Retrying => TaskPayload::Working,
+        TaskState::Pending | TaskState::Running | TaskState::Retrying => {
+            match t.questions.get().and_then(|q| q.pending()) {
+                Some(input_requests) => TaskPayload::InputRequired { input_requests },
+                None => TaskPayload::Working,
+            }
+        }
         // Stopped under by a restart: resumed at start, so working while
         // it is driven; else it needs hub__resume_task.
         TaskState::Recoverable if t.driving.try_lock().is_err() => TaskPayload::Working,

@@ -28,20 +28,18 @@ use crate::support::{testserver_entry, TestHub};
 const KNOWN_FAILING: &[(&str, &[&str])] = &[
     (
         "2025-11-25",
-        // SEP-1699 (pending): needs a `test_reconnection` tool whose
-        // server closes the request's SSE stream mid-call; rmcp's handler
-        // API cannot do that.
+        // SEP-1699 (pending): needs the hub to close a request's SSE
+        // stream mid-call; rmcp 3.11 can, but only by an HTTP request id a
+        // handler is never told (docs/rmcp-upstream.md, section 5).
         &["server-sse-polling"],
     ),
     (
         "2026-07-28",
         &[
             // The Tasks extension (SEP-2663, not scored): the hub's tasks
-            // pass the rest. These two need an upstream's own questions
-            // inside a task (confirm_delete, multi_input elicit mid-call)
-            // and an upstream's InputRequiredResult before the task
-            // (test_tool_with_task), neither relayed in this build.
-            "tasks-mrtr-input",
+            // pass the rest. This one needs an upstream's
+            // InputRequiredResult before the task (test_tool_with_task,
+            // taskSupport required), which the hub runs as a task at once.
             "tasks-mrtr-composition",
         ],
     ),

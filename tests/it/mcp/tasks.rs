@@ -219,3 +219,77 @@ async fn tasks_cancel_stops_a_batch_and_the_upstream_hears_it() {
     assert_eq!(m["result"], json!({"resultType": "complete"}), "{m}");
     assert_eq!(calls(&hub, "echo", Some("after")), 0);
 }
+
+/// A server that asks twice at once in the middle of a task's call
+/// (issue 39.3, SEP-2663 with SEP-2322): the task reads `input_required`
+/// with both questions; answered one at a time by `tasks/update`, it
+/// keeps only the open one, and completes with both answers.
+#[tokio::test]
+async fn tasks_update_answers_a_servers_questions_one_at_a_time() {
+    let hub = super::revision::conformance_hub().await;
+    let id = create(&hub, "conf__multi_input", json!({}), json!({})).await;
+    hub.wait_log("asks its client: input-1").await;
+    let asked = get(&hub, &id).await;
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    let keys: Vec<String> = asked["inputRequests"]
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["input-0", "input-1"], "{asked}");
+    for k in &keys {
+        assert_eq!(
+            asked["inputRequests"][k]["method"], "elicitation/create",
+            "{asked}"
+        );
+    }
+    let name_key = keys
+        .iter()
+        .find(|k| {
+            asked["inputRequests"][k.as_str()]
+                .to_string()
+                .contains("Your name?")
+        })
+        .expect("the name question")
+        .clone();
+    let other = keys
+        .iter()
+        .find(|k| **k != name_key)
+        .expect("the other")
+        .clone();
+
+    // A wrong shape is refused; the question stays open.
+    let bad = json!({"taskId": id, "inputResponses": {&name_key: 7}});
+    send(&hub, 3, "tasks/update", bad, false).await;
+    let answer = json!({&name_key: {"action": "accept", "content": {"name": "Ada"}}});
+    let m = send(
+        &hub,
+        4,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answer}),
+        false,
+    )
+    .await;
+    assert_eq!(m["result"], json!({"resultType": "complete"}), "{m}");
+    let half = get(&hub, &id).await;
+    assert_eq!(half["status"], "input_required", "{half}");
+    let left: Vec<&String> = half["inputRequests"]
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(left, [&other], "{half}");
+
+    let answer = json!({&other: {"action": "accept", "content": {"confirm": true}}});
+    send(
+        &hub,
+        5,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answer}),
+        false,
+    )
+    .await;
+    finished(&hub, &id).await;
+    let done = get(&hub, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"].to_string();
+    assert!(text.contains("Ada") && text.contains("true"), "{done}");
+}
