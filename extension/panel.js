@@ -224,6 +224,13 @@ async function runReplay(x, li) {
   showReplay(li, rp);
   try {
     rp.result = await ask({ type: "replay", tabId, recordingId: x.recordingId });
+    // The result names every step that differs: shown even when its
+    // step event came after the result (or not at all).
+    for (const d of rp.result.differences || []) {
+      const s = rp.steps[d.stepIndex];
+      if (!s) rp.steps[d.stepIndex] = { tool: d.tool, success: true, diff: d.diff };
+      else if (!(s.diff || []).length) s.diff = d.diff;
+    }
     rp.state = verdict(rp.result);
   } catch (e) {
     rp.state = "failed";
