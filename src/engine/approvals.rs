@@ -18,10 +18,14 @@ pub enum Refused {
     Expired,
 }
 
+/// A client's decision: approved or not, and what it filled in (the
+/// `content` of a `confirm` answering a server's form).
+type Verdict = (bool, Option<Value>);
+
 struct Pending {
     step_index: usize,
     params_hash: String,
-    decide: oneshot::Sender<bool>,
+    decide: oneshot::Sender<Verdict>,
     /// Which registration this is, so a replaced one never removes its
     /// successor.
     ticket: u64,
@@ -39,15 +43,20 @@ pub struct Waiting<'a> {
     approvals: &'a Approvals,
     key: String,
     ticket: u64,
-    decided: oneshot::Receiver<bool>,
+    decided: oneshot::Receiver<Verdict>,
 }
 
 impl Waiting<'_> {
     /// Wait for the decision, at most `limit`.
-    pub async fn wait(mut self, limit: Duration) -> Result<(), Refused> {
+    pub async fn wait(self, limit: Duration) -> Result<(), Refused> {
+        self.wait_content(limit).await.map(|_| ())
+    }
+
+    /// [`Waiting::wait`], with what the client filled in when it approved.
+    pub async fn wait_content(mut self, limit: Duration) -> Result<Option<Value>, Refused> {
         match tokio::time::timeout(limit, &mut self.decided).await {
-            Ok(Ok(true)) => Ok(()),
-            Ok(Ok(false)) | Ok(Err(_)) => Err(Refused::Denied),
+            Ok(Ok((true, content))) => Ok(content),
+            Ok(Ok((false, _))) | Ok(Err(_)) => Err(Refused::Denied),
             Err(_) => Err(Refused::Expired),
         }
     }
@@ -83,7 +92,7 @@ impl Approvals {
             ticket,
         };
         if let Some(old) = self.pending.insert(key.to_string(), pending) {
-            let _ = old.decide.send(false);
+            let _ = old.decide.send((false, None));
         }
         Waiting {
             approvals: self,
@@ -108,6 +117,7 @@ impl Approvals {
         approve: bool,
         step_index: Option<usize>,
         params_hash: Option<&str>,
+        content: Option<Value>,
     ) -> Result<(), String> {
         let Some((_, pending)) = self.pending.remove_if(task_id, |_, p| {
             step_index.is_none_or(|i| i == p.step_index)
@@ -122,7 +132,7 @@ impl Approvals {
         };
         pending
             .decide
-            .send(approve)
+            .send((approve, content))
             .map_err(|_| format!("the confirmation for task {task_id} has already expired"))
     }
 
@@ -142,13 +152,20 @@ mod tests {
         let a = Approvals::default();
         let h = params_hash(&json!({"command": "rm -rf /"}));
         let w = a.register("t1", 3, h.clone());
-        assert!(a.decide("t1", true, Some(2), None).is_err(), "wrong step");
         assert!(
-            a.decide("t1", true, Some(3), Some("deadbeef")).is_err(),
+            a.decide("t1", true, Some(2), None, None).is_err(),
+            "wrong step"
+        );
+        assert!(
+            a.decide("t1", true, Some(3), Some("deadbeef"), None)
+                .is_err(),
             "wrong hash"
         );
-        assert!(a.decide("t1", true, Some(3), Some(&h)).is_ok());
-        assert!(a.decide("t1", true, None, None).is_err(), "single use");
+        assert!(a.decide("t1", true, Some(3), Some(&h), None).is_ok());
+        assert!(
+            a.decide("t1", true, None, None, None).is_err(),
+            "single use"
+        );
         assert_eq!(w.wait(Duration::from_secs(1)).await, Ok(()));
     }
 
@@ -156,7 +173,7 @@ mod tests {
     async fn deny_refuses() {
         let a = Approvals::default();
         let w = a.register("t", 0, "h".into());
-        assert!(a.decide("t", false, None, None).is_ok());
+        assert!(a.decide("t", false, None, None, None).is_ok());
         assert_eq!(w.wait(Duration::from_secs(1)).await, Err(Refused::Denied));
     }
 
@@ -167,7 +184,7 @@ mod tests {
         let r = w.wait(Duration::from_secs(300)).await;
         assert_eq!(r, Err(Refused::Expired));
         assert!(
-            a.decide("t", true, None, None).is_err(),
+            a.decide("t", true, None, None, None).is_err(),
             "expired confirmations cannot be used"
         );
     }

@@ -137,3 +137,54 @@ pub async fn request(
         )),
     }
 }
+
+/// A server's question during a single `tool_call`: its
+/// `elicitation/create` form, put to the call's person as a `need_user`
+/// that carries it (`input`). The person's `confirm` answers it:
+/// `approve: true` with the form's fields in `content` accepts, `false`
+/// declines; no answer within `safety.confirmTimeout` cancels. What comes
+/// back is the `ElicitResult` for the server.
+pub struct FormQuestion<'a> {
+    pub owner: &'a Outbox,
+    pub request_id: Option<&'a Value>,
+    pub call_key: Option<&'a str>,
+    /// The call's tool (its name as the client knows it) and params.
+    pub tool: &'a str,
+    pub params: &'a Value,
+    /// The server's `elicitation/create` params.
+    pub form: &'a Value,
+}
+
+pub async fn ask_form(engine: &Engine, q: FormQuestion<'_>) -> Value {
+    let hub = engine.hub();
+    let cfg = hub.config();
+    let key = crate::util::call_id();
+    let hash = params_hash(q.form);
+    let waiting = engine.approvals.register(&key, 0, hash.clone());
+    let expires_ms = crate::util::now_ms() + cfg.safety.confirm_timeout.as_millis() as u64;
+    let message = q.form.get("message").and_then(Value::as_str).unwrap_or("");
+    let mut msg = json!({
+        "type": "need_user",
+        "taskId": key,
+        "stepIndex": 0,
+        "tool": q.tool,
+        "params": crate::history::redact(q.params, &cfg.security),
+        "reason": format!("the tool's server asks: {message}"),
+        "input": {"method": "elicitation/create", "params": q.form},
+        "paramsHash": hash,
+        "expiresAt": crate::util::rfc3339(std::time::UNIX_EPOCH + std::time::Duration::from_millis(expires_ms)),
+    });
+    if let Some(r) = q.request_id {
+        msg["requestId"] = r.clone();
+    }
+    if let Some(k) = q.call_key {
+        msg["callKey"] = json!(k);
+    }
+    tracing::warn!(task = %key, tool = %q.tool, "a server asks the person of a tool_call (need_user with input)");
+    q.owner.send(msg);
+    match waiting.wait_content(cfg.safety.confirm_timeout).await {
+        Ok(content) => json!({"action": "accept", "content": content.unwrap_or_else(|| json!({}))}),
+        Err(Refused::Denied) => json!({"action": "decline"}),
+        Err(Refused::Expired) => json!({"action": "cancel"}),
+    }
+}

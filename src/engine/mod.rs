@@ -310,6 +310,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
                 r.approve,
                 r.step_index,
                 r.params_hash.as_deref(),
+                r.content.clone(),
             ) {
                 Ok(()) => {
                     out.send(protocol::reply(

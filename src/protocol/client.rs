@@ -285,6 +285,10 @@ pub struct ConfirmReq {
     /// The `paramsHash` of the `need_user` being answered (optional binding).
     #[serde(default)]
     pub params_hash: Option<String>,
+    /// What the person filled in, for a `need_user` that carries a
+    /// server's form (`input`).
+    #[serde(default)]
+    pub content: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

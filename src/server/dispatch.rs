@@ -4,15 +4,21 @@
 
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
+use rmcp::model::ElicitResult;
+use rmcp::ErrorData;
 use serde_json::json;
+use tokio::sync::oneshot;
 
 use super::session::Session;
 use crate::app::App;
 use crate::callkeys::{self, Claim, KeyGuard};
 use crate::client_context::{self, ClientContext};
-use crate::engine::confirm::SingleCall;
+use crate::engine::confirm::{ask_form, FormQuestion, SingleCall};
 use crate::errors::{ErrorType, HubError};
 use crate::hub::{Approval, CallRequest, Watch};
+use crate::mcp::input::{Answer, Ask};
+use crate::mcp::relay::{CallLink, Forward};
 use crate::protocol::{self, ClientMsg, MsgId, ResumeSessionReq, ToolCallReq};
 use crate::retry::RetryOverride;
 use crate::session::Outbox;
@@ -270,16 +276,20 @@ async fn keyed_call(job: Job, key: String) {
 }
 
 /// One `tool_call` through the call pipeline (resolve, the safety gate
-/// with `need_user`, the call, the observers), then the reply.
+/// with `need_user`, the call, the observers), then the reply. A server's
+/// form (elicitation) mid-call goes to the call's person as a `need_user`
+/// with `input` (`engine::confirm::ask_form`).
 async fn single_call(job: Job, key: Option<KeyGuard>) {
     let Job {
         app,
         out,
         id,
-        call,
+        mut call,
         save_images,
         running,
     } = job;
+    let (link, mut forwards) = CallLink::new(out.session.as_str().into(), false, true);
+    call.link = Some(link);
     let confirmer = SingleCall {
         engine: &app.engine,
         owner: &out,
@@ -298,7 +308,20 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
     let piped = app
         .hub
         .call_watched(&call, Approval::Ask(&confirmer), watch);
-    let (outcome, event) = Box::pin(piped).await;
+    let mut piped = Box::pin(piped);
+    let mut asks = FuturesUnordered::new();
+    let (outcome, event) = loop {
+        tokio::select! {
+            r = &mut piped => break r,
+            Some(f) = forwards.recv() => {
+                if let Forward::Ask { ask, reply } = f {
+                    let form = FormCall { app: &app, out: &out, request_id: id.as_ref(), call: &call };
+                    asks.push(form.answer(ask, reply));
+                }
+            }
+            Some(()) = asks.next(), if !asks.is_empty() => {}
+        }
+    };
     if let Some(ev) = event {
         out.send(ev);
     }
@@ -317,4 +340,52 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
         Some(text) => out.send_text(text),
         None => out.send(protocol::tool_result_msg(&id, outcome.to_json())),
     };
+}
+
+/// What a `tool_call`'s server asks its person goes through: the call and
+/// the connection it came on.
+struct FormCall<'a> {
+    app: &'a App,
+    out: &'a Outbox,
+    request_id: Option<&'a serde_json::Value>,
+    call: &'a CallRequest,
+}
+
+impl FormCall<'_> {
+    /// Answer a server's request: a form is put to the person; anything
+    /// else (sampling, roots) a person at a `/ws` client cannot answer.
+    async fn answer(self, ask: Ask, mut reply: oneshot::Sender<Result<Answer, ErrorData>>) {
+        let Ask::Elicitation(p) = &ask else {
+            let what = ask.capability();
+            let _ = reply.send(Err(ErrorData::internal_error(
+                format!("toolhub: the /ws client whose call this serves answers forms (elicitation), not {what}"),
+                None,
+            )));
+            return;
+        };
+        let Ok(form) = serde_json::to_value(p) else {
+            let _ = reply.send(Err(ErrorData::internal_error(
+                "toolhub: the form could not be read",
+                None,
+            )));
+            return;
+        };
+        let q = FormQuestion {
+            owner: self.out,
+            request_id: self.request_id,
+            call_key: self.call.call_key.as_deref(),
+            tool: &self.call.tool,
+            params: &self.call.params,
+            form: &form,
+        };
+        tokio::select! {
+            v = ask_form(&self.app.engine, q) => {
+                let r = serde_json::from_value::<ElicitResult>(v)
+                    .map(Answer::Elicitation)
+                    .map_err(|e| ErrorData::internal_error(format!("toolhub: the person's answer: {e}"), None));
+                let _ = reply.send(r);
+            }
+            _ = reply.closed() => {}
+        }
+    }
 }

@@ -210,7 +210,7 @@ pub async fn update(
         if let Some(a) = answers.get(&question_key(step)) {
             let approve = a.get("action").and_then(Value::as_str) == Some("accept")
                 && a.get("content").and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
-            if let Err(m) = approvals.decide(&t.id, approve, Some(step), Some(&hash)) {
+            if let Err(m) = approvals.decide(&t.id, approve, Some(step), Some(&hash), None) {
                 tracing::warn!(task = %t.id, step, reason = %m, "a tasks/update answer was not taken");
             }
         }

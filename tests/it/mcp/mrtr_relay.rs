@@ -175,18 +175,77 @@ async fn a_session_client_is_asked_by_the_hub_round_by_round() {
     assert!(p.to_string().contains("Use this context: tests"), "{p}");
 }
 
+/// A `/ws` call whose server asks a form (issue 39.5, "by the person
+/// through need_user"): the person gets a `need_user` carrying the form
+/// (`input`), and `confirm` with `content` answers it, for a 2026-07-28
+/// server (its InputRequiredResult) and a 2025 one (mid-call) alike;
+/// declining declines; sampling, which a person cannot answer, fails
+/// saying so.
 #[tokio::test]
-async fn a_ws_client_that_nobody_can_ask_gets_a_clear_error() {
-    let hub = hub().await;
+async fn a_ws_callers_person_answers_a_servers_form_by_need_user() {
+    let hub = hub_with(
+        |d| {
+            json!({"m": testserver_entry(d, "m", &["--mrtr"]),
+                   "conf": testserver_entry(d, "conf", &["--conformance"])})
+        },
+        json!({}),
+    )
+    .await;
     let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["m", "conf"]).await;
+
+    for (n, tool, params, answer, expect) in [
+        (
+            1,
+            "m__test_input_required_result_elicitation",
+            json!({}),
+            json!({"name": "Ada"}),
+            "Hello, Ada!",
+        ),
+        (
+            2,
+            "conf__test_elicitation",
+            json!({"message": "Your name?"}),
+            json!({"response": "Eve"}),
+            "Eve",
+        ),
+    ] {
+        let id = format!("form{n}");
+        ws.send(json!({"type": "tool_call", "id": id, "tool": tool, "params": params}))
+            .await;
+        let ask = ws.recv_type("need_user").await;
+        assert_eq!(ask["input"]["method"], "elicitation/create", "{ask}");
+        assert_eq!(ask["requestId"], json!(id), "{ask}");
+        assert_eq!(ask["tool"], tool, "{ask}");
+        let confirm =
+            json!({"type": "confirm", "taskId": ask["taskId"], "approve": true, "content": answer});
+        let ok = ws.request(confirm).await;
+        assert_eq!(ok["type"], "confirmed", "{ok}");
+        let r = ws
+            .recv_where("the call's result", |v| v["replyTo"] == json!(id))
+            .await;
+        assert_eq!(r["success"], true, "{r}");
+        assert!(r.to_string().contains(expect), "{r}");
+    }
+
+    // Declined: the server hears a decline.
+    ws.send(json!({"type": "tool_call", "id": "no", "tool": "conf__test_elicitation", "params": {"message": "Sure?"}}))
+        .await;
+    let ask = ws.recv_type("need_user").await;
+    ws.request(json!({"type": "confirm", "taskId": ask["taskId"], "approve": false}))
+        .await;
     let r = ws
-        .call("m__test_input_required_result_elicitation", json!({}))
+        .recv_where("the declined call", |v| v["replyTo"] == "no")
+        .await;
+    assert!(r.to_string().contains("action=decline"), "{r}");
+
+    // Sampling has nobody to answer it.
+    let r = ws
+        .call("m__test_input_required_result_sampling", json!({}))
         .await;
     assert_eq!(r["success"], false, "{r}");
-    assert_eq!(r["error"]["errorType"], "PERMISSION", "{r}");
-    let text = r["error"]["message"].as_str().unwrap_or("");
     assert!(
-        text.contains("elicitation (user_name)") && text.contains("server m"),
+        r["error"]["message"].to_string().contains("sampling"),
         "{r}"
     );
 }
