@@ -53,8 +53,9 @@ impl TaskQuestions {
     /// A link for one call of the task: its server's requests become
     /// questions here; its progress and logs have nobody to go to.
     pub fn link(self: &Arc<Self>, session: &str) -> CallLink {
-        let (link, mut forwards) =
+        let (mut link, mut forwards) =
             CallLink::new(session.into(), self.can.sampling, self.can.elicitation);
+        link.hears_progress = false;
         let me = self.clone();
         tokio::spawn(async move {
             while let Some(f) = forwards.recv().await {

@@ -67,6 +67,10 @@ pub struct CallLink {
     /// back to it ([`MrtrRelay`](super::input::MrtrRelay)); `None`: the hub
     /// asks the client itself.
     pub mrtr: Option<Arc<super::input::MrtrRelay>>,
+    /// Whether the call's progress reaches its client (then its answer
+    /// waits for the progress sent before it); `false` for a link that
+    /// carries only the server's questions.
+    pub hears_progress: bool,
     tx: mpsc::Sender<Forward>,
 }
 
@@ -84,6 +88,7 @@ impl CallLink {
                 can_elicit,
                 can_list_roots: false,
                 mrtr: None,
+                hears_progress: true,
                 tx,
             },
             rx,

@@ -163,8 +163,13 @@ async fn send_once(
         .await
         .map_err(|error| CallFailure { error, sent: false })?;
     let id = handle.id.clone();
+    // The answer waits for the progress sent before it only when the
+    // client hears progress (a `/ws` call's link carries questions only).
+    let fenced = link.is_some_and(|(_, l)| l.hears_progress);
     if let Some((inflight, guard)) = &linked {
-        inflight.order.watch(&id);
+        if fenced {
+            inflight.order.watch(&id);
+        }
         guard.bind(id.clone(), handle.progress_token.clone());
     }
     let mut abandon = Abandon {
@@ -174,7 +179,9 @@ async fn send_once(
     let answer = handle.await_response().await;
     abandon.id = None;
     if let Some((inflight, guard)) = linked {
-        inflight.order.settled(&id).await;
+        if fenced {
+            inflight.order.settled(&id).await;
+        }
         drop(guard);
     }
     answer.map_err(|error| CallFailure { error, sent: true })

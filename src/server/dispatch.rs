@@ -288,7 +288,9 @@ async fn single_call(job: Job, key: Option<KeyGuard>) {
         save_images,
         running,
     } = job;
-    let (link, mut forwards) = CallLink::new(out.session.as_str().into(), false, true);
+    let (mut link, mut forwards) = CallLink::new(out.session.as_str().into(), false, true);
+    // Only questions: a /ws call's progress is not relayed.
+    link.hears_progress = false;
     call.link = Some(link);
     let confirmer = SingleCall {
         engine: &app.engine,
