@@ -14,6 +14,7 @@ pub mod finished;
 pub mod health;
 mod journal_mask;
 pub mod keyed;
+mod listing;
 pub mod questions;
 pub mod redacted;
 pub mod runner;
@@ -33,9 +34,10 @@ use serde_json::{json, Value};
 
 use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
-use crate::protocol::{self, BatchReq, ClientMsg, ListTasksReq, MsgId};
+use crate::protocol::{self, BatchReq, ClientMsg, MsgId};
 use crate::session::Place;
 use crate::session::{Outbox, SessionId};
+pub use listing::list_json;
 pub use service::Engine;
 use state::{TaskEvent, TaskState};
 use task::Task;
@@ -493,86 +495,6 @@ pub async fn run_inline(
     let mut summary = task.to_json(true);
     summary["success"] = json!(task.state() == TaskState::Success);
     Ok(summary)
-}
-
-/// `{"tasks": [...], "problems": [...], "total", "offset", "limit"}` for
-/// list_tasks: the tasks matching the filters, newest first, one page.
-/// In a view only the view's tasks (a finished task known only from the
-/// index, which keeps no view, is the aggregate's).
-pub fn list_json(
-    engine: &Engine,
-    req: &ListTasksReq,
-    view: Option<&str>,
-) -> Result<Value, HubError> {
-    let state = match &req.state {
-        None => None,
-        Some(s) => Some(durable::parse_state(s).ok_or_else(|| {
-                HubError::new(
-                    ErrorType::InvalidMessage,
-                    format!("list_tasks: {s:?} is not a task state"),
-                )
-                .with_suggestion("use one of pending, running, retrying, need_user, success, failed, recoverable, cancelled")
-        })?),
-    };
-    let since = |ms: u64| {
-        req.since.as_ref().is_none_or(|s| {
-            s.admits(&crate::util::rfc3339(
-                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
-            ))
-        })
-    };
-    let live = engine.list();
-    let mut hits: Vec<(u64, &str, Hit)> = live
-        .iter()
-        .filter(|t| state.is_none_or(|s| t.state() == s))
-        .filter(|t| same_view(t, view))
-        .filter(|t| {
-            req.tool.as_deref().is_none_or(|want| {
-                t.plan
-                    .steps
-                    .iter()
-                    .any(|p| crate::util::names_tool(&p.step.tool, want))
-            })
-        })
-        .map(|t| (t.with(|d| d.created_ms), t.id.as_str(), Hit::Live(t)))
-        .filter(|(ms, _, _)| since(*ms))
-        .collect();
-    // Tasks that succeeded before this start: from the index alone.
-    let ix = engine.store.finished.lock();
-    if view.is_none() && state.is_none_or(|s| s == state::TaskState::Success) {
-        hits.extend(
-            ix.entries()
-                .filter(|e| engine.tasks.get(&e.id).is_none())
-                .filter(|e| req.tool.as_deref().is_none_or(|want| e.uses_tool(want)))
-                .filter(|e| since(e.created_ms))
-                .map(|e| (e.created_ms, e.id.as_str(), Hit::Indexed(&e.summary))),
-        );
-    }
-    // Newest first (ties by id, so pages never overlap).
-    hits.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    let tasks: Vec<Value> = hits
-        .iter()
-        .skip(req.page.offset)
-        .take(req.page.limit())
-        .map(|(_, _, h)| match h {
-            Hit::Live(t) => t.to_json(false),
-            // Written by this hub from a `Value`: it parses.
-            Hit::Indexed(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-        })
-        .collect();
-    Ok(json!({
-        "tasks": tasks,
-        "problems": engine.store.problems(),
-        "total": hits.len(),
-        "offset": req.page.offset,
-        "limit": req.page.limit(),
-    }))
-}
-
-/// A task in a `list_tasks` answer.
-enum Hit<'a> {
-    Live(&'a Arc<Task>),
-    Indexed(&'a str),
 }
 
 /// The error for a task id no task has: a value that cannot be a task id
