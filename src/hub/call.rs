@@ -391,10 +391,10 @@ impl Hub {
                 raw: None,
                 reach: Reach::Answered,
             },
-            Ok(mcp_call::CallAnswer::Unanswerable(what)) => Attempt {
+            Ok(mcp_call::CallAnswer::Unanswerable(why)) => Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::Permission,
-                    format!("server {} asked for {what} to finish this call, and no client of this call can answer it", info.server),
+                    format!("server {} {why}", info.server),
                 )
                 .with_suggestion("call the tool from an MCP client that supports these requests (at /mcp), or use a tool that needs no client input"))),
                 raw: None,

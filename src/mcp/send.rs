@@ -25,8 +25,9 @@ pub enum CallAnswer {
     ///
     /// [`MrtrRelay`]: crate::mcp::relay::MrtrRelay
     Relayed,
-    /// The server asked for input that no client of this call can give:
-    /// what it asked, in words.
+    /// The server asked for input this call's client could not give (or
+    /// kept asking): why, in words that follow "server X". The hub's own
+    /// refusal, never retried as if the server had failed.
     Unanswerable(String),
     /// A task, which the hub does not relay.
     Task,
@@ -89,20 +90,29 @@ pub async fn send_call(
             _ => return Err(sent(ServiceError::UnexpectedResponse)),
         };
         let Some(client) = client else {
-            return Ok(CallAnswer::Unanswerable(input::asked(&irr)));
+            return Ok(CallAnswer::Unanswerable(format!(
+                "asked for {} to finish this call, and no client of this call can answer it",
+                input::asked(&irr)
+            )));
         };
         if let Some(m) = &client.mrtr {
             m.hold(irr);
             return Ok(CallAnswer::Relayed);
         }
-        let answers = answer_all(client, &irr).await;
-        call.input_responses = Some(answers.map_err(|e| sent(ServiceError::McpError(e)))?);
+        match answer_all(client, &irr).await {
+            Ok(answers) => call.input_responses = Some(answers),
+            Err(e) => {
+                return Ok(CallAnswer::Unanswerable(format!(
+                    "asked for input the client could not give: {}",
+                    e.message
+                )))
+            }
+        }
         call.request_state = irr.request_state;
     }
-    Err(sent(ServiceError::McpError(ErrorData::internal_error(
-        format!("the server asked for input {MAX_ROUNDS} times in a row without finishing the call; the hub stopped asking"),
-        None,
-    ))))
+    Ok(CallAnswer::Unanswerable(format!(
+        "asked for input {MAX_ROUNDS} times in a row without finishing the call; the hub stopped asking"
+    )))
 }
 
 /// A complete result as JSON; a large one's tree is built off the async

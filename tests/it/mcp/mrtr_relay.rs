@@ -248,6 +248,9 @@ async fn a_ws_callers_person_answers_a_servers_form_by_need_user() {
         r["error"]["message"].to_string().contains("sampling"),
         "{r}"
     );
+    // The hub's own refusal: not retried as if the server had failed.
+    assert_eq!(r["error"]["errorType"], "PERMISSION", "{r}");
+    assert_eq!(r["attempts"], 1, "{r}");
 }
 
 /// A session-era server that elicits in the middle of a call, called by a
