@@ -245,7 +245,8 @@ impl Inflight {
     /// nobody holds is kept for [`InflightGuard::bind`], at most
     /// [`EARLY_MAX`]; otherwise it is dropped, as the spec asks (a `/ws`
     /// call's, or one that already returned). Waits while the call's queue
-    /// is full.
+    /// is full, except for a stateless client's call, whose progress is
+    /// dropped then.
     pub async fn progress(&self, p: ProgressNotificationParam) {
         let link = {
             let Ok(mut c) = self.calls.lock() else {
@@ -264,6 +265,16 @@ impl Inflight {
                 }
             }
         };
+        if !link.hears_progress {
+            return;
+        }
+        if link.mrtr.is_some() {
+            // A stateless client's call may be held for minutes, unread,
+            // waiting for its retry: its server never waits on it (the spec
+            // lets progress be dropped).
+            link.try_send(Forward::Progress(p));
+            return;
+        }
         link.send(Forward::Progress(p)).await;
     }
 
@@ -504,5 +515,40 @@ mod tests {
     fn levels_rank_in_spec_order() {
         assert!(level_rank(LoggingLevel::Debug) < level_rank(LoggingLevel::Info));
         assert!(level_rank(LoggingLevel::Alert) < level_rank(LoggingLevel::Emergency));
+    }
+
+    /// A stateless client's call may sit unread while it is held for its
+    /// retry: its progress never makes the server wait (dropped when the
+    /// queue is full), while a session's call still slows its server down.
+    #[tokio::test]
+    async fn a_held_calls_full_queue_never_makes_its_server_wait() {
+        let inflight = Inflight::default();
+        let (mut held, _unread) = CallLink::new("stateless".into(), true, true);
+        held.mrtr = Some(Arc::new(crate::mcp::input::MrtrRelay::default()));
+        let g = inflight.reserve(held);
+        g.bind(NumberOrString::Number(1), token(5));
+        let all = async {
+            for i in 0..(LINK_QUEUE + 10) {
+                inflight.progress(progress(5, i as f64)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(5), all)
+            .await
+            .expect("progress never waits on a held call");
+
+        let (session, _unread2) = CallLink::new("session".into(), true, true);
+        let g2 = inflight.reserve(session);
+        g2.bind(NumberOrString::Number(2), token(6));
+        let fill = async {
+            for i in 0..(LINK_QUEUE + 1) {
+                inflight.progress(progress(6, i as f64)).await;
+            }
+        };
+        assert!(
+            tokio::time::timeout(std::time::Duration::from_millis(200), fill)
+                .await
+                .is_err(),
+            "a session's call still holds its server back when it reads slowly"
+        );
     }
 }
