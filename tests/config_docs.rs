@@ -293,6 +293,7 @@ fn loaded_values() -> Vec<(&'static str, Get)> {
         ("server.mcpEndpoint", |c| json!(c.server.mcp_endpoint)),
         ("server.mcpPageSize", |c| json!(c.server.mcp_page_size)),
         ("server.mcpSessionIdle", |c| ms(c.server.mcp_session_idle)),
+        ("server.mcpStreamPoll", |c| ms(c.server.mcp_stream_poll)),
         ("server.workerThreads", |c| json!(c.server.worker_threads)),
         ("server.mcpBareNames", |c| json!(c.server.mcp_bare_names)),
         ("mcpServers.*.args", |c| {

@@ -13,6 +13,9 @@ pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_CONNECTIONS: usize = 64;
 /// `server.mcpSessionIdle`: rmcp's own default for its sessions.
 pub const MCP_SESSION_IDLE_MS: u64 = 300_000;
+/// `server.mcpStreamPoll`: off; a client on localhost needs no polling,
+/// and a proxy's idle timeout is the user's to know.
+pub const MCP_STREAM_POLL_MS: u64 = 0;
 /// `server.mcpPageSize`: large, so that only a very large aggregate pages
 /// (some MCP clients do not follow `nextCursor`).
 pub const MCP_PAGE_SIZE: usize = 1000;

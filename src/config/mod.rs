@@ -83,6 +83,10 @@ pub struct ServerConfig {
     /// An `/mcp` session without any request for this long is ended (and
     /// its `maxConnections` slot freed).
     pub mcp_session_idle: Duration,
+    /// A 2025-11-25 session client's `tools/call` still running after this
+    /// long has its SSE stream ended, and the client resumes it with
+    /// `Last-Event-ID` (SEP-1699); zero: never.
+    pub mcp_stream_poll: Duration,
     /// At most this many items per page of an `/mcp` list; more come with
     /// a `nextCursor`.
     pub mcp_page_size: usize,

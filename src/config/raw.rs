@@ -56,6 +56,9 @@ pub struct RawServerSection {
     pub mcp_bare_names: Option<bool>,
     /// Milliseconds without a request after which an `/mcp` session ends.
     pub mcp_session_idle: Option<u64>,
+    /// Milliseconds after which a long `/mcp` call's SSE stream is ended
+    /// for the client to resume (SEP-1699; 0: never).
+    pub mcp_stream_poll: Option<u64>,
     /// Items per page of an `/mcp` list (`tools/list`, …).
     pub mcp_page_size: Option<usize>,
     /// Threads that run the hub's tasks (0: one per CPU core).

@@ -83,6 +83,9 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             d::MCP_SESSION_IDLE_MS,
             "/server/mcpSessionIdle",
         )?,
+        mcp_stream_poll: std::time::Duration::from_millis(
+            r.mcp_stream_poll.unwrap_or(d::MCP_STREAM_POLL_MS),
+        ),
         mcp_page_size: ctx.positive(r.mcp_page_size, d::MCP_PAGE_SIZE, "/server/mcpPageSize")?,
         worker_threads: ctx.at_most(
             r.worker_threads,

@@ -37,6 +37,10 @@ fn string_arg(name: &str, description: &str) -> Value {
 }
 
 /// The conformance tools, in the suite's order.
+/// How long `test_reconnection` takes: well over the `server.mcpStreamPoll`
+/// the hub's conformance test sets (200 ms).
+const RECONNECTION_MS: u64 = 1500;
+
 pub fn tools() -> Vec<Tool> {
     let defs = [
         (
@@ -105,6 +109,11 @@ pub fn tools() -> Vec<Tool> {
             empty(),
         ),
         (
+            "test_reconnection",
+            "Answers after RECONNECTION_MS, so that a hub polling long calls (SEP-1699) ends the call's stream first",
+            empty(),
+        ),
+        (
             "toolhub_elicit_twice",
             "Asks the client twice mid-call (name, then color); toolhub's own fixture",
             empty(),
@@ -151,6 +160,10 @@ pub async fn call(
 ) -> Option<Result<CallToolResult, ErrorData>> {
     let r = match name {
         "test_simple_text" => Ok(text("This is a simple text response for testing.")),
+        "test_reconnection" => {
+            tokio::time::sleep(std::time::Duration::from_millis(RECONNECTION_MS)).await;
+            Ok(text("Reconnection test completed"))
+        }
         "test_image_content" => from(json!({"content": [{"type": "image", "data": IMAGE, "mimeType": "image/png"}]})),
         "test_audio_content" => from(json!({"content": [{"type": "audio", "data": AUDIO, "mimeType": "audio/wav"}]})),
         "test_embedded_resource" => from(json!({"content": [{"type": "resource", "resource": {

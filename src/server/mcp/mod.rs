@@ -15,6 +15,7 @@ mod limit;
 mod mrtr;
 pub mod names;
 mod paging;
+mod polls;
 mod prompt_input;
 mod revoke;
 mod sessions;
@@ -62,6 +63,8 @@ pub struct Endpoint {
     mrtr: mrtr::States,
     /// Stateless clients' calls held open for their answers.
     held: stateless_call::HeldCalls,
+    /// Long calls' streams, ended for the client to resume (SEP-1699).
+    polls: polls::Polls,
 }
 
 impl Endpoint {
@@ -149,6 +152,13 @@ pub fn router(app: App, gate: Gate) -> Router {
     let idle = idle::Idle::new(hub.config().server.mcp_session_idle);
     idle::spawn_reaper(idle.clone(), manager.clone(), hub.shutdown.child_token());
     revoke::spawn(hub.clone(), sessions.clone(), manager.clone());
+    let streams = polls::Streams::new(manager);
+    let config = StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_json_response(true)
+        .with_max_request_body_bytes(hub.config().server.max_message_bytes.max(64 * 1024))
+        .with_cancellation_token(hub.shutdown.child_token());
     let ep = Arc::new(Endpoint {
         app,
         sessions,
@@ -157,18 +167,12 @@ pub fn router(app: App, gate: Gate) -> Router {
         prompt_names: Mutex::new(BTreeMap::new()),
         mrtr: mrtr::States::default(),
         held: stateless_call::HeldCalls::default(),
+        polls: polls::Polls::new(streams.clone(), config.sse_retry),
     });
-    let cfg = hub.config();
-    let config = StreamableHttpServerConfig::default()
-        .disable_allowed_hosts()
-        .disable_allowed_origins()
-        .with_json_response(true)
-        .with_max_request_body_bytes(cfg.server.max_message_bytes.max(64 * 1024))
-        .with_cancellation_token(hub.shutdown.child_token());
     let handlers = ep.clone();
     let service = StreamableHttpService::new(
         move || Ok(handler::HubServer::new(handlers.clone())),
-        manager,
+        streams,
         config,
     );
     Router::new()

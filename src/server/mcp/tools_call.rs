@@ -33,6 +33,7 @@ pub async fn call_tool(
     cx: RequestContext<RoleServer>,
 ) -> Result<mrtr::Reply, ErrorData> {
     let app = &ep.app;
+    let _poll = ep.polls.arm(&cx, app.hub.config().server.mcp_stream_poll);
     let view = super::view::of(&cx);
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let caps = cx.client_capabilities();

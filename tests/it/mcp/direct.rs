@@ -48,8 +48,12 @@ pub(super) async fn post_with(
     }
     req.push_str("\r\n");
     req.push_str(&body);
-    let text = super::raw_http(hub, &req).await;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    reply_of(&super::raw_http(hub, &req).await)
+}
+
+/// A raw HTTP reply's status, headers (lowercase) and body.
+pub(super) fn reply_of(text: &str) -> Reply {
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
     Reply {
         status: head
             .split_whitespace()

@@ -11,6 +11,7 @@ mod gate;
 mod limit;
 mod mrtr;
 mod mrtr_relay;
+mod polling;
 mod relay;
 mod revision;
 mod starting;
