@@ -31,9 +31,12 @@ const KNOWN_FAILING: &[(&str, &[&str])] = &[
         "2026-07-28",
         &[
             // The Tasks extension (SEP-2663, not scored): the hub's tasks
-            // pass the rest. This one needs an upstream's
-            // InputRequiredResult before the task (test_tool_with_task,
-            // taskSupport required), which the hub runs as a task at once.
+            // pass the rest. This one needs a tool that asks by
+            // InputRequiredResult and only then answers with a task,
+            // while tasks-mrtr-input needs one that answers with a task
+            // and then asks inside it: only the server running the tool
+            // can tell the two apart, so it needs the upstream's own
+            // tasks relayed (docs/protocol.md, Conformance).
             "tasks-mrtr-composition",
         ],
     ),
