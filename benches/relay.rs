@@ -116,17 +116,27 @@ impl Hub {
         servers: Value,
         tuning: Value,
     ) -> Hub {
-        Hub::start_bin(None, durability, max_connections, servers, tuning).await
+        Hub::start_bin(
+            None,
+            durability,
+            max_connections,
+            servers,
+            tuning,
+            json!({}),
+        )
+        .await
     }
 
     /// [`Hub::start_full`] with `bin` as the hub's binary (else
-    /// `TOOLHUB_BIN`, else this build's).
+    /// `TOOLHUB_BIN`, else this build's) and `sections` (top-level config
+    /// sections, e.g. `retry`) on top.
     async fn start_bin(
         bin: Option<&str>,
         durability: &str,
         max_connections: usize,
         servers: Value,
         tuning: Value,
+        sections: Value,
     ) -> Hub {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut server = json!({"listen": "127.0.0.1:0", "maxConnections": max_connections});
@@ -142,13 +152,16 @@ impl Hub {
                 server[k] = v.clone();
             }
         }
-        let config = json!({
+        let mut config = json!({
             "server": server,
             "mcpServers": servers,
             "builtin": {"enabled": false},
             "taskEngine": {"stateDir": "./state", "durability": durability},
             "recording": {"storagePath": "./recordings"},
         });
+        for (k, v) in sections.as_object().into_iter().flatten() {
+            config[k] = v.clone();
+        }
         let path = dir.path().join("config.json");
         std::fs::write(&path, config.to_string()).expect("config");
         // TOOLHUB_BIN: another build of the hub to measure (e.g. a baseline).
@@ -158,7 +171,7 @@ impl Hub {
         let mut child = Command::new(bin)
             .arg("--config")
             .arg(&path)
-            .env("RUST_LOG", "warn,toolhub=info")
+            .env("RUST_LOG", "warn,toolhub=info,toolhub::trim=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -591,7 +604,7 @@ async fn bench_main() {
     stall::phase(&hub, quick).await;
     stall::large_results(quick).await;
 
-    recovery::transient_mix().await;
+    recovery::transient_mix(bench).await;
 
     // Idle connections.
     let conns = match (bench, quick) {

@@ -28,11 +28,32 @@ const MIX: &[(&str, &str, u64)] = &[
     ("unavailable", "502 Bad Gateway", 2),
 ];
 
-pub async fn transient_mix() {
+///
+/// A smoke run (`bench` false, `cargo test`) proves the same path with
+/// every retry delay at 10 ms (a `Retry-After` still waits its second):
+/// the shares are the same, the waiting is not (36 s of the smoke run).
+pub async fn transient_mix(bench: bool) {
     let state = tempfile::tempdir().expect("tempdir");
     let servers = json!({"f": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"),
         "args": ["--name", "f", "--state-dir", state.path().display().to_string()]}});
-    let hub = Hub::start_with("step", 16, servers).await;
+    let retry = if bench {
+        json!({})
+    } else {
+        let fast = json!({"delay": 10});
+        let classes = [
+            "TIMEOUT",
+            "NETWORK",
+            "SERVER_UNAVAILABLE",
+            "RATE_LIMITED",
+            "UPSTREAM_ERROR",
+        ];
+        let strategies: serde_json::Map<String, serde_json::Value> = classes
+            .iter()
+            .map(|c| (c.to_string(), fast.clone()))
+            .collect();
+        json!({"retry": {"strategies": strategies}})
+    };
+    let hub = Hub::start_bin(None, "step", 16, servers, json!({}), retry).await;
     let client = hub.connect().await;
     println!("\n## Auto-recovery over a fixed mix of transient failures\n");
     println!("| failure | fails first | recovered by the hub | attempts | errorType when not |");

@@ -8,6 +8,9 @@ use serde_json::json;
 
 use super::{status_kib, Hub, WsClient};
 
+/// `taskEngine.retention.maxTasks`, the bench hub's (the default).
+const MAX_TASKS: usize = 1000;
+
 /// Run `total` one-step batches; print RSS after `first` and after `total`.
 pub async fn steady_batches(hub: &Hub, client: &WsClient, first: usize, total: usize) {
     let pid = hub.pid();
@@ -27,24 +30,27 @@ pub async fn steady_batches(hub: &Hub, client: &WsClient, first: usize, total: u
         while ev.try_recv().is_ok() {}
     };
     // Each figure once the hub has given freed heap back (it trims half a
-    // second after retention prunes; bounded wait).
-    let settled = || async {
-        let mut trims = hub.trims.subscribe();
-        let seen = *trims.borrow_and_update();
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            trims.wait_for(|n| *n > seen),
-        )
-        .await;
+    // second after retention prunes; bounded wait), when `done` batches
+    // made it prune: up to `maxTasks` nothing is pruned, nor trimmed.
+    let settled = |done: usize| async move {
+        if done > MAX_TASKS {
+            let mut trims = hub.trims.subscribe();
+            let seen = *trims.borrow_and_update();
+            let _ = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                trims.wait_for(|n| *n > seen),
+            )
+            .await;
+        }
         status_kib(pid, "VmRSS")
     };
     let before = status_kib(pid, "VmRSS");
     run(first).await;
     drain().await;
-    let at_first = settled().await;
+    let at_first = settled(first).await;
     run(total - first).await;
     drain().await;
-    let at_total = settled().await;
+    let at_total = settled(total).await;
     let kept = client.request(json!({"type": "list_tasks"})).await;
     let kept = kept["tasks"].as_array().map_or(0, Vec::len);
     let mib = |k: u64| k as f64 / 1024.0;

@@ -30,7 +30,7 @@ pub async fn large_results(quick: bool) {
     for (name, bin) in builds {
         let servers =
             json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": []}});
-        let hub = Hub::start_bin(bin.as_deref(), "step", 64, servers, json!({})).await;
+        let hub = Hub::start_bin(bin.as_deref(), "step", 64, servers, json!({}), json!({})).await;
         let url = format!("ws://{}/ws", hub.addr);
         let mut client = Worker::connect(url.clone(), &hub.token).await;
         // The server is up once a small call answers.
