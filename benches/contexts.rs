@@ -7,7 +7,7 @@
 //! cargo bench --bench contexts                          # 20 contexts over 300 s
 //! cargo bench --bench contexts -- --contexts 6 --secs 60
 //! cargo bench --bench contexts -- --testserver          # the test server's memo, no browser
-//! cargo test --bench contexts                           # a smoke run: 3 contexts over 12 s
+//! cargo test --bench contexts                           # a smoke run: 3 contexts over 6 s
 //! ```
 //!
 //! Context k opens at k × secs/contexts on its own WebSocket session,
@@ -204,7 +204,7 @@ async fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let browser = !std::env::args().any(|a| a == "--testserver");
     let contexts = flag("--contexts").unwrap_or(if full { 20 } else { 3 }) as usize;
-    let secs = flag("--secs").unwrap_or(if full { 300 } else { 12 });
+    let secs = flag("--secs").unwrap_or(if full { 300 } else { 6 });
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write_config(dir.path(), browser, 6);
     let hub = Arc::new(Running::spawn(dir.path(), &path).await);

@@ -3,7 +3,7 @@
 //! ```sh
 //! cargo bench --bench soak -- --secs 1800   # 30 minutes (the default under `cargo bench`)
 //! cargo bench --bench soak -- --secs 300 --every 10
-//! cargo test --bench soak                   # 10 s, as a smoke check
+//! cargo test --bench soak                   # 4 s, as a smoke check
 //! TOOLHUB_BIN=/path/to/other/toolhub cargo bench --bench soak   # another hub build
 //! ```
 //!
@@ -122,8 +122,8 @@ async fn client(mut c: Client, k: usize, start: Instant, end: Instant, n: Arc<Co
 #[tokio::main]
 async fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let secs = flag("--secs").unwrap_or(if full { 1800 } else { 10 });
-    let every = Duration::from_secs(flag("--every").unwrap_or(if full { 20 } else { 5 }));
+    let secs = flag("--secs").unwrap_or(if full { 1800 } else { 4 });
+    let every = Duration::from_secs(flag("--every").unwrap_or(if full { 20 } else { 2 }));
     let dir = tempfile::tempdir().expect("tempdir");
     let path = write_config(dir.path(), 0);
     let hub = Running::spawn(dir.path(), &path).await;
