@@ -54,13 +54,13 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, PaginatedRequestParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    ErrorCode, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -147,6 +147,13 @@ struct TestServer {
 }
 
 impl TestServer {
+    /// `--mrtr`'s own tasks; other modes have none.
+    fn own_tasks(&self) -> Result<&mrtr::OwnTasks, ErrorData> {
+        self.mrtr.as_ref().map(|m| &m.own).ok_or_else(|| {
+            invalid("this server runs no tasks of its own (only --mrtr does)".to_string())
+        })
+    }
+
     fn new(cli: Cli) -> Result<Self, String> {
         let log = cli.log.as_deref().map(CallLog::open).transpose()?;
         let counters = Counters::new(cli.state_dir)?;
@@ -380,6 +387,7 @@ impl ServerHandler for TestServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_prompts()
+                .enable_tasks()
                 .build()
         } else {
             ServerCapabilities::builder()
@@ -415,6 +423,30 @@ impl ServerHandler for TestServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.all_tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.own_tasks()?.get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.own_tasks()?.update(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _cx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.own_tasks()?.cancel(&request.task_id)
     }
 
     async fn call_tool(

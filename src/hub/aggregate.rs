@@ -112,6 +112,8 @@ pub enum Offer {
     Prompts,
     Completions,
     Logging,
+    /// The tasks extension (`io.modelcontextprotocol/tasks`).
+    Tasks,
 }
 
 fn offers(caps: &ServerCapabilities, what: Offer) -> bool {
@@ -120,6 +122,7 @@ fn offers(caps: &ServerCapabilities, what: Offer) -> bool {
         Offer::Prompts => caps.prompts.is_some(),
         Offer::Completions => caps.completions.is_some(),
         Offer::Logging => caps.logging.is_some(),
+        Offer::Tasks => caps.supports_tasks(),
     }
 }
 
@@ -137,7 +140,8 @@ impl Hub {
             .collect()
     }
 
-    fn peer_of(&self, server: &str, what: Offer) -> Result<Peer<RoleClient>, ErrorData> {
+    /// The peer of running `server` when its handshake offered `what`.
+    pub fn peer_of(&self, server: &str, what: Offer) -> Result<Peer<RoleClient>, ErrorData> {
         self.peers_offering(what)
             .into_iter()
             .find(|(n, _)| n == server)

@@ -400,6 +400,17 @@ impl Hub {
                 raw: None,
                 reach: Reach::Answered,
             },
+            Ok(mcp_call::CallAnswer::RelayedTask) => Attempt {
+                // The endpoint answers the client with the server's task;
+                // its result is the server's to give, by tasks/get.
+                result: Err(tag(HubError::new(
+                    ErrorType::SafetyBlocked,
+                    format!("server {} answered with a task of its own (CreateTaskResult), handed to the client", info.server),
+                )
+                .with_suggestion("follow the task with tasks/get (its id is the hub's, routed to the server)"))),
+                raw: None,
+                reach: Reach::Answered,
+            },
             Ok(mcp_call::CallAnswer::Task) => Attempt {
                 result: Err(tag(HubError::new(
                     ErrorType::Unknown,

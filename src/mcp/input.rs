@@ -14,8 +14,9 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use rmcp::model::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, InputRequest, InputRequiredResult, InputResponses, ListRootsResult,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, CreateTaskResult,
+    ElicitRequestParams, ElicitResult, InputRequest, InputRequiredResult, InputResponses,
+    ListRootsResult,
 };
 use rmcp::ErrorData;
 
@@ -72,6 +73,7 @@ pub struct MrtrRelay {
     pub declared: ClientCapabilities,
     retry: Mutex<Option<UpstreamRetry>>,
     asked: Mutex<Option<InputRequiredResult>>,
+    task: Mutex<Option<CreateTaskResult>>,
 }
 
 impl MrtrRelay {
@@ -80,6 +82,7 @@ impl MrtrRelay {
             declared,
             retry: Mutex::new(retry),
             asked: Mutex::new(None),
+            task: Mutex::new(None),
         }
     }
 
@@ -104,6 +107,19 @@ impl MrtrRelay {
     /// The upstream's question, when the call ended with one.
     pub fn asked(&self) -> Option<InputRequiredResult> {
         self.asked.lock().ok()?.take()
+    }
+
+    /// Keep the upstream's own task for the client (it declared the
+    /// tasks extension, and the server answered the call with a task).
+    pub fn hold_task(&self, task: CreateTaskResult) {
+        if let Ok(mut t) = self.task.lock() {
+            *t = Some(task);
+        }
+    }
+
+    /// The upstream's task, when the call ended with one.
+    pub fn task(&self) -> Option<CreateTaskResult> {
+        self.task.lock().ok()?.take()
     }
 }
 

@@ -29,7 +29,11 @@ pub enum CallAnswer {
     /// kept asking): why, in words that follow "server X". The hub's own
     /// refusal, never retried as if the server had failed.
     Unanswerable(String),
-    /// A task, which the hub does not relay.
+    /// The server answered with a task of its own (`CreateTaskResult`),
+    /// handed to the stateless client the call serves, which declared the
+    /// tasks extension; the client follows it with `tasks/*`.
+    RelayedTask,
+    /// A task, with no client to hand it to.
     Task,
 }
 
@@ -86,7 +90,15 @@ pub async fn send_call(
         let irr = match answer {
             ServerResult::CallToolResult(r) => return complete(r).map_err(sent),
             ServerResult::InputRequiredResult(irr) => irr,
-            ServerResult::CreateTaskResult(_) => return Ok(CallAnswer::Task),
+            ServerResult::CreateTaskResult(t) => {
+                return Ok(match client.and_then(|l| l.mrtr.as_ref()) {
+                    Some(m) if m.declared.supports_tasks() => {
+                        m.hold_task(t);
+                        CallAnswer::RelayedTask
+                    }
+                    _ => CallAnswer::Task,
+                })
+            }
             _ => return Err(sent(ServiceError::UnexpectedResponse)),
         };
         let Some(client) = client else {

@@ -5,6 +5,9 @@
 //! the retry brings the answers. The hub fronts it to relay MRTR, and its
 //! own tests use it as a 2026-era upstream.
 //!
+//! And `test_tool_with_task` ([`OwnTasks`]): a server that declares the
+//! Tasks extension and runs that tool's task itself.
+//!
 //! The `requestState`s are sealed with rmcp's codec under a key drawn at
 //! start, so a tampered one is refused with `-32602`, as the suite asks.
 
@@ -63,6 +66,7 @@ pub fn tools() -> Vec<Tool> {
         }))
         .ok()
     })
+    .chain(task_tool())
     .collect()
 }
 
@@ -78,6 +82,8 @@ pub fn prompts() -> Vec<Prompt> {
 /// Sealed `requestState`s, under a key drawn at start.
 pub struct Mrtr {
     codec: RequestStateCodec,
+    /// `test_tool_with_task`'s tasks.
+    pub own: OwnTasks,
 }
 
 impl Default for Mrtr {
@@ -85,6 +91,7 @@ impl Default for Mrtr {
         let key: [u8; 32] = rand::random();
         Mrtr {
             codec: RequestStateCodec::new_unchecked(key.to_vec()),
+            own: OwnTasks::default(),
         }
     }
 }
@@ -210,6 +217,7 @@ impl Mrtr {
             "test_input_required_result_multiple_inputs" => self.multiple(responses, state),
             "test_input_required_result_multi_round" => self.rounds(responses, state),
             "test_input_required_result_capabilities" => capabilities(responses, cx),
+            "test_tool_with_task" => self.own.call(responses),
             _ => return None,
         };
         Some(r)
@@ -366,4 +374,101 @@ fn capabilities(
         return Ok(text("the client declared nothing to ask with").into());
     }
     Ok(ask(pairs, None)?.into())
+}
+
+/// `test_tool_with_task` (the Tasks extension's `tasks-mrtr-composition`):
+/// listed with task support `required`; the first call asks the user's
+/// name by `InputRequiredResult`, the retry that brings it answers with a
+/// task of this server's own (`CreateTaskResult`), which `tasks/get`
+/// shows completed with the greeting. The hub relays both.
+#[derive(Default)]
+pub struct OwnTasks {
+    /// Task id -> its greeting (`None` once cancelled).
+    tasks: std::sync::Mutex<std::collections::HashMap<String, Option<String>>>,
+    next: std::sync::atomic::AtomicU64,
+}
+
+pub fn task_tool() -> Option<Tool> {
+    serde_json::from_value(json!({
+        "name": "test_tool_with_task",
+        "description": "Asks the user's name by InputRequiredResult, then answers with a task of its own",
+        "inputSchema": {"type": "object", "properties": {}},
+        "_meta": {"io.modelcontextprotocol/tasks": {"taskSupport": "required"}},
+    }))
+    .ok()
+}
+
+fn now() -> String {
+    chrono::DateTime::<chrono::Utc>::from(std::time::SystemTime::now())
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn no_task(id: &str) -> ErrorData {
+    invalid(format!("no task {id} on this server"))
+}
+
+impl OwnTasks {
+    pub fn call(&self, responses: Option<&InputResponses>) -> Result<CallToolResponse, ErrorData> {
+        let Some(responses) = responses.filter(|r| r.contains_key("user_name")) else {
+            return Ok(ask(
+                vec![("user_name", elicit("What is your name?", "name", "string"))],
+                None,
+            )?
+            .into());
+        };
+        let given = answer(responses, "user_name")?;
+        let name = given["content"]["name"].as_str().unwrap_or("stranger");
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("own-{n}");
+        if let Ok(mut t) = self.tasks.lock() {
+            t.insert(id.clone(), Some(format!("Hello, {name}!")));
+        }
+        let at = now();
+        let task = rmcp::model::Task::new(id, rmcp::model::TaskStatus::Working, at.clone(), at);
+        Ok(rmcp::model::CreateTaskResult::new(task).into())
+    }
+
+    pub fn get(&self, id: &str) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        use rmcp::model::{DetailedTask, GetTaskResult, Task, TaskPayload, TaskStatus};
+        let greeting = self
+            .tasks
+            .lock()
+            .ok()
+            .and_then(|t| t.get(id).cloned())
+            .ok_or_else(|| no_task(id))?;
+        let payload = match greeting {
+            Some(text) => TaskPayload::Completed {
+                result: match serde_json::to_value(CallToolResult::success(vec![
+                    rmcp::model::ContentBlock::text(text),
+                ])) {
+                    Ok(Value::Object(m)) => m,
+                    _ => serde_json::Map::new(),
+                },
+            },
+            None => TaskPayload::Cancelled,
+        };
+        let at = now();
+        Ok(GetTaskResult::new(DetailedTask::new(
+            Task::new(id.to_string(), TaskStatus::Working, at.clone(), at),
+            payload,
+        )))
+    }
+
+    /// `tasks/cancel`: a known task reads `cancelled` from then on.
+    pub fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        let mut t = self.tasks.lock().map_err(|_| no_task(id))?;
+        match t.get_mut(id) {
+            Some(greeting) => {
+                *greeting = None;
+                Ok(())
+            }
+            None => Err(no_task(id)),
+        }
+    }
+
+    /// `tasks/update`: these tasks never ask; a known id is acknowledged.
+    pub fn update(&self, id: &str) -> Result<(), ErrorData> {
+        let t = self.tasks.lock().map_err(|_| no_task(id))?;
+        t.contains_key(id).then_some(()).ok_or_else(|| no_task(id))
+    }
 }

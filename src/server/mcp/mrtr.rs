@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    CallToolResponse, CallToolResult, InputRequest, InputRequests, InputRequiredResult,
-    InputResponses, RequestStateCodec, SealOptions,
+    CallToolResponse, CallToolResult, CreateTaskResult, InputRequest, InputRequests,
+    InputRequiredResult, InputResponses, RequestStateCodec, SealOptions,
 };
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
@@ -41,16 +41,21 @@ pub const STATE_TTL: Duration = Duration::from_secs(600);
 const USED_MAX: usize = 10_000;
 /// The `inputRequests` key of a confirmation.
 pub const CONFIRM_KEY: &str = "toolhub_confirm";
+/// How long the hub's id of a server's own task stays good.
+const TASK_ID_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// What the hub's id of a server's own task (relayed) starts with.
+pub const RELAYED_TASK: &str = "up-";
 
 /// What a `requestState` the hub minted holds.
 #[derive(Serialize, Deserialize)]
 struct Sealed {
     /// What was asked: `confirm` (the hub's own question), `relay` (a
     /// 2026-07-28 server's) or `held` (a session-era server's, its call
-    /// held open).
+    /// held open); or `task`, the hub's id of a server's own task.
     kind: String,
     nonce: String,
-    /// `relay`: the server that asked, and its own `requestState`.
+    /// `relay`: the server that asked, and its own `requestState`; `task`:
+    /// the server and its own task id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     server: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,9 +147,24 @@ fn untrusted() -> ErrorData {
     )
 }
 
+/// What a relayed task's id is bound to: the client alone (`tasks/*`
+/// carry no tool or arguments).
+fn task_binding(client: &str) -> Vec<u8> {
+    binding("tasks/*", &Value::Null, client)
+}
+
 impl States {
     fn seal(&self, sealed: &Sealed, binding: &[u8]) -> Result<String, ErrorData> {
-        let opts = SealOptions::new().associated_data(binding).ttl(STATE_TTL);
+        self.seal_for(sealed, binding, STATE_TTL)
+    }
+
+    fn seal_for(
+        &self,
+        sealed: &Sealed,
+        binding: &[u8],
+        ttl: Duration,
+    ) -> Result<String, ErrorData> {
+        let opts = SealOptions::new().associated_data(binding).ttl(ttl);
         self.codec
             .seal_json_with(sealed, &opts)
             .map_err(|e| ErrorData::internal_error(format!("requestState: {e}"), None))
@@ -195,6 +215,42 @@ impl States {
             confirmed: false,
         };
         self.seal(&sealed, binding)
+    }
+
+    /// The hub's id for `server`'s own task `upstream`, good for `client`
+    /// only: `up-` and a sealed (server, id), so two servers' ids never
+    /// collide and no client can name a task it was not given. A restart
+    /// voids it (the sealing key is drawn at start).
+    pub fn mint_task(
+        &self,
+        client: &str,
+        server: &str,
+        upstream: &str,
+    ) -> Result<String, ErrorData> {
+        let sealed = Sealed {
+            kind: "task".into(),
+            nonce: Self::nonce(),
+            server: Some(server.to_string()),
+            upstream: Some(upstream.to_string()),
+            confirmed: false,
+        };
+        let id = self.seal_for(&sealed, &task_binding(client), TASK_ID_TTL)?;
+        Ok(format!("{RELAYED_TASK}{id}"))
+    }
+
+    /// The (server, the server's own id) of a relayed task's id, for the
+    /// client it was given to; `None` for an id this hub did not mint for
+    /// it (or minted before a restart).
+    pub fn open_task(&self, id: &str, client: &str) -> Option<(String, String)> {
+        let sealed = id.strip_prefix(RELAYED_TASK)?;
+        let s: Sealed = self
+            .codec
+            .open_json_with(sealed, &task_binding(client))
+            .ok()?;
+        match (s.kind.as_str(), s.server, s.upstream) {
+            ("task", Some(server), Some(upstream)) => Some((server, upstream)),
+            _ => None,
+        }
     }
 
     /// Open a retry's state (once): what it answers.
@@ -291,6 +347,8 @@ pub fn confirm_request(message: &str, state: String) -> Result<InputRequiredResu
 pub enum Reply {
     Done(CallToolResult),
     Ask(InputRequiredResult),
+    /// A server's own task, under the hub's id.
+    Task(CreateTaskResult),
 }
 
 impl From<Reply> for CallToolResponse {
@@ -298,6 +356,7 @@ impl From<Reply> for CallToolResponse {
         match r {
             Reply::Done(r) => r.into(),
             Reply::Ask(q) => q.into(),
+            Reply::Task(t) => t.into(),
         }
     }
 }
@@ -461,5 +520,35 @@ mod tests {
             s.open(&confirm, None, &b),
             Ok(Opened::Confirm(ConfirmAnswer::Missing))
         ));
+    }
+
+    #[test]
+    fn a_relayed_task_id_opens_for_its_client_only() {
+        let s = States::default();
+        let id = s.mint_task("client 1", "m", "own-0").expect("mint");
+        assert!(
+            id.starts_with(RELAYED_TASK) && !id.contains("own-0"),
+            "{id}"
+        );
+        assert_eq!(
+            s.open_task(&id, "client 1"),
+            Some(("m".into(), "own-0".into()))
+        );
+        // Again: a task id is not single-use.
+        assert!(s.open_task(&id, "client 1").is_some());
+        assert_eq!(s.open_task(&id, "client 2"), None);
+        // Altered, another hub's, or a requestState passed as an id.
+        let mut altered = id.clone();
+        altered.push('x');
+        assert_eq!(s.open_task(&altered, "client 1"), None);
+        assert_eq!(States::default().open_task(&id, "client 1"), None);
+        let b = binding("tasks/*", &Value::Null, "client 1");
+        let state = s
+            .mint_relay(&b, "m", Some("up".into()), false)
+            .expect("mint");
+        assert_eq!(
+            s.open_task(&format!("{RELAYED_TASK}{state}"), "client 1"),
+            None
+        );
     }
 }

@@ -329,6 +329,15 @@ async fn drive(
             Some(state),
         )));
     }
+    // A 2026-07-28 server's own task, under the hub's id.
+    if let (Some(mut t), Some(server)) = (running.relay.task(), &outcome.server) {
+        let upstream = std::mem::take(&mut t.task.task_id);
+        t.task.task_id = ep
+            .mrtr
+            .mint_task(&tools_call::client_of(cx), server, &upstream)?;
+        tracing::info!(%server, task = %upstream, "a server answered an MCP call with its own task; relayed under the hub's id");
+        return Ok(mrtr::Reply::Task(t));
+    }
     Ok(mrtr::Reply::Done(tools_call::finish(
         ep,
         &running.tool,

@@ -17,10 +17,12 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, CreateTaskResult, DetailedTask, GetTaskResult,
-    InputRequests, InputResponses, Task as McpTask, TaskPayload, TaskStatus,
+    CallToolRequestParams, CancelTaskParams, CancelTaskRequest, ClientCapabilities, ClientRequest,
+    CreateTaskResult, DetailedTask, GetTaskParams, GetTaskRequest, GetTaskResult, InputRequests,
+    InputResponses, ServerResult, Task as McpTask, TaskPayload, TaskStatus, UpdateTaskParams,
+    UpdateTaskRequest,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{json, Map, Value};
 
@@ -108,10 +110,86 @@ pub fn plan(
         .and_then(|m| m.0.get(ASK_META))
         .or_else(|| cx.meta.0.get(ASK_META))
         .is_some_and(|v| v == &Value::Bool(true));
-    if asked || matches!(support, Some("optional" | "required")) {
+    if asked {
+        return Ok(CallRoute::Task(Kind::Call));
+    }
+    if matches!(support, Some("optional" | "required")) {
+        // A 2026-07-28 server with tasks of its own decides (asks first by
+        // InputRequiredResult, or answers with its task): relayed.
+        let own_tasks = super::stateless::is_stateless(cx)
+            && info.as_deref().is_some_and(|t| {
+                ep.app
+                    .hub
+                    .peer_of(&t.server, crate::hub::aggregate::Offer::Tasks)
+                    .is_ok()
+            });
+        if own_tasks {
+            return Ok(CallRoute::Call);
+        }
         return Ok(CallRoute::Task(Kind::Call));
     }
     Ok(CallRoute::Call)
+}
+
+/// A relayed task's id (`up-…`): its server's peer and the server's own
+/// id; `None` for the hub's own task ids.
+fn relayed(
+    ep: &Endpoint,
+    cx: &RequestContext<RoleServer>,
+    id: &str,
+) -> Option<Result<(rmcp::Peer<rmcp::RoleClient>, String), ErrorData>> {
+    if !id.starts_with(super::mrtr::RELAYED_TASK) {
+        return None;
+    }
+    let client = super::tools_call::client_of(cx);
+    Some(match ep.mrtr.open_task(id, &client) {
+        Some((server, upstream)) => ep
+            .app
+            .hub
+            .peer_of(&server, crate::hub::aggregate::Offer::Tasks)
+            .map(|peer| (peer, upstream))
+            .map_err(|e| {
+                ErrorData::internal_error(
+                    format!("task {id} is server {server}'s, which cannot be reached now ({}); try again when it runs", e.message),
+                    None,
+                )
+            }),
+        None => Err(unknown(id)),
+    })
+}
+
+/// Send a relayed `tasks/*` request to its server, with the client's own
+/// capabilities (the tasks extension among them) in `_meta`, as its calls
+/// carry; the server's answer.
+async fn relay_request(
+    peer: &rmcp::Peer<rmcp::RoleClient>,
+    request: ClientRequest,
+    cx: &RequestContext<RoleServer>,
+) -> Result<ServerResult, ErrorData> {
+    let mut meta = rmcp::model::RequestMetaObject::new();
+    meta.set_client_capabilities(cx.client_capabilities().unwrap_or_default());
+    let mut options = rmcp::service::PeerRequestOptions::no_options();
+    options.meta = Some(meta);
+    let handle = peer
+        .send_request_with_option(request, options)
+        .await
+        .map_err(upstream_failed)?;
+    handle.await_response().await.map_err(upstream_failed)
+}
+
+/// The error for a task id nobody knows (`-32602`).
+fn unknown(id: &str) -> ErrorData {
+    let e = crate::engine::unknown_task(id);
+    let data = serde_json::to_value(&e).ok();
+    ErrorData::invalid_params(e.message, data)
+}
+
+/// A relayed request's failure at its server, as the client's error.
+fn upstream_failed(e: ServiceError) -> ErrorData {
+    match e {
+        ServiceError::McpError(e) => e,
+        other => ErrorData::internal_error(format!("the task's server failed: {other}"), None),
+    }
 }
 
 /// The tool a name finds, in the request's view.
@@ -191,6 +269,16 @@ pub async fn get(
     cx: &RequestContext<RoleServer>,
     id: &str,
 ) -> Result<GetTaskResult, ErrorData> {
+    if let Some(r) = relayed(ep, cx, id) {
+        let (peer, upstream) = r?;
+        let request =
+            ClientRequest::GetTaskRequest(GetTaskRequest::new(GetTaskParams::new(upstream)));
+        let ServerResult::GetTaskResult(mut got) = relay_request(&peer, request, cx).await? else {
+            return Err(upstream_failed(ServiceError::UnexpectedResponse));
+        };
+        got.task.task.task_id = id.to_string();
+        return Ok(got);
+    }
     let t = find(ep, super::view::of(cx).as_deref(), id).await?;
     Ok(GetTaskResult::new(detailed(ep, &t)?))
 }
@@ -204,6 +292,12 @@ pub async fn update(
     id: &str,
     answers: &InputResponses,
 ) -> Result<(), ErrorData> {
+    if let Some(r) = relayed(ep, cx, id) {
+        let (peer, upstream) = r?;
+        let params = UpdateTaskParams::new(upstream, answers.clone());
+        let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
+        return relay_request(&peer, request, cx).await.map(drop);
+    }
     let t = find(ep, super::view::of(cx).as_deref(), id).await?;
     let approvals = &ep.app.engine.approvals;
     if let Some((step, hash)) = approvals.waiting(&t.id) {
@@ -230,6 +324,13 @@ pub async fn cancel(
     cx: &RequestContext<RoleServer>,
     id: &str,
 ) -> Result<(), ErrorData> {
+    if let Some(r) = relayed(ep, cx, id) {
+        let (peer, upstream) = r?;
+        let request = ClientRequest::CancelTaskRequest(CancelTaskRequest::new(
+            CancelTaskParams::new(upstream),
+        ));
+        return relay_request(&peer, request, cx).await.map(drop);
+    }
     let t = find(ep, super::view::of(cx).as_deref(), id).await?;
     if unattended::cancel(&t) {
         tracing::info!(task = %t.id, "an MCP client cancelled its task");
@@ -241,17 +342,12 @@ pub async fn cancel(
 /// view's task is as unknown as none (`-32602`).
 async fn find(ep: &Endpoint, view: Option<&str>, id: &str) -> Result<Arc<Task>, ErrorData> {
     let engine = &ep.app.engine;
-    let unknown = || {
-        let e = crate::engine::unknown_task(id);
-        let data = serde_json::to_value(&e).ok();
-        ErrorData::invalid_params(e.message, data)
-    };
     if !crate::store::valid_id(id) {
-        return Err(unknown());
+        return Err(unknown(id));
     }
     match engine.load(id).await {
         Some(t) if crate::engine::same_view(&t, view) => Ok(t),
-        _ => Err(unknown()),
+        _ => Err(unknown(id)),
     }
 }
 

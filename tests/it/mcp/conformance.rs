@@ -25,22 +25,7 @@ use crate::support::{testserver_entry, TestHub};
 
 /// Scenarios the hub does not pass, per requirement set, and why
 /// (docs/protocol.md → Conformance).
-const KNOWN_FAILING: &[(&str, &[&str])] = &[
-    ("2025-11-25", &[]),
-    (
-        "2026-07-28",
-        &[
-            // The Tasks extension (SEP-2663, not scored): the hub's tasks
-            // pass the rest. This one needs a tool that asks by
-            // InputRequiredResult and only then answers with a task,
-            // while tasks-mrtr-input needs one that answers with a task
-            // and then asks inside it: only the server running the tool
-            // can tell the two apart, so it needs the upstream's own
-            // tasks relayed (docs/protocol.md, Conformance).
-            "tasks-mrtr-composition",
-        ],
-    ),
-];
+const KNOWN_FAILING: &[(&str, &[&str])] = &[("2025-11-25", &[]), ("2026-07-28", &[])];
 
 /// The Node 22 the pinned `node` package installs.
 pub(super) fn node22() -> std::path::PathBuf {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use super::direct::message;
 use super::driver::{text_of, Driver};
-use super::revision::{conformance_hub, conforms, request, stateless_as};
+use super::revision::{conformance_hub, conforms, request, stateless_as, stateless_named};
 use super::{hub_with, wait_running};
 use crate::support::{testserver_entry, TestHub};
 
@@ -363,4 +363,57 @@ async fn a_2026_servers_tool_list_change_reaches_the_hub() {
                 .is_some_and(|a| a.contains(&json!("m__fresh")))
     })
     .await;
+}
+
+/// A 2026-07-28 server's own task (the Tasks extension, SEP-2663): its
+/// question comes first, by `InputRequiredResult`; the retry's answer is
+/// its task, under an id of the hub's (`up-…`) that `tasks/get` and
+/// `tasks/cancel` route back to it. Another client, and an id the hub did
+/// not mint, get `-32602`.
+#[tokio::test]
+async fn a_2026_servers_own_task_is_relayed_under_the_hubs_id() {
+    let hub = hub().await;
+    let caps = json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let tool = "m__test_tool_with_task";
+    let first = request(1, "tools/call", json!({"name": tool, "arguments": {}}));
+    let m = message(&stateless_as(&hub, first, caps.clone()).await);
+    let r = &m["result"];
+    assert_eq!(r["resultType"], "input_required", "{m}");
+    assert!(r.get("taskId").is_none(), "{m}");
+    let state = r["requestState"].as_str().expect("requestState");
+    let retry = request(
+        2,
+        "tools/call",
+        json!({"name": tool, "arguments": {}, "requestState": state,
+            "inputResponses": {"user_name": accept(json!({"name": "Alice"}))}}),
+    );
+    let m = message(&stateless_as(&hub, retry, caps.clone()).await);
+    let r = &m["result"];
+    assert_eq!(r["resultType"], "task", "{m}");
+    assert!(r.get("requestState").is_none(), "{m}");
+    let id = r["taskId"].as_str().expect("taskId").to_string();
+    assert!(id.starts_with("up-") && !id.contains("own-"), "{m}");
+
+    let get = |n: u64, id: &str| request(n, "tasks/get", json!({"taskId": id}));
+    let m = message(&stateless_as(&hub, get(3, &id), caps.clone()).await);
+    assert_eq!(m["result"]["status"], "completed", "{m}");
+    assert_eq!(m["result"]["taskId"], id.as_str(), "{m}");
+    assert!(
+        text_of(&m["result"]["result"]).contains("Hello, Alice!"),
+        "{m}"
+    );
+
+    let m = message(&stateless_named(&hub, get(4, &id), caps.clone(), "other").await);
+    assert_eq!(m["error"]["code"], -32602, "another client's task: {m}");
+    let m = message(&stateless_as(&hub, get(5, "up-forged"), caps.clone()).await);
+    assert_eq!(m["error"]["code"], -32602, "a forged id: {m}");
+
+    let cancel = request(6, "tasks/cancel", json!({"taskId": id}));
+    let m = message(&stateless_as(&hub, cancel, caps.clone()).await);
+    assert!(m.get("error").is_none(), "{m}");
+    let m = message(&stateless_as(&hub, get(7, &id), caps).await);
+    assert_eq!(
+        m["result"]["status"], "cancelled",
+        "the server heard the cancel: {m}"
+    );
 }

@@ -14,16 +14,27 @@ use crate::support::{testserver_entry, TestHub};
 
 /// A stateless 2026-07-28 request declaring `caps`: the version,
 /// capabilities and client in `_meta`, the standard headers.
-pub(super) async fn stateless_as(hub: &TestHub, mut body: Value, caps: Value) -> Reply {
+pub(super) async fn stateless_as(hub: &TestHub, body: Value, caps: Value) -> Reply {
+    stateless_named(hub, body, caps, "raw").await
+}
+
+/// The same, from the client named `client` (`clientInfo.name`).
+pub(super) async fn stateless_named(
+    hub: &TestHub,
+    mut body: Value,
+    caps: Value,
+    client: &str,
+) -> Reply {
     let method = body["method"].as_str().unwrap_or("").to_string();
     let name = body["params"]["name"]
         .as_str()
         .or_else(|| body["params"]["uri"].as_str())
+        .or_else(|| body["params"]["taskId"].as_str())
         .map(String::from);
     body["params"]["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "0"},
     });
     let mut headers = vec![
         ("Mcp-Protocol-Version", "2026-07-28"),
