@@ -79,12 +79,15 @@ function renderApprovals() {
   ul.replaceChildren();
   for (const a of last.approvals || []) {
     const li = el("li", { class: "approval", "data-task-id": a.taskId }, el("div", { class: "tool" }, a.tool + (a.batchId ? ` (step ${a.stepIndex + 1})` : "")), el("div", { class: "reason" }, a.reason || ""), el("pre", { class: "params" }, JSON.stringify(a.params, null, 1)));
-    const approve = el("button", { type: "button", class: "approve", "data-action": "approve" }, "Approve");
-    const deny = el("button", { type: "button", class: "deny", "data-action": "deny" }, "Deny");
+    const form = formOf(a.input);
+    if (form) li.append(form.node);
+    const approve = el("button", { type: "button", class: "approve", "data-action": "approve" }, form ? "Send" : "Approve");
+    const deny = el("button", { type: "button", class: "deny", "data-action": "deny" }, form ? "Decline" : "Deny");
     const answer = (yes) => async () => {
       approve.disabled = deny.disabled = true;
       try {
-        await ask({ type: "confirm", taskId: a.taskId, approve: yes });
+        const content = yes && form ? { content: form.read() } : {};
+        await ask({ type: "confirm", taskId: a.taskId, approve: yes, ...content });
         li.dataset.answered = yes ? "approved" : "denied";
       } catch (e) {
         li.append(el("div", { class: "error" }, e.message));

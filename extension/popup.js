@@ -55,9 +55,11 @@ function render(s) {
       el("div", { class: "reason" }, a.reason || ""),
       el("pre", { class: "params" }, JSON.stringify(a.params, null, 1)),
     );
-    const approve = el("button", { type: "button", class: "approve", "data-action": "approve" }, "Approve");
-    const deny = el("button", { type: "button", class: "deny", "data-action": "deny" }, "Deny");
-    approve.onclick = () => answer(a.taskId, true, li);
+    const form = formOf(a.input);
+    if (form) li.append(form.node);
+    const approve = el("button", { type: "button", class: "approve", "data-action": "approve" }, form ? "Send" : "Approve");
+    const deny = el("button", { type: "button", class: "deny", "data-action": "deny" }, form ? "Decline" : "Deny");
+    approve.onclick = () => answer(a.taskId, true, li, form && form.read());
     deny.onclick = () => answer(a.taskId, false, li);
     li.append(el("div", { class: "actions" }, approve, deny));
     ap.append(li);
@@ -97,10 +99,10 @@ function render(s) {
   if (typeof PopupSites !== "undefined") PopupSites.renderPolicy(s.tools || []);
 }
 
-async function answer(taskId, approve, li) {
+async function answer(taskId, approve, li, content) {
   for (const b of li.querySelectorAll("button")) b.disabled = true;
   try {
-    await ask({ type: "confirm", taskId, approve });
+    await ask({ type: "confirm", taskId, approve, ...(content ? { content } : {}) });
     li.dataset.answered = approve ? "approved" : "denied";
   } catch (e) {
     li.append(el("div", { class: "error" }, e.message));

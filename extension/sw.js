@@ -289,6 +289,7 @@ function uiState() {
       reason: a.reason,
       expiresAt: a.expiresAt,
       key: a.key,
+      input: a.input || null,
     })),
     stats,
   };
@@ -302,6 +303,8 @@ async function onConfirm(msg) {
     taskId: a.taskId,
     approve: !!msg.approve,
     stepIndex: a.stepIndex,
+    // A server's form, as the person filled it in.
+    ...(a.input && msg.approve && msg.content && typeof msg.content === "object" ? { content: msg.content } : {}),
     ...(a.paramsHash ? { paramsHash: a.paramsHash } : {}),
   });
   if (reply.type === "error") {

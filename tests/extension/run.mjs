@@ -219,7 +219,7 @@ scenario("setup", async () => {
   }, "the popup to store t__echo's policy");
   await popup.evaluate((base) => chrome.storage.local.get("toolPolicy").then(({ toolPolicy }) => {
     const mine = { ...toolPolicy[base] };
-    for (const t of ["t__slow", "t__counter", "pc__memo", "u__u_extra"]) mine[t] = "auto";
+    for (const t of ["t__slow", "t__counter", "pc__memo", "u__u_extra", "m__test_input_required_result_elicitation"]) mine[t] = "auto";
     return chrome.storage.local.set({ toolPolicy: { ...toolPolicy, [base]: mine } });
   }), BASE);
   await say(chatA, block({ tool: "t__echo", params: { message: "after the origin was turned on" } }));
@@ -308,6 +308,19 @@ scenario("approval", async () => {
   await done.waitFor({ timeout: WAIT });
   check(callsWhere((c) => c.arguments.message === "danger in a batch").length === 1, "approved after the worker's restart, the step ran once");
   await popup.waitForSelector("#approvals-section[hidden]", { state: "attached", timeout: WAIT });
+});
+
+scenario("form", async () => {
+  // A server asks the person mid-call (an elicitation form): the popup
+  // shows its fields, and what the person types reaches the server.
+  await say(chatA, "The server will ask your name.\n\n" + block({ tool: "m__test_input_required_result_elicitation", params: {} }));
+  const item = '#approvals li:has-text("What is your name")';
+  await popup.waitForSelector(`${item} input[data-field="name"]`, { timeout: WAIT });
+  ok("the popup shows the server's form, a text box for its field");
+  await popup.fill(`${item} input[data-field="name"]`, "Ada");
+  await popup.click(`${item} button[data-action="approve"]`);
+  await resultWith(chatA, "Hello, Ada!");
+  ok("the name typed in the popup reached the server, and the call finished with it");
 });
 
 scenario("invalid", async () => {

@@ -34,7 +34,9 @@ fn config(dir: &Path) -> Value {
     pc["scope"] = json!("context");
     json!({
         "server": {"allowedOrigins": [format!("chrome-extension://{EXTENSION_ID}")]},
-        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u, "pc": pc},
+        // `m` asks the person a form mid-call (run.mjs "form").
+        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u, "pc": pc,
+            "m": testserver_entry(dir, "m", &["--mrtr"])},
         "safety": {"rules": [
             {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
         ]},
