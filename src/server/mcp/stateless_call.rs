@@ -334,7 +334,7 @@ async fn drive(
         let upstream = std::mem::take(&mut t.task.task_id);
         t.task.task_id = ep
             .mrtr
-            .mint_task(&tools_call::client_of(cx), server, &upstream)?;
+            .mint_task(&super::tasks::task_owner(cx), server, &upstream)?;
         tracing::info!(%server, task = %upstream, "a server answered an MCP call with its own task; relayed under the hub's id");
         return Ok(mrtr::Reply::Task(t));
     }

@@ -131,6 +131,23 @@ pub fn plan(
     Ok(CallRoute::Call)
 }
 
+/// Who a relayed task belongs to: the view and the token's client the
+/// gate let in, and the `clientInfo` the request gives. A leaked id does
+/// not open for a client of another token or view.
+pub fn task_owner(cx: &RequestContext<RoleServer>) -> String {
+    let token = cx
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(super::view::client_of);
+    let view = super::view::of(cx);
+    serde_json::json!([
+        token.as_deref(),
+        view.as_deref(),
+        super::tools_call::client_of(cx)
+    ])
+    .to_string()
+}
+
 /// A relayed task's id (`up-…`): its server's peer and the server's own
 /// id; `None` for the hub's own task ids.
 fn relayed(
@@ -141,8 +158,7 @@ fn relayed(
     if !id.starts_with(super::mrtr::RELAYED_TASK) {
         return None;
     }
-    let client = super::tools_call::client_of(cx);
-    Some(match ep.mrtr.open_task(id, &client) {
+    Some(match ep.mrtr.open_task(id, &task_owner(cx)) {
         Some((server, upstream)) => ep
             .app
             .hub
