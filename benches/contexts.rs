@@ -25,6 +25,8 @@
 //! descendant beyond the template's, and prints what is left and the
 //! hub's RSS: before the first context, every 20 s, and at the end.
 
+#[path = "../tests/it/testserver_bin.rs"]
+mod testserver_bin;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -73,7 +75,7 @@ fn write_config(dir: &Path, browser: bool, max: usize) -> std::path::PathBuf {
             "--executable-path", "/usr/bin/chromium",
             "--output-dir", dir.join("pw-out")], "timeout": 60000})
     } else {
-        json!({"command": env!("CARGO_BIN_EXE_toolhub-testserver")})
+        json!({"command": crate::testserver_bin::path()})
     };
     entry["scope"] = json!("context");
     entry["maxInstances"] = json!(max);

@@ -13,6 +13,8 @@
 //! TOOLHUB_TESTSERVER=/path/to/toolhub-testserver …  # the hubs' test server
 //! ```
 
+#[path = "../tests/it/testserver_bin.rs"]
+mod testserver_bin;
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -54,8 +56,7 @@ async fn time_calls(peer: &Peer<RoleClient>, tool: &str, n: usize) -> Vec<Durati
 
 /// The test server the hubs run (`TOOLHUB_TESTSERVER`: another build).
 fn testserver() -> String {
-    std::env::var("TOOLHUB_TESTSERVER")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_toolhub-testserver").into())
+    crate::testserver_bin::path().into()
 }
 
 /// Start a hub (`bin`) with one test server `t` in a fresh folder; its

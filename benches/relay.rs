@@ -28,6 +28,8 @@
 //! the floor row: the leanest WebSocket → stdio relay on the same stack, in
 //! its own process, so the hub's own cost is the difference between the rows.
 
+#[path = "../tests/it/testserver_bin.rs"]
+mod testserver_bin;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -96,7 +98,8 @@ struct Hub {
 
 impl Hub {
     async fn start(durability: &str, max_connections: usize) -> Hub {
-        let servers = json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}});
+        let servers =
+            json!({"t": {"command": crate::testserver_bin::path(), "args": ["--fast-echo"]}});
         Hub::start_with(durability, max_connections, servers).await
     }
 
@@ -106,7 +109,8 @@ impl Hub {
 
     /// The echo server, with these `server` keys on top of the defaults.
     async fn start_tuned(durability: &str, max_connections: usize, tuning: Value) -> Hub {
-        let servers = json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}});
+        let servers =
+            json!({"t": {"command": crate::testserver_bin::path(), "args": ["--fast-echo"]}});
         Hub::start_full(durability, max_connections, servers, tuning).await
     }
 

@@ -18,6 +18,8 @@
 //! and recorded calls included), batches, recordings, failures, reloads
 //! and server restarts. A failed call or batch is counted, never fatal.
 
+#[path = "../tests/it/testserver_bin.rs"]
+mod testserver_bin;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,7 +48,7 @@ struct Counts {
 fn write_config(dir: &Path, n: u64) -> PathBuf {
     let config = json!({
         "server": {"listen": "127.0.0.1:0"},
-        "mcpServers": {"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver")}},
+        "mcpServers": {"t": {"command": crate::testserver_bin::path()}},
         "builtin": {"enabled": false},
         "taskEngine": {"stateDir": "./state"},
         "recording": {"storagePath": "./recordings"},

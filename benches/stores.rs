@@ -28,6 +28,8 @@
 //! - `list_runs` over 1,000 runs: the first listing after start, a page
 //!   of 50 and the whole list (`runs`; `stores/runs.rs`).
 
+#[path = "../tests/it/testserver_bin.rs"]
+mod testserver_bin;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -48,7 +50,7 @@ mod tasks;
 fn write_config(dir: &Path) -> PathBuf {
     let config = json!({
         "server": {"listen": "127.0.0.1:0"},
-        "mcpServers": {"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": ["--fast-echo"]}},
+        "mcpServers": {"t": {"command": crate::testserver_bin::path(), "args": ["--fast-echo"]}},
         "builtin": {"enabled": false},
         "taskEngine": {"stateDir": "./state", "durability": "batch", "retention": {"maxTasks": 1_000_000}},
         "recording": {"storagePath": "./recordings"},

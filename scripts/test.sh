@@ -36,10 +36,11 @@ if ! command -v openssl >/dev/null 2>&1; then
     exit 1
   fi
 fi
-cargo build --bins
 # Most integration tests wait on a hub, a server or a browser rather than
 # use a core: four at a time on this 2-core machine takes `it` from ~300 s
 # to ~180 s, every test still passing (issue 42.6). RUST_TEST_THREADS set by
 # the caller wins.
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
-cargo test --all-targets -- "$@"
+# --workspace: the test server (testserver/, a package of its own) builds and
+# runs its unit tests beside the hub's, in the same dependency build.
+cargo test --workspace --all-targets -- "$@"

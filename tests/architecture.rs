@@ -29,6 +29,7 @@ const CODE_ROOTS: &[&str] = &[
     "extension",
     "benches",
     "fuzz",
+    "testserver",
     "scripts",
     "ui",
     "docs",

@@ -15,7 +15,7 @@ use super::{Caller, Pending};
 
 /// `toolhub-testserver --fast-echo` with piped stdin and stdout.
 pub fn fast_echo() -> Child {
-    Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"))
+    Command::new(crate::testserver_bin::path())
         .arg("--fast-echo")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -109,7 +109,7 @@ pub struct RmcpDirect(rmcp::service::RunningService<rmcp::RoleClient, ()>);
 impl RmcpDirect {
     pub async fn start() -> RmcpDirect {
         use rmcp::ServiceExt;
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolhub-testserver"));
+        let mut cmd = tokio::process::Command::new(crate::testserver_bin::path());
         cmd.arg("--fast-echo");
         let (proc, _) = rmcp::transport::TokioChildProcess::builder(cmd)
             .stderr(Stdio::null())

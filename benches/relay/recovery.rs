@@ -34,7 +34,7 @@ const MIX: &[(&str, &str, u64)] = &[
 /// the shares are the same, the waiting is not (36 s of the smoke run).
 pub async fn transient_mix(bench: bool) {
     let state = tempfile::tempdir().expect("tempdir");
-    let servers = json!({"f": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"),
+    let servers = json!({"f": {"command": crate::testserver_bin::path(),
         "args": ["--name", "f", "--state-dir", state.path().display().to_string()]}});
     let retry = if bench {
         json!({})

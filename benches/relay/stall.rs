@@ -28,8 +28,7 @@ pub async fn large_results(quick: bool) {
     }
     builds.push(("this build", None));
     for (name, bin) in builds {
-        let servers =
-            json!({"t": {"command": env!("CARGO_BIN_EXE_toolhub-testserver"), "args": []}});
+        let servers = json!({"t": {"command": crate::testserver_bin::path(), "args": []}});
         let hub = Hub::start_bin(bin.as_deref(), "step", 64, servers, json!({}), json!({})).await;
         let url = format!("ws://{}/ws", hub.addr);
         let mut client = Worker::connect(url.clone(), &hub.token).await;

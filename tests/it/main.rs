@@ -2,6 +2,7 @@
 //! binary over a real WebSocket against real MCP servers.
 
 mod support;
+mod testserver_bin;
 
 mod artifacts;
 mod assertions;

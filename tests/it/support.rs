@@ -21,8 +21,9 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_toolhub")
 }
 
+/// The fault-injecting test server (testserver/, built on first use).
 pub fn testserver() -> &'static str {
-    env!("CARGO_BIN_EXE_toolhub-testserver")
+    crate::testserver_bin::path()
 }
 
 /// A node MCP server installed by `npm ci --prefix tests`.

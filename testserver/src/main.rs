@@ -15,9 +15,9 @@
 //! - `--extra-tool NAME`: an extra echo-like tool (two servers sharing a name).
 //! - `--conformance`: also what the official MCP conformance suite's server
 //!   scenarios call (`test_*` tools, `test://` resources, prompts, logging,
-//!   completion); see `testserver/conformance.rs`.
+//!   completion); see `conformance.rs`.
 //! - `--mrtr`: a 2026-07-28-only server with the suite's
-//!   `test_input_required_result_*` fixtures (`testserver/mrtr.rs`).
+//!   `test_input_required_result_*` fixtures (`mrtr.rs`).
 //!   Without it the server speaks only the session era (2025-11-25 and
 //!   older), so the hub's own tests meet the upstreams they always did.
 //! - `TESTSERVER_IGNORE_TERM=1`: ignore SIGTERM so the hub must escalate.
@@ -27,27 +27,16 @@
 
 #![allow(deprecated)] // logging and resources/subscribe: legacy, still spoken
 
-#[path = "testserver/barrier.rs"]
 mod barrier;
-#[path = "testserver/cli.rs"]
 mod cli;
-#[path = "testserver/conformance.rs"]
 mod conformance;
-#[path = "testserver/dispatch.rs"]
 mod dispatch;
-#[path = "testserver/dynamic.rs"]
 mod dynamic;
-#[path = "testserver/fast.rs"]
 mod fast;
-#[path = "testserver/mrtr.rs"]
 mod mrtr;
-#[path = "testserver/reply.rs"]
 mod reply;
-#[path = "testserver/state.rs"]
 mod state;
-#[path = "testserver/tasks.rs"]
 mod tasks;
-#[path = "testserver/tools.rs"]
 mod tools;
 
 use std::collections::BTreeMap;
@@ -427,5 +416,4 @@ impl ServerHandler for TestServer {
 }
 
 #[cfg(test)]
-#[path = "testserver/tests.rs"]
 mod tests;
