@@ -12,7 +12,7 @@ mod ctx;
 mod defaults;
 mod glob;
 mod json_error;
-mod keys;
+mod key_table;
 mod locate;
 mod raw;
 pub mod reload;
@@ -36,7 +36,7 @@ use crate::errors::ErrorType;
 pub use assertions::{AssertionsConfig, BrowserChoice};
 pub use defaults::{default_redact_keys, default_safety_rules, default_strategies};
 pub use glob::glob_match;
-pub use keys::{sections as key_sections, REMOVED as REMOVED_KEYS};
+pub use key_table::{sections as key_sections, REMOVED as REMOVED_KEYS};
 pub use reload::{diff_servers, spawn_watcher, ServerDiff};
 
 #[derive(Debug, Clone, PartialEq)]

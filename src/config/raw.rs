@@ -1,6 +1,6 @@
 //! Serde mirror of config.json. Every field is optional (defaults are applied
 //! in `validate`), unknown keys are ignored by serde and reported as warnings
-//! by `keys::unknown_keys`, whose known-key lists come from these very types
+//! by `key_table::unknown_keys`, whose known-key lists come from these very types
 //! (via [`fields_of`]) so the two cannot drift apart.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 #[cfg(test)]
-use super::keys::fields_of;
+use super::key_table::fields_of;
 use super::{Durability, RetryAction, SafetyAction, SandboxMode, UncertainPolicy};
 
 #[derive(Debug, Default, Deserialize)]

@@ -59,7 +59,7 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<LoadedConfig, ConfigError
         base_dir: base_dir.clone(),
         warnings: Vec::new(),
     };
-    for u in super::keys::unknown_keys(&value) {
+    for u in super::key_table::unknown_keys(&value) {
         if let Some(why) = u.removed {
             let key = dotted(&u.pointer);
             let msg = format!(

@@ -7,20 +7,20 @@
 //! [`HubError`] that says what was wrong and what was expected.
 
 pub mod artifact;
-mod client;
+mod from_client;
 pub mod keep;
 mod page;
 pub mod paging;
 pub mod recording;
 pub mod runs;
-mod server;
+mod to_client;
 
-pub use client::{
+pub use from_client::{
     AckReq, BatchOptions, BatchReq, BatchStep, ClientMsg, ConfirmReq, HistoryReq, ListTasksReq,
     ReloadToolsReq, ResumeSessionReq, ResumeTaskReq, SaveImages, TaskRef, ToolCallReq,
 };
 pub use page::StepPage;
-pub use server::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
+pub use to_client::{error_msg, hello, reply, tool_result_msg, tool_result_text, with_reply_to};
 
 use crate::errors::{ErrorType, HubError};
 use serde_json::Value;
@@ -148,7 +148,7 @@ pub fn decode_limited(
             ),
         });
     }
-    if let Some((id, req)) = client::direct_tool_call(text) {
+    if let Some((id, req)) = from_client::direct_tool_call(text) {
         return Ok(Envelope {
             id,
             msg: ClientMsg::ToolCall(req),
@@ -229,7 +229,7 @@ pub fn decode_value(value: Value) -> Result<Envelope, DecodeError> {
         ));
     }
     let body = Value::Object(obj);
-    match client::parse_body(&ty, body) {
+    match from_client::parse_body(&ty, body) {
         Ok(msg) => Ok(Envelope { id, msg }),
         Err(message) => Err(fail(&id, format!("{ty}: {message}"))),
     }
@@ -297,9 +297,9 @@ mod tests {
             assert_eq!(fast, slow, "frame {f}");
         }
         // The direct path is taken for a plain call, and not for the rest.
-        assert!(client::direct_tool_call(frames[0]).is_some());
-        assert!(client::direct_tool_call(frames[5]).is_none());
-        assert!(client::direct_tool_call(frames[9]).is_none());
+        assert!(from_client::direct_tool_call(frames[0]).is_some());
+        assert!(from_client::direct_tool_call(frames[5]).is_none());
+        assert!(from_client::direct_tool_call(frames[9]).is_none());
     }
 
     #[test]

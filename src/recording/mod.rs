@@ -8,7 +8,7 @@ pub mod export;
 pub mod recorder;
 pub mod replay;
 pub mod schema;
-mod slots;
+mod underway;
 
 pub use crate::store::recordings::format::Source;
 pub use recorder::Recorder;

@@ -1,5 +1,5 @@
 //! Capture: the recordings under way on each connection (one per client
-//! context, and one without a context; see `slots`). Every call a recording
+//! context, and one without a context; see `underway`). Every call a recording
 //! takes (single calls and batch steps, resumed and failed ones included) is
 //! appended as one line and flushed when it completes, so a SIGKILL loses at
 //! most the step in flight. Secrets are redacted before anything is written.
@@ -22,7 +22,7 @@ use crate::store::recordings as store;
 use crate::store::recordings::format::{Header, Line, SCHEMA_VERSION};
 
 use super::append::{to_line, Appended, OpenRecording, Pending};
-use super::slots::{self, stop_in, ActiveMap, RecordingSlot};
+use super::underway::{self, stop_in, ActiveMap, RecordingSlot};
 use crate::store::recordings::index::{RecordingIndex, Repairs};
 
 /// How often the recordings index is checked against the files.
@@ -178,9 +178,9 @@ impl Recorder {
                 "recording is off (recording.enabled is false in config.json)",
             ));
         }
-        if let Some(a) = slots::find(&self.active, session, context.as_deref()) {
+        if let Some(a) = underway::find(&self.active, session, context.as_deref()) {
             let id = a.rec.lock().map(|a| a.id.clone()).unwrap_or_default();
-            return Err(slots::already(context.as_deref(), &id));
+            return Err(underway::already(context.as_deref(), &id));
         }
         let id = store::new_id();
         let storage = &cfg.recording.storage_path;
@@ -300,7 +300,7 @@ impl Recorder {
         if self.starting.is_marked(session) {
             self.io.barrier(session).await;
         }
-        let takers: Vec<RecordingSlot> = slots::all(&self.active, session)
+        let takers: Vec<RecordingSlot> = underway::all(&self.active, session)
             .into_iter()
             .filter(|s| s.takes(c.context()))
             .collect();
@@ -365,7 +365,7 @@ impl Recorder {
 
     /// The connection went away: close its recordings (reason `closed`).
     pub fn connection_closed(&self, session: &str) {
-        for slot in slots::all(&self.active, session) {
+        for slot in underway::all(&self.active, session) {
             let _ = self.stop(session, slot.label.as_deref(), true, "closed");
         }
     }

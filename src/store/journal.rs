@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 
 use crate::store::valid_id;
 
-mod files;
-mod replay;
+mod guarded_fs;
+mod read_back;
 
-pub use replay::read;
+pub use read_back::read;
 
-use files::{
+use guarded_fs::{
     check_dir_meta, create_in, ensure_dir, invalid_input, journal_name, journal_stem,
     open_dir_nofollow, refuse_link, with_path,
 };

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 pub mod format;
 pub mod index;
-pub mod tools;
+pub mod tool_lists;
 
 use self::format::{Header, Line, Recording, SCHEMA_VERSION};
 use crate::errors::{ErrorType, HubError};
@@ -150,7 +150,7 @@ fn resolve_tools(storage: &Path, h: &mut Header) {
     let Some(hash) = h.tools_hash.as_deref().filter(|_| h.tools.is_empty()) else {
         return;
     };
-    match tools::load(storage, hash) {
+    match tool_lists::load(storage, hash) {
         Ok(list) => h.tools = list,
         Err(e) => {
             tracing::warn!(recording = %h.recording_id, error = %e, "the recording's tool-list snapshot is missing or unreadable")
@@ -164,7 +164,7 @@ fn resolve_tools(storage: &Path, h: &mut Header) {
 pub fn header_for_disk(storage: &Path, h: &Header) -> std::io::Result<Header> {
     let mut out = h.clone();
     if !out.tools.is_empty() {
-        out.tools_hash = Some(tools::save(storage, &out.tools)?);
+        out.tools_hash = Some(tool_lists::save(storage, &out.tools)?);
         out.tools.clear();
     }
     out.schema_version = SCHEMA_VERSION;

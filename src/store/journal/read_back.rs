@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufReader};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use super::files::{invalid_input, refuse_link, truncate};
+use super::guarded_fs::{invalid_input, refuse_link, truncate};
 use super::{JournalError, Record, Replayed, SCHEMA_VERSION};
 
 /// Read a journal. A last line that is incomplete (no trailing newline) or does
