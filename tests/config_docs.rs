@@ -485,3 +485,37 @@ fn the_documented_retry_strategies_are_the_loaded_ones() {
         "docs (left) and loaded strategies (right) differ"
     );
 }
+
+/// The "Restart needed" item of the page's Hot reload section names exactly
+/// the keys a reload keeps at their start-up value
+/// (`config::reload::RESTART_KEYS`): a key that moves in or out of that list
+/// fails here until the page says so too.
+#[test]
+fn the_documented_restart_keys_are_the_ones_a_reload_keeps() {
+    let page = page();
+    let hot = page
+        .split("\n## Hot reload")
+        .nth(1)
+        .expect("docs/configuration.md has a `## Hot reload` section");
+    let item = hot
+        .split("- **Restart needed** for ")
+        .nth(1)
+        .and_then(|rest| rest.split("change to one").next())
+        .expect("the Hot reload section has a `- **Restart needed** for …` item");
+    let documented: BTreeSet<String> = item
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| s.contains('.'))
+        .map(str::to_string)
+        .collect();
+    let kept: BTreeSet<String> = toolhub::config::reload::RESTART_KEYS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(documented.len() >= 5, "read too few keys: {documented:?}");
+    assert_eq!(
+        documented, kept,
+        "docs/configuration.md's `Restart needed` keys differ from config::reload::RESTART_KEYS"
+    );
+}
