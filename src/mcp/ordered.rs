@@ -16,6 +16,9 @@
 //! relay) as it arrives, before it reads the next message, so they reach the clients in
 //! the order the server sent them (rmcp's task per notification can swap
 //! two), and a log sent before an answer is passed on before it.
+//!
+//! Waits for upstream: rmcp delivering a response after the notifications
+//! sent before it (docs/rmcp-upstream.md §1; open in 3.11.0).
 
 #![allow(deprecated)] // logging: deprecated by SEP-2577, still spoken
 

@@ -12,6 +12,9 @@
 //! its place, which the call path turns into `LIMIT_EXCEEDED` at once.
 //! Lines are parsed into messages by [`receive::Receiver`], large ones off
 //! the runtime's threads.
+//!
+//! Waits for upstream: rmcp answering an over-long line's request instead of
+//! dropping it (docs/rmcp-upstream.md §2; open in 3.11.0).
 
 mod receive;
 

@@ -11,6 +11,9 @@
 //! for an SSE response) and registers each session an `initialize` opens;
 //! the reaper closes a session idle for longer than the setting through
 //! rmcp's session manager, which then drops it as a DELETE would.
+//!
+//! Waits for upstream: rmcp's session keep-alive not counting time with a
+//! request in flight (docs/rmcp-upstream.md §4; open in 3.11.0).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

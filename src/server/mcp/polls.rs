@@ -10,6 +10,9 @@
 //! (docs/rmcp-upstream.md, section 5), so [`Streams`] is the session
 //! manager: rmcp's own, with each POST's request number noted under its
 //! session and JSON-RPC id while its stream is open.
+//!
+//! Waits for upstream: a handler able to close its own request's SSE stream
+//! (docs/rmcp-upstream.md §5; open in 3.11.0).
 
 use std::collections::HashMap;
 use std::pin::Pin;
