@@ -13,7 +13,8 @@
 //! - mcp: `mcp` (rmcp upstreams, supervisors, registry, offline servers,
 //!   the relay seam for what servers send to clients)
 //! - calls: `hub` (servers, tool snapshot, call path, events, health, pins,
-//!   the `LocalTools` and `CallObserver` seams), `history`, `retry`,
+//!   the `LocalTools` and `CallObserver` seams), `outcome` (a call's request
+//!   and outcome types), `history`, `retry`,
 //!   `safety`, `builtin` (the workspace tools), `assertions` (the browser
 //!   assertion tools)
 //! - engine: `engine` (tool_batch → durable tasks, approvals)
@@ -41,6 +42,7 @@ pub mod hub;
 
 pub mod lock;
 pub mod mcp;
+pub mod outcome;
 pub mod process;
 pub mod protocol;
 pub mod recording;

@@ -38,7 +38,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcp", &["mcp"]),
     (
         "calls",
-        &["hub", "history", "retry", "safety", "builtin", "assertions"],
+        &[
+            "hub",
+            "outcome",
+            "history",
+            "retry",
+            "safety",
+            "builtin",
+            "assertions",
+        ],
     ),
     ("engine", &["engine"]),
     ("recording", &["recording", "runs"]),

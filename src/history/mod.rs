@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::config::SecurityConfig;
 use crate::errors::ErrorType;
-use crate::hub::outcome::CallOutcome;
+use crate::outcome::CallOutcome;
 use crate::retry::RetryRecord;
 
 mod redact;

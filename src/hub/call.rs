@@ -11,8 +11,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::local::{LocalCall, Mounted, OfflineTools};
-use super::outcome::{Attempt, Reach};
 use super::Hub;
+use crate::outcome::{Attempt, Reach};
 
 /// The longest a listing waits for servers still in their first start
 /// ([`Hub::settle_first_start`]); past it, the listing says which are

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::local::{LocalCall, LocalFuture, LocalTools};
-use super::outcome::CallRequest;
 use super::pipeline::Approval;
 use super::views::DISCOVERY_TOOLS;
 use super::Hub;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::{RawTool, ToolInfo};
+use crate::outcome::CallRequest;
 
 /// Results `hub__search_tools` returns by default, and at most.
 const DEFAULT_LIMIT: usize = 10;

@@ -18,7 +18,6 @@ pub mod health;
 pub mod instances;
 pub mod local;
 pub mod observe;
-pub mod outcome;
 mod pins;
 pub mod pipeline;
 mod reload;
@@ -26,8 +25,8 @@ mod retrying;
 pub mod views;
 pub use reload::spawn_watcher as reload_watcher;
 
+pub use crate::outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
 pub use call::Caller;
-pub use outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
 pub use pipeline::{Approval, Confirmer, Decision, Question, Watch};
 
 use std::collections::BTreeMap;

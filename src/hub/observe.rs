@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
-use super::outcome::CallOutcome;
+use crate::outcome::CallOutcome;
 use crate::store::recordings::format::Source;
 
 /// What the runner or the dispatcher knows about a finished call.

@@ -15,10 +15,10 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::observe::{CallObserver, Capture};
-use super::outcome::{CallOutcome, CallRequest};
 use super::Hub;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
+use crate::outcome::{CallOutcome, CallRequest};
 use crate::safety::{self, Verdict};
 
 /// How a `confirm` safety rule is answered for a call.

@@ -9,12 +9,12 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::outcome::{CallOutcome, CallRequest, Reach};
 use super::pipeline::Approval;
 use super::Hub;
 use crate::config::RetryAction;
 use crate::errors::{ErrorType, HubError};
 use crate::mcp::registry::ToolInfo;
+use crate::outcome::{CallOutcome, CallRequest, Reach};
 use crate::retry::{action_name, decide, RetryOverride, RetryRecord, MAX_EXTENDED_TIMEOUT};
 
 /// The longest one helper call may take.
