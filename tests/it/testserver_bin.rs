@@ -4,7 +4,9 @@
 //! profile folder above the test binary's (`target/<profile>/`).
 //! `./scripts/test.sh` builds it with the tests (`cargo test --workspace`);
 //! a plain `cargo test` or `cargo bench` that did not, or whose copy is older
-//! than its sources, builds it here once, with the same cargo and profile.
+//! than its sources, builds it here once, with the same cargo and profile
+//! (`-p toolhub-testserver` alone resolves features apart from the tests'
+//! build, so that first fallback compiles its dependencies again).
 //! `TOOLHUB_TESTSERVER` names another binary (a bench pairing two builds).
 
 use std::path::Path;
@@ -38,13 +40,21 @@ pub fn path() -> &'static str {
     })
 }
 
-/// Missing, or older than a file of testserver/.
+/// Missing, or older than what it is built from (testserver/src/ and its
+/// Cargo.toml). Only those: cargo leaves a fresh binary's time alone, so a
+/// newer file it does not build from (testserver/tests/) would otherwise
+/// send every test run to cargo again.
 fn stale(bin: &Path) -> bool {
     let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
         return true;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testserver");
-    newest(&root).is_some_and(|t| t > built)
+    let manifest = std::fs::metadata(root.join("Cargo.toml"))
+        .and_then(|m| m.modified())
+        .ok();
+    newest(&root.join("src"))
+        .max(manifest)
+        .is_some_and(|t| t > built)
 }
 
 fn newest(dir: &Path) -> Option<SystemTime> {
