@@ -3,7 +3,8 @@
 //! Layers, bottom first; a module imports only its own layer and the ones
 //! below (checked by `tests/layers.rs`, which holds the list):
 //!
-//! - ground: `access` (the token and origins in force), `errors`, `protocol` (wire types), `session` (a session's id, send queue and
+//! - ground: `access` (the token and origins in force), `caller` (who
+//!   is calling: principal, view, session; the ownership rules), `errors`, `protocol` (wire types), `session` (a session's id, send queue and
 //!   cap on work in flight), `config`, `store`
 //!   (task journals, the recording format and store), `diff`, `util`,
 //!   `suggest`, `b64`, `lock`, `process` (the spawner thread, pidfd watch),
@@ -31,6 +32,7 @@ pub mod app;
 pub mod assertions;
 pub mod b64;
 pub mod builtin;
+pub mod caller;
 pub mod callkeys;
 pub mod client_context;
 pub mod config;

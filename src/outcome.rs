@@ -33,6 +33,10 @@ pub struct CallRequest {
     /// started there): the tool is resolved among the view's tools only,
     /// and one outside it is unknown (`hub::views`).
     pub view: Option<std::sync::Arc<str>>,
+    /// The client of `clients` that made the call (`None`: the main token
+    /// or the hub itself): a hub tool it calls sees only this principal's
+    /// work (`caller`).
+    pub client: Option<std::sync::Arc<str>>,
 }
 
 impl CallRequest {
@@ -58,7 +62,26 @@ impl CallRequest {
             link: None,
             call_key: None,
             view: None,
+            client: None,
         }
+    }
+
+    /// Who made the call, as one value.
+    pub fn caller(&self) -> crate::caller::Caller {
+        crate::caller::Caller {
+            client: self.client.clone(),
+            view: self.view.clone(),
+            session: self.session.clone(),
+        }
+    }
+
+    /// Made for `caller`: its session, view and client (the session's own
+    /// client context).
+    pub fn set_caller(&mut self, caller: &crate::caller::Caller) {
+        self.context = crate::client_context::ClientContext::session(&caller.session, None);
+        self.session = caller.session.clone();
+        self.view = caller.view.clone();
+        self.client = caller.client.clone();
     }
 }
 

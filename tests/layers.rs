@@ -20,6 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "util",
             "b64",
             "callkeys",
+            "caller",
             "session",
             "client_context",
             "errors",

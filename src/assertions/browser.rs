@@ -123,8 +123,9 @@ pub async fn look(
             &params,
             timeout,
             call.cancel,
-            crate::hub::Caller {
+            crate::hub::AttemptFor {
                 session: call.session,
+                client: call.client,
                 context: call.context,
                 view: call.view,
             },

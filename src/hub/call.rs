@@ -233,7 +233,7 @@ impl Hub {
         params: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
-        caller: Caller<'_>,
+        caller: AttemptFor<'_>,
     ) -> Attempt {
         self.attempt_linked(info, params, timeout, cancel, caller, None)
             .await
@@ -248,7 +248,7 @@ impl Hub {
         params: &Value,
         timeout: Duration,
         cancel: &CancellationToken,
-        caller: Caller<'_>,
+        caller: AttemptFor<'_>,
         link: Option<&CallLink>,
     ) -> Attempt {
         let tag = |e: HubError| e.with_server(&info.server).with_tool(&info.name);
@@ -287,6 +287,7 @@ impl Hub {
                     params,
                     cancel,
                     session: caller.session,
+                    client: caller.client,
                     context: caller.context,
                     view: caller.view,
                 };
@@ -448,8 +449,10 @@ impl Hub {
 /// Who a call is made for: the session (history, observers) and the
 /// client context (which instance of a per-context server runs it).
 #[derive(Clone, Copy)]
-pub struct Caller<'a> {
+pub struct AttemptFor<'a> {
     pub session: &'a str,
+    /// The client of `clients` that made the call (`None`: the main token).
+    pub client: Option<&'a str>,
     pub context: &'a ClientContext,
     /// The view the call is made in: a local tool that calls further
     /// (`hub__tool_batch`, `hub__call_tool`) calls within it.

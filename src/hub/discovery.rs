@@ -130,6 +130,7 @@ impl Discovery {
         );
         req.context = call.context.clone();
         req.view = call.view.map(Arc::from);
+        req.client = call.client.map(Arc::from);
         // A confirm rule refuses (nobody to ask inside a tool call); deny
         // rules and the view apply as on any call.
         let out = self.hub.call(&req, Approval::Helper, |r| r).await;

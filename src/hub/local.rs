@@ -55,12 +55,27 @@ pub struct LocalCall<'a> {
     pub cancel: &'a CancellationToken,
     /// The calling connection's session (`""` for internal calls).
     pub session: &'a str,
+    /// The client of `clients` that made the call (`None`: the main
+    /// token): what the tool shows or changes of shared state is this
+    /// principal's (`caller`).
+    pub client: Option<&'a str>,
     /// The calling client context (a tool that calls a per-context
     /// server, such as the browser assertions, calls it in this one).
     pub context: &'a crate::client_context::ClientContext,
     /// The view the call was made in (`None`: the whole aggregate): what
     /// the tool reaches further must stay within it.
     pub view: Option<&'a str>,
+}
+
+impl LocalCall<'_> {
+    /// Who made the call, as one value.
+    pub fn caller(&self) -> crate::caller::Caller {
+        crate::caller::Caller {
+            client: self.client.map(Into::into),
+            view: self.view.map(Into::into),
+            session: self.session.into(),
+        }
+    }
 }
 
 /// A provider of in-process tools.

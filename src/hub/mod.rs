@@ -26,7 +26,7 @@ pub mod views;
 pub use reload::spawn_watcher as reload_watcher;
 
 pub use crate::outcome::{Attempt, CallOutcome, CallRequest, RetryHook};
-pub use call::Caller;
+pub use call::AttemptFor;
 pub use pipeline::{Approval, Confirmer, Decision, Question, Watch};
 
 use std::collections::BTreeMap;

@@ -52,8 +52,9 @@ impl Hub {
                     &req.params,
                     timeout,
                     &req.cancel,
-                    super::Caller {
+                    super::AttemptFor {
                         session: &req.session,
+                        client: req.client.as_deref(),
                         context: &req.context,
                         view: req.view.as_deref(),
                     },

@@ -216,6 +216,7 @@ fn tool_call(app: &App, session: &Session, id: MsgId, req: ToolCallReq, place: O
     call.retry = retry;
     call.call_key = req.call_key.clone();
     call.view = out.view.clone();
+    call.client = out.client.clone();
     let (app, out) = (app.clone(), out.clone());
     let job = Job {
         app,

@@ -221,6 +221,15 @@ impl Outbox {
 
     /// The session's work in flight, under `server.maxInFlightPerSession`:
     /// whatever replies through this queue takes a place there first.
+    /// Who this session's requests come from: its client, view and id.
+    pub fn caller(&self) -> crate::caller::Caller {
+        crate::caller::Caller {
+            client: self.client.clone(),
+            view: self.view.clone(),
+            session: self.session.clone(),
+        }
+    }
+
     pub fn in_flight(&self) -> &InFlight {
         &self.queue.work
     }

@@ -180,6 +180,7 @@ pub async fn call_tool(
     );
     call.link = Some(link);
     call.view = super::view::of(&cx);
+    call.client = super::view::token_client(&cx);
     let cancel = call.cancel.clone();
     let security = app.hub.config().security.clone();
     let by_result = mrtr::ByResult::new(answer, can_elicit, move |info, params, reason| {

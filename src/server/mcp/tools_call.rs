@@ -34,7 +34,7 @@ pub async fn call_tool(
 ) -> Result<mrtr::Reply, ErrorData> {
     let app = &ep.app;
     let _poll = ep.polls.arm(&cx, app.hub.config().server.mcp_stream_poll);
-    let view = super::view::of(&cx);
+    let caller = super::view::caller_of(&cx, session);
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let caps = cx.client_capabilities();
     let can_sample = caps.as_ref().is_some_and(|c| c.sampling.is_some());
@@ -47,8 +47,8 @@ pub async fn call_tool(
         session.into(),
         app.hub.shutdown.child_token(),
     );
+    call.set_caller(&caller);
     call.link = Some(link);
-    call.view = view;
     let cancel = call.cancel.clone();
     let token = cx.meta.get_progress_token();
     let elicit = Elicit {

@@ -35,6 +35,23 @@ pub fn client_of(parts: &axum::http::request::Parts) -> Option<Arc<str>> {
     parts.extensions.get::<McpClient>().map(|c| c.0.clone())
 }
 
+/// The client of an `/mcp` request's token (absent: the main token).
+pub fn token_client(cx: &RequestContext<RoleServer>) -> Option<Arc<str>> {
+    cx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(client_of)
+}
+
+/// Who made an `/mcp` request: its token's client, its view, its MCP
+/// session (`session`: the `mcp-…` id, or the stateless request's own).
+pub fn caller_of(cx: &RequestContext<RoleServer>, session: &str) -> crate::caller::Caller {
+    crate::caller::Caller {
+        client: token_client(cx),
+        view: of(cx),
+        session: session.into(),
+    }
+}
+
 /// The view named by a request path: `/mcp/<view>` (and nothing for `/mcp`).
 pub fn in_path(path: &str) -> Option<&str> {
     path.strip_prefix("/mcp/").filter(|v| !v.is_empty())
