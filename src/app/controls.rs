@@ -16,7 +16,6 @@ use crate::engine::StopOnDrop;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::mcp::registry::RawTool;
-use crate::store::recordings as store;
 
 crate::hub::local::tool_names! {
     /// Every control tool; dispatch is on this enum, not on strings.
@@ -149,7 +148,7 @@ impl Controls {
                     .and_then(Value::as_u64)
                     .unwrap_or(50)
                     .min(1000) as usize;
-                Ok(json!({"entries": hub.history.latest_in(limit, call.view).await}))
+                Ok(json!({"entries": hub.history.latest_for(limit, &call.caller()).await}))
             }
             Tool::Batch => {
                 let (session, context, view) = (call.session, call.context, call.view);
@@ -189,10 +188,10 @@ impl Controls {
             // The recorder's file work runs on the blocking pool, in order
             // with the session's recording messages.
             Tool::RecordStart => {
-                let (r, session) = (recorder.clone(), call.session.to_string());
+                let (r, caller) = (recorder.clone(), call.caller());
                 let req = params_of(tool, params)?;
                 let keys = [call.session];
-                recorder.io.run(&keys, move || r.start(&session, req)).await
+                recorder.io.run(&keys, move || r.start(&caller, req)).await
             }
             Tool::RecordStop => {
                 let req: crate::protocol::recording::StopReq = params_of(tool, params)?;
@@ -201,22 +200,23 @@ impl Controls {
                 let stop = move || r.stop(&session, req.context.as_deref(), req.save, "stopped");
                 recorder.io.run(&keys, stop).await
             }
-            Tool::RecordList => Ok(recorder.list(&params_of(tool, params)?)),
+            Tool::RecordList => Ok(recorder.list(&call.caller(), &params_of(tool, params)?)),
             Tool::RecordGet | Tool::RecordDelete => {
                 let key = required_str(params, "recordingId")?;
                 let (id, keys) = (key.to_string(), [call.session, key]);
                 let storage = hub.config().recording.storage_path.clone();
+                let caller = call.caller();
                 if tool == Tool::RecordGet {
                     let page = step_page(params)?;
                     let get = move || {
-                        let rec = store::load(&storage, &id)?;
+                        let rec = crate::recording::load_for(&storage, &id, &caller)?;
                         Ok(crate::recording::export::json_page(&rec, page))
                     };
                     recorder.io.run(&keys, get).await
                 } else {
                     let r = recorder.clone();
                     let delete = move || {
-                        r.delete(&id)?;
+                        r.delete(&caller, &id)?;
                         Ok(json!({"recordingId": id, "deleted": true}))
                     };
                     recorder.io.run(&keys, delete).await
@@ -224,8 +224,7 @@ impl Controls {
             }
             Tool::RecordReplay => {
                 let req: crate::protocol::recording::ReplayReq = params_of(tool, params)?;
-                let view = call.view.map(std::sync::Arc::from);
-                crate::recording::replay::execute(engine, None, call.session, view, &req).await
+                crate::recording::replay::execute(engine, None, &call.caller(), &req).await
             }
         }
     }

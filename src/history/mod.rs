@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::caller::Caller;
 use crate::config::SecurityConfig;
 use crate::errors::ErrorType;
 use crate::outcome::CallOutcome;
@@ -171,30 +172,36 @@ impl History {
         let _ = self.tx.send(line);
     }
 
-    /// The latest `limit` entries, oldest first (the file's tail included:
-    /// right after start-up this waits for it).
-    /// The latest `limit` calls made in `view` (`None`: every call, the
-    /// aggregate's view of history); a view's client sees only its own.
-    pub async fn latest_in(&self, limit: usize, view: Option<&str>) -> Vec<Value> {
-        let Some(view) = view else {
+    /// The latest `limit` calls `caller` may see, oldest first: those
+    /// made in its view (`None`: every view, the aggregate's history), and
+    /// for a client token only those its own sessions made (the entry's
+    /// `client`); the main token sees every principal's. Right after
+    /// start-up this waits for the file's tail.
+    pub async fn latest_for(&self, limit: usize, caller: &Caller) -> Vec<Value> {
+        let (view, client) = (caller.view.as_deref(), caller.client_name());
+        if view.is_none() && client.is_none() {
             return self.latest(limit).await;
-        };
+        }
         self.wait_loaded().await;
         let Ok(r) = self.recent.lock() else {
             return Vec::new();
         };
+        let field = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).map(String::from);
         let mut out: Vec<Value> = r
             .entries
             .iter()
             .rev()
             .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|e| e.get("view").and_then(Value::as_str) == Some(view))
+            .filter(|e| view.is_none_or(|v| field(e, "view").as_deref() == Some(v)))
+            .filter(|e| caller.may_see(field(e, "client").as_deref()))
             .take(limit)
             .collect();
         out.reverse();
         out
     }
 
+    /// The latest `limit` entries, oldest first (the file's tail included:
+    /// right after start-up this waits for it).
     pub async fn latest(&self, limit: usize) -> Vec<Value> {
         self.wait_loaded().await;
         match self.recent.lock() {

@@ -183,9 +183,13 @@ impl Hub {
         out
     }
 
-    /// Write the call to history, naming its session's client.
+    /// Write the call to history, naming its client: the request's, else
+    /// its session's (a batch step's request may not carry one).
     fn remember(&self, req: &CallRequest, out: &CallOutcome) {
-        let client = self.connected.client_of(&req.session);
+        let client = req
+            .client
+            .clone()
+            .or_else(|| self.connected.client_of(&req.session));
         let who = (req.session.as_str(), client.as_deref());
         self.history
             .record(who, &req.params, out, &self.config().security);

@@ -13,10 +13,12 @@ mod underway;
 pub use crate::store::recordings::format::Source;
 pub use recorder::Recorder;
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::caller::Caller;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::errors::{ErrorType, HubError};
@@ -24,6 +26,7 @@ use crate::protocol::recording::{ExportFormat, ExportReq, RecordingMsg, UpdateRe
 use crate::protocol::{self, MsgId};
 use crate::session::Outbox;
 use crate::session::Place;
+use crate::store::recordings::format::Recording;
 use crate::store::recordings::{self as store, format};
 
 /// Handle a recording message from a connection. Everything but a replay
@@ -84,6 +87,7 @@ fn answer(
     place: Option<Place>,
 ) {
     let storage = &cfg.recording.storage_path;
+    let caller = out.caller();
     let place = std::cell::Cell::new(place);
     let reply = |ty: &str, r: Result<Value, HubError>| {
         drop(place.take());
@@ -94,7 +98,7 @@ fn answer(
     };
     match msg {
         RecordingMsg::Start(r) => {
-            let started = recorder.start_for(&out.session, r, Some(out.clone()));
+            let started = recorder.start_for(&caller, r, Some(out.clone()));
             reply("recording_started", started);
         }
         RecordingMsg::Stop(r) => {
@@ -102,30 +106,33 @@ fn answer(
             reply("recording_stopped", stopped);
         }
         RecordingMsg::List(r) => {
-            reply("recordings", Ok(recorder.list(&r)));
+            reply("recordings", Ok(recorder.list(&caller, &r)));
         }
         RecordingMsg::Get(r) => {
-            let rec = store::load(storage, &r.recording_id);
+            let rec = load_for(storage, &r.recording_id, &caller);
             reply(
                 "recording",
                 rec.map(|rec| json!({"recording": export::json_page(&rec, r.page())})),
             );
         }
         RecordingMsg::Delete(r) => {
-            let done = recorder.delete(&r.recording_id);
+            let done = recorder.delete(&caller, &r.recording_id);
             reply(
                 "recording_deleted",
                 done.map(|()| json!({"recordingId": r.recording_id})),
             );
         }
         RecordingMsg::Export(r) => {
-            reply("recording_export", export_one(storage, &r));
+            reply("recording_export", export_one(storage, &r, &caller));
         }
         RecordingMsg::Update(r) => {
             let id = r.recording_id.clone();
+            let mine = check_owner(storage, &id, &caller);
             // Rewriting a file that is being appended to would lose the
             // appends (and renumber the steps under the recorder).
-            let done = if recorder.is_being_recorded(&id) {
+            let done = if let Err(e) = mine {
+                Err(e)
+            } else if recorder.is_being_recorded(&id) {
                 Err(HubError::new(
                     ErrorType::InvalidMessage,
                     format!("recording {id} is being recorded right now; update_recording would lose the steps still being appended"),
@@ -144,8 +151,32 @@ fn answer(
     }
 }
 
-fn export_one(storage: &std::path::Path, r: &ExportReq) -> Result<Value, HubError> {
-    let rec = store::load(storage, &r.recording_id)?;
+/// Whether `caller` may see recording `id`: the main token always (nothing
+/// is read); a client token only its own (the header's `client`), and any
+/// other answers exactly as an unknown id does, so a client learns nothing
+/// of another's recordings, not even that they exist. A malformed id is
+/// refused as such (that says nothing about the store).
+pub fn check_owner(storage: &Path, id: &str, caller: &Caller) -> Result<(), HubError> {
+    let Some(me) = caller.client_name() else {
+        return Ok(());
+    };
+    if !store::valid_id(id) {
+        return store::dir_of(storage, id).map(drop);
+    }
+    match store::client_of(storage, id) {
+        Ok(Some(c)) if c == me => Ok(()),
+        _ => Err(store::not_found(id)),
+    }
+}
+
+/// Load recording `id` if `caller` may see it ([`check_owner`]).
+pub fn load_for(storage: &Path, id: &str, caller: &Caller) -> Result<Recording, HubError> {
+    check_owner(storage, id, caller)?;
+    store::load(storage, id)
+}
+
+fn export_one(storage: &Path, r: &ExportReq, caller: &Caller) -> Result<Value, HubError> {
+    let rec = load_for(storage, &r.recording_id, caller)?;
     let last = store::read_attachment(storage, &r.recording_id, "last-replay.json")
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
     let content = match r.format {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::caller::Caller;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::{Approval, Hub};
@@ -109,9 +110,11 @@ impl Recorder {
         });
     }
 
-    /// `list_recordings`: a page of the index, with the total that matched.
-    pub fn list(&self, req: &ListReq) -> Value {
-        let page = self.index.list(&self.storage(), req);
+    /// `list_recordings`: a page of the index, with the total that matched:
+    /// every recording for the main token, a client token's own for it
+    /// (and no `problems`: an unreadable recording names no owner).
+    pub fn list(&self, caller: &Caller, req: &ListReq) -> Value {
+        let page = self.index.list(&self.storage(), req, caller.client_name());
         json!({
             "recordings": page.items,
             "problems": page.problems,
@@ -121,9 +124,10 @@ impl Recorder {
         })
     }
 
-    /// Delete a recording and its index entry.
-    pub fn delete(&self, id: &str) -> Result<(), HubError> {
+    /// Delete a recording and its index entry (one `caller` may see).
+    pub fn delete(&self, caller: &Caller, id: &str) -> Result<(), HubError> {
         let storage = self.storage();
+        super::check_owner(&storage, id, caller)?;
         store::delete(&storage, id)?;
         self.index.remove(&storage, id);
         Ok(())
@@ -149,21 +153,23 @@ impl Recorder {
         })
     }
 
-    /// Start recording for `session` (a `hub__record_start`: no client to
-    /// tell of a second stop); the header is written and synced.
-    pub fn start(&self, session: &str, req: StartReq) -> Result<Value, HubError> {
-        self.start_for(session, req, None)
+    /// Start recording for `caller`'s session (a `hub__record_start`: no
+    /// client to tell of a second stop); the header is written and synced.
+    pub fn start(&self, caller: &Caller, req: StartReq) -> Result<Value, HubError> {
+        self.start_for(caller, req, None)
     }
 
-    /// Start recording for `session`, whose client is `out` (`/ws`): every
-    /// call of the connection, or with `req.context` only the calls made in
-    /// that context. The header is written and synced.
+    /// Start recording for `caller`'s session, whose client is `out`
+    /// (`/ws`): every call of the connection, or with `req.context` only
+    /// the calls made in that context. The recording is `caller`'s (its
+    /// header names the client). The header is written and synced.
     pub fn start_for(
         &self,
-        session: &str,
+        caller: &Caller,
         req: StartReq,
         out: Option<Outbox>,
     ) -> Result<Value, HubError> {
+        let session = caller.session.as_str();
         let StartReq {
             name,
             description,
@@ -214,7 +220,7 @@ impl Recorder {
                 .collect(),
             tools_hash: None,
             context: context.clone(),
-            client: hub.connected.client_of(session).map(|c| c.to_string()),
+            client: caller.client_name().map(String::from),
         };
         // The tool list goes to its snapshot, stored once per distinct list.
         let header = store::header_for_disk(storage, &header).map_err(io)?;

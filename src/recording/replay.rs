@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::schema;
+use crate::caller::Caller;
 use crate::client_context::ClientContext;
 use crate::diff::{self, Ignore};
 use crate::engine::Engine;
@@ -60,8 +61,7 @@ fn variables(
 /// `replay_recording` from a connection: stream, then `replay_complete`;
 /// `place` (its session's place) is held until then.
 pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq, place: Option<Place>) {
-    let view = out.view.clone();
-    let done = execute(&engine, Some(&out), &out.session, view, &req).await;
+    let done = execute(&engine, Some(&out), &out.caller(), &req).await;
     drop(place);
     match done {
         Ok(done) => out.send(protocol::with_reply_to(done, &id)),
@@ -69,21 +69,23 @@ pub async fn run(engine: Engine, out: Outbox, id: MsgId, req: ReplayReq, place: 
     };
 }
 
-/// Run a replay; step results go to `out` when there is one. Returns the
-/// `replay_complete` message (also kept as `last-replay.json` for exports).
+/// Run a replay for `caller` (a recording it may see; the steps run in its
+/// view, on its session); step results go to `out` when there is one.
+/// Returns the `replay_complete` message (also kept as `last-replay.json`
+/// for exports).
 pub async fn execute(
     engine: &Engine,
     out: Option<&Outbox>,
-    session: &str,
-    view: Option<Arc<str>>,
+    caller: &Caller,
     req: &ReplayReq,
 ) -> Result<Value, HubError> {
+    let (session, view) = (caller.session.as_str(), caller.view.clone());
     let hub = engine.hub();
     let cfg = hub.config();
     let storage = cfg.recording.storage_path.clone();
-    let (dir, id) = (storage.clone(), req.recording_id.clone());
+    let (dir, id, who) = (storage.clone(), req.recording_id.clone(), caller.clone());
     let rec = blocking(move || {
-        let mut rec = store::load(&dir, &id)?;
+        let mut rec = super::load_for(&dir, &id, &who)?;
         store::inline_files(&dir, &mut rec);
         Ok(rec)
     })

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::model::{Metadata, RunStatus};
 use super::store;
+use crate::caller::Caller;
 use crate::store::index_file::{Indexed, Loaded, MapIndex, Repairs, Stamp};
 
 /// The index file, beside the runs (a dot name is never a run id).
@@ -126,12 +127,14 @@ impl RunIndex {
         verify(st)
     }
 
-    /// A page of the runs with status `want` (all when `None`), most
-    /// recently used first (ties by id, so pages never overlap).
+    /// A page of the runs with status `want` (all when `None`) that `who`
+    /// may see (a client token: the runs it created, and no problems, as
+    /// a run without metadata names no owner), most recently used first
+    /// (ties by id, so pages never overlap).
     pub fn list(
         &self,
         storage: &Path,
-        want: Option<RunStatus>,
+        (want, who): (Option<RunStatus>, &Caller),
         offset: usize,
         limit: usize,
     ) -> RunPage {
@@ -143,11 +146,11 @@ impl RunIndex {
         let mut problems = Vec::new();
         let mut hits: Vec<&Metadata> = Vec::new();
         for e in st.ix.entries() {
-            if let Some(p) = &e.problem {
+            if let Some(p) = e.problem.as_ref().filter(|_| who.is_main()) {
                 problems.push(format!("{}: {p}", e.id));
             }
             if let Some(m) = &e.meta {
-                if want.is_none_or(|w| m.status == w) {
+                if want.is_none_or(|w| m.status == w) && who.may_see(m.client.as_deref()) {
                     hits.push(m);
                 }
             }

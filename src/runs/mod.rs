@@ -13,9 +13,14 @@ pub mod context;
 mod images;
 pub mod index;
 pub mod infer;
+mod messages;
 pub mod model;
+pub mod owner;
 pub mod store;
 pub mod tools;
+
+pub use messages::handle;
+pub use owner::check_owner;
 
 #[cfg(test)]
 mod store_tests;
@@ -29,13 +34,12 @@ use dashmap::DashMap;
 use serde_json::{json, Value};
 
 use crate::builtin::sandbox::RunFolder;
+use crate::caller::Caller;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::observe::{CallObserver, Capture};
 use crate::hub::Hub;
-use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq, RunMsg};
-use crate::protocol::{self, MsgId};
-use crate::session::Outbox;
-use crate::session::Place;
+use crate::protocol;
+use crate::protocol::runs::{CreateRunReq, GetRunReq, ListRunsReq, LogEntryReq};
 use crate::store::offload::{blocking, Serial};
 use images::{keep_images, slug_of};
 use model::{LogEntry, RunStatus};
@@ -132,8 +136,10 @@ impl Runs {
         });
     }
 
-    /// The current run of `session`: its own choice, else the environment,
-    /// else the hub-wide file. A choice whose run is gone is cleared.
+    /// The current run of `session`: its own choice, else (for the main
+    /// token's sessions) the environment, else the hub-wide file. A client
+    /// token's session has only its own choice: the environment's and the
+    /// hub-wide run are the person's. A choice whose run is gone is cleared.
     pub fn current(&self, session: &str) -> Current {
         let storage = self.storage();
         let gone = |id: &str, whence: &str| Current::Cleared {
@@ -147,6 +153,9 @@ impl Runs {
             self.sessions.remove(session);
             self.clear_default(&id);
             return gone(&id, "set on this connection");
+        }
+        if self.is_client(session) {
+            return Current::Unset;
         }
         if let Some(id) = &self.env {
             if store::exists(&storage, id) {
@@ -189,11 +198,20 @@ impl Runs {
         if let Some(id) = self.sessions.get(session).map(|r| r.clone()) {
             return exists(&id).then_some(id);
         }
+        if self.is_client(session) {
+            return None;
+        }
         if let Some(id) = &self.env {
             return exists(id).then(|| id.clone());
         }
         let default = self.default.lock().ok().and_then(|d| d.clone())?;
         exists(&default).then_some(default)
+    }
+
+    /// Whether `session` is a client token's (a live session of a client
+    /// of `clients`).
+    fn is_client(&self, session: &str) -> bool {
+        self.hub.connected.client_of(session).is_some()
     }
 
     /// Forget the hub-wide default (memory and file) when it is `run_id`.
@@ -211,18 +229,22 @@ impl Runs {
         self.sessions.remove(session);
     }
 
-    pub fn create(&self, req: &CreateRunReq) -> Result<Value, HubError> {
+    /// Create a run, `caller`'s.
+    pub fn create(&self, caller: &Caller, req: &CreateRunReq) -> Result<Value, HubError> {
         let storage = self.storage();
         let mut ix = self.index.hold(&storage);
-        let meta = store::create(&storage, &req.theme, req.run_id.as_deref())?;
+        let (id, client) = (req.run_id.as_deref(), caller.client_name());
+        let meta = store::create(&storage, &req.theme, id, client)?;
         ix.refresh(&meta.run_id);
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
-    /// Make `run_id` the current run of `session` and the hub-wide default;
-    /// an archived run becomes active again.
-    pub fn set(&self, session: &str, run_id: &str) -> Result<Value, HubError> {
-        let storage = self.storage();
+    /// Make `run_id` (one `caller` may see) the current run of its session
+    /// and, for the main token, the hub-wide default; an archived run
+    /// becomes active again.
+    pub fn set(&self, caller: &Caller, run_id: &str) -> Result<Value, HubError> {
+        let (storage, session) = (self.storage(), caller.session.as_str());
+        check_owner(&storage, run_id, caller)?;
         let mut ix = self.index.hold(&storage);
         let meta = store::touch(&storage, run_id, RunStatus::Active)?;
         ix.refresh(&meta.run_id);
@@ -231,6 +253,9 @@ impl Runs {
             self.sessions
                 .insert(session.to_string(), meta.run_id.clone());
         }
+        if !caller.is_main() {
+            return Ok(json!({"run": store::meta_json(&meta)}));
+        }
         context::write(&self.state_dir(), &meta);
         if let Ok(mut d) = self.default.lock() {
             *d = Some(meta.run_id.clone());
@@ -238,8 +263,10 @@ impl Runs {
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
-    /// A page of the runs, from the index (no run's file is read).
-    pub fn list(&self, req: &ListRunsReq) -> Value {
+    /// A page of the runs `caller` may see, from the index (no run's file
+    /// is read): every run for the main token, its own for a client (and
+    /// no `problems`: a run without metadata names no owner).
+    pub fn list(&self, caller: &Caller, req: &ListRunsReq) -> Value {
         let want = req.status.map(|s| match s {
             protocol::runs::StatusFilter::Active => RunStatus::Active,
             protocol::runs::StatusFilter::Archived => RunStatus::Archived,
@@ -247,13 +274,14 @@ impl Runs {
         let page = req.page();
         let found = self
             .index
-            .list(&self.storage(), want, page.offset, page.limit());
+            .list(&self.storage(), (want, caller), page.offset, page.limit());
         let shown: Vec<Value> = found.runs.iter().map(store::meta_json).collect();
         json!({"runs": shown, "problems": found.problems, "total": found.total, "offset": page.offset, "limit": page.limit()})
     }
 
-    pub fn get(&self, req: &GetRunReq) -> Result<Value, HubError> {
+    pub fn get(&self, caller: &Caller, req: &GetRunReq) -> Result<Value, HubError> {
         let storage = self.storage();
+        check_owner(&storage, &req.run_id, caller)?;
         let (meta, rebuilt) = {
             let mut ix = self.index.hold(&storage);
             let (meta, rebuilt) = store::read_meta(&storage, &req.run_id)?;
@@ -281,11 +309,15 @@ impl Runs {
         }))
     }
 
-    /// The agent's own entry, into the given run or the current one.
-    pub fn log(&self, session: &str, req: LogEntryReq) -> Result<Value, HubError> {
+    /// The agent's own entry, into the given run (one `caller` may see) or
+    /// its session's current one.
+    pub fn log(&self, caller: &Caller, req: LogEntryReq) -> Result<Value, HubError> {
         let run_id = match req.run_id.clone() {
-            Some(id) => id,
-            None => self.current_id(session)?,
+            Some(id) => {
+                check_owner(&self.storage(), &id, caller)?;
+                id
+            }
+            None => self.current_id(&caller.session)?,
         };
         let entry = LogEntry {
             timestamp: crate::util::now_rfc3339(),
@@ -322,8 +354,9 @@ impl Runs {
             .clone())
     }
 
-    pub fn archive(&self, run_id: &str) -> Result<Value, HubError> {
+    pub fn archive(&self, caller: &Caller, run_id: &str) -> Result<Value, HubError> {
         let storage = self.storage();
+        check_owner(&storage, run_id, caller)?;
         let mut ix = self.index.hold(&storage);
         let meta = store::touch(&storage, run_id, RunStatus::Archived)?;
         ix.refresh(&meta.run_id);
@@ -331,9 +364,11 @@ impl Runs {
         Ok(json!({"run": store::meta_json(&meta)}))
     }
 
-    /// Delete a run; every context naming it is cleared.
-    pub fn delete(&self, run_id: &str) -> Result<Value, HubError> {
+    /// Delete a run (one `caller` may see); every context naming it is
+    /// cleared.
+    pub fn delete(&self, caller: &Caller, run_id: &str) -> Result<Value, HubError> {
         let storage = self.storage();
+        check_owner(&storage, run_id, caller)?;
         let mut ix = self.index.hold(&storage);
         store::delete(&storage, run_id)?;
         ix.remove(run_id);
@@ -503,48 +538,4 @@ fn enum_field<T: serde::de::DeserializeOwned + serde::Serialize>(
         )
         .with_suggestion(format!("use one of: {allowed}"))
     })
-}
-
-/// Handle a run message from a connection: on the blocking pool (every
-/// message reads or writes run folders), in the order the connection sent
-/// them; the reply goes out from the job.
-pub fn handle(runs: &Arc<Runs>, out: &Outbox, id: MsgId, msg: RunMsg, place: Option<Place>) {
-    let (me, owner) = (runs.clone(), out.clone());
-    // A call sent after set_run waits for it before it is logged.
-    let mark = matches!(msg, RunMsg::Set(_)).then(|| runs.setting.mark(&out.session));
-    let job = runs.io.run(&[out.session.as_str()], move || {
-        let out = owner;
-        answer(&me, &out, &id, msg, place);
-        drop(mark);
-        Ok(())
-    });
-    tokio::spawn(job);
-}
-
-/// `place` (the message's place under its session's cap) is let go right
-/// before the reply.
-fn answer(runs: &Runs, out: &Outbox, id: &MsgId, msg: RunMsg, place: Option<Place>) {
-    let place = std::cell::Cell::new(place);
-    let reply = |ty: &str, r: Result<Value, HubError>| {
-        drop(place.take());
-        let _sent = match r {
-            Ok(v) => out.send(protocol::reply(ty, id, v)),
-            Err(e) => out.send(protocol::error_msg(id, &e)),
-        };
-    };
-    match msg {
-        RunMsg::Create(r) => reply("run_created", runs.create(&r)),
-        RunMsg::Set(r) => {
-            // Say why an earlier context went away before replacing it.
-            if let Current::Cleared { run_id, reason } = runs.current(&out.session) {
-                out.send(cleared_event(&run_id, &reason));
-            }
-            reply("run_set", runs.set(&out.session, &r.run_id))
-        }
-        RunMsg::List(r) => reply("runs", Ok(runs.list(&r))),
-        RunMsg::Get(r) => reply("run", runs.get(&r)),
-        RunMsg::Log(r) => reply("run_entry_logged", runs.log(&out.session, r)),
-        RunMsg::Archive(r) => reply("run_archived", runs.archive(&r.run_id)),
-        RunMsg::Delete(r) => reply("run_deleted", runs.delete(&r.run_id)),
-    }
 }

@@ -64,6 +64,10 @@ pub struct Metadata {
     pub status: RunStatus,
     #[serde(default = "meta_schema")]
     pub schema_version: String,
+    /// The client of `clients` that created the run (absent: the main
+    /// token, and every run made before runs had owners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 fn meta_schema() -> String {

@@ -76,8 +76,13 @@ pub fn write_meta(dir: &Path, meta: &Metadata) -> Result<(), HubError> {
 
 /// Create a run. Without an id, the theme's slug (or `run`), made unique
 /// with `-2`, `-3`, …; `create_dir` claims the name, so two creators never
-/// share a folder.
-pub fn create(storage: &Path, theme: &str, id: Option<&str>) -> Result<Metadata, HubError> {
+/// share a folder. `client` is who creates it (`None`: the main token).
+pub fn create(
+    storage: &Path,
+    theme: &str,
+    id: Option<&str>,
+    client: Option<&str>,
+) -> Result<Metadata, HubError> {
     model::check_theme(theme)?;
     fs::create_dir_all(storage).map_err(|e| io_err("create", storage, e))?;
     let (dir, run_id) = match id {
@@ -113,6 +118,7 @@ pub fn create(storage: &Path, theme: &str, id: Option<&str>) -> Result<Metadata,
         last_accessed: now,
         status: RunStatus::Active,
         schema_version: META_SCHEMA.into(),
+        client: client.map(String::from),
     };
     write_meta(&dir, &meta)?;
     Ok(meta)
@@ -192,6 +198,8 @@ fn rebuild(dir: &Path, id: &str) -> Metadata {
         last_accessed: entries.last().map(|e| e.timestamp.clone()).unwrap_or(now),
         status: RunStatus::Active,
         schema_version: META_SCHEMA.into(),
+        // Who made it was in the lost metadata: the main token's now.
+        client: None,
     }
 }
 
@@ -310,5 +318,6 @@ pub fn meta_json(m: &Metadata) -> serde_json::Value {
         "lastAccessed": m.last_accessed,
         "status": m.status,
         "schemaVersion": m.schema_version,
+        "client": m.client,
     })
 }

@@ -24,16 +24,19 @@ fn entry(step: &str) -> LogEntry {
 #[test]
 fn ids_come_from_the_theme_and_are_made_unique() {
     let d = tempfile::tempdir().expect("dir");
-    let a = create(d.path(), "Find a Python job on Upwork", None).expect("a");
-    let b = create(d.path(), "Find a Python job on Upwork", None).expect("b");
+    let a = create(d.path(), "Find a Python job on Upwork", None, None).expect("a");
+    let b = create(d.path(), "Find a Python job on Upwork", None, None).expect("b");
     assert_eq!(a.run_id, "find-a-python-job-on-upwork");
     assert_eq!(b.run_id, "find-a-python-job-on-upwork-2");
     for sub in SUBDIRS {
         assert!(d.path().join(&a.run_id).join(sub).is_dir(), "{sub}");
     }
-    let again = create(d.path(), "x", Some(&a.run_id)).expect_err("taken");
+    let again = create(d.path(), "x", Some(&a.run_id), None).expect_err("taken");
     assert_eq!(again.error_type, crate::errors::ErrorType::InvalidParams);
-    assert_eq!(create(d.path(), "找工作", None).expect("c").run_id, "run");
+    assert_eq!(
+        create(d.path(), "找工作", None, None).expect("c").run_id,
+        "run"
+    );
 }
 
 #[test]
@@ -46,7 +49,7 @@ fn hostile_ids_never_reach_the_filesystem() {
             crate::errors::ErrorType::InvalidParams,
             "{id}"
         );
-        assert!(create(d.path(), "t", Some(id)).is_err(), "{id}");
+        assert!(create(d.path(), "t", Some(id), None).is_err(), "{id}");
     }
     let e = dir_of(d.path(), "nope").expect_err("missing");
     assert_eq!(e.error_type, crate::errors::ErrorType::NotFound);
@@ -55,7 +58,7 @@ fn hostile_ids_never_reach_the_filesystem() {
 #[test]
 fn unknown_runs_suggest_the_nearest_id() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("upwork-jobs")).expect("run");
+    create(d.path(), "t", Some("upwork-jobs"), None).expect("run");
     let e = dir_of(d.path(), "upwork-job").expect_err("missing");
     assert!(e.suggestion.contains("upwork-jobs"), "{}", e.suggestion);
 }
@@ -63,7 +66,7 @@ fn unknown_runs_suggest_the_nearest_id() {
 #[test]
 fn a_torn_line_is_skipped_and_counted() {
     let d = tempfile::tempdir().expect("dir");
-    let m = create(d.path(), "t", Some("r")).expect("run");
+    let m = create(d.path(), "t", Some("r"), None).expect("run");
     append(d.path(), &m.run_id, &entry("one")).expect("one");
     let log = d.path().join("r").join(LOG);
     let mut f = std::fs::OpenOptions::new()
@@ -81,7 +84,7 @@ fn a_torn_line_is_skipped_and_counted() {
 #[test]
 fn the_tail_is_read_from_the_end() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     for i in 0..3000 {
         append(d.path(), "r", &entry(&format!("step {i}"))).expect("append");
     }
@@ -95,7 +98,7 @@ fn the_tail_is_read_from_the_end() {
 #[test]
 fn missing_metadata_is_rebuilt_from_the_log() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     let mut e = entry("first look");
     e.timestamp = "2025-01-02T03:04:05Z".into();
     append(d.path(), "r", &e).expect("append");
@@ -113,7 +116,7 @@ fn missing_metadata_is_rebuilt_from_the_log() {
 #[test]
 fn newer_metadata_is_refused() {
     let d = tempfile::tempdir().expect("dir");
-    let mut m = create(d.path(), "t", Some("r")).expect("run");
+    let mut m = create(d.path(), "t", Some("r"), None).expect("run");
     m.schema_version = "9.0".into();
     write_meta(&d.path().join("r"), &m).expect("write");
     let e = read_meta(d.path(), "r").expect_err("newer");
@@ -123,7 +126,7 @@ fn newer_metadata_is_refused() {
 #[test]
 fn an_older_schema_line_is_migrated_on_read() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     let log = d.path().join("r").join(LOG);
     std::fs::write(
         &log,
@@ -139,7 +142,7 @@ fn an_older_schema_line_is_migrated_on_read() {
 #[test]
 fn screenshots_are_numbered_after_the_highest() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     let (a, _) = claim_screenshot(d.path(), "r", "search-page").expect("a");
     assert!(
         a.ends_with("screenshots/001_search-page.png"),
@@ -158,7 +161,7 @@ fn screenshots_are_numbered_after_the_highest() {
 #[test]
 fn concurrent_appends_never_interleave() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     let big = "y".repeat(50_000);
     std::thread::scope(|s| {
         for w in 0..4 {
@@ -182,7 +185,7 @@ fn concurrent_appends_never_interleave() {
 #[test]
 fn a_newer_entry_is_refused_with_a_clear_message() {
     let d = tempfile::tempdir().expect("dir");
-    create(d.path(), "t", Some("r")).expect("run");
+    create(d.path(), "t", Some("r"), None).expect("run");
     let mut e = serde_json::to_value(entry("future")).expect("json");
     e["schema_version"] = "2.0".into();
     std::fs::write(d.path().join("r").join(LOG), format!("{e}\n")).expect("write");

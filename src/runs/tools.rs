@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
 use super::Runs;
+use crate::caller::Caller;
 use crate::errors::{ErrorType, HubError};
 use crate::hub::local::{LocalCall, LocalFuture, LocalTools};
 use crate::mcp::registry::RawTool;
@@ -29,7 +30,7 @@ impl Tool {
     fn description(self) -> &'static str {
         match self {
             Tool::Create => "Create a run (a persistent workspace for one topic): theme (1-500 chars), runId optional (^[a-z0-9-]{1,50}$, else made from the theme).",
-            Tool::Set => "Make a run this connection's current run (and the hub-wide default); every later tool call and batch step is logged into it. An archived run becomes active.",
+            Tool::Set => "Make a run this connection's current run (for the main token also the hub-wide default); every later tool call and batch step is logged into it. An archived run becomes active.",
             Tool::List => "List runs (metadata only); status active|archived filters.",
             Tool::Get => "A run's metadata and its last log entries (tail, default 20).",
             Tool::Log => "Write your own entry into the current run (or runId): step, status (success|error|warning), action_type (navigation|extraction|interaction|screenshot|recipe_execution|data_processing|analysis|user_interaction|other), execution_method (command|recipe|file|manual|analysis|tool), data (an object; data.file for method file; no code).",
@@ -82,15 +83,16 @@ impl RunTools {
 
 /// One run tool (blocking file IO: on the blocking pool, in order with the
 /// session's run messages).
-fn run(runs: &Runs, tool: Tool, session: &str, p: &Value) -> Result<Value, HubError> {
+/// What the tool shows or changes is `who`'s (a client token: its own runs).
+fn run(runs: &Runs, tool: Tool, who: &Caller, p: &Value) -> Result<Value, HubError> {
     match tool {
-        Tool::Create => runs.create(&params::<CreateRunReq>(tool, p)?),
-        Tool::Set => runs.set(session, &params::<RunRef>(tool, p)?.run_id),
-        Tool::List => Ok(runs.list(&params::<ListRunsReq>(tool, p)?)),
-        Tool::Get => runs.get(&params::<GetRunReq>(tool, p)?),
-        Tool::Log => runs.log(session, params::<LogEntryReq>(tool, p)?),
-        Tool::Archive => runs.archive(&params::<RunRef>(tool, p)?.run_id),
-        Tool::Delete => runs.delete(&params::<RunRef>(tool, p)?.run_id),
+        Tool::Create => runs.create(who, &params::<CreateRunReq>(tool, p)?),
+        Tool::Set => runs.set(who, &params::<RunRef>(tool, p)?.run_id),
+        Tool::List => Ok(runs.list(who, &params::<ListRunsReq>(tool, p)?)),
+        Tool::Get => runs.get(who, &params::<GetRunReq>(tool, p)?),
+        Tool::Log => runs.log(who, params::<LogEntryReq>(tool, p)?),
+        Tool::Archive => runs.archive(who, &params::<RunRef>(tool, p)?.run_id),
+        Tool::Delete => runs.delete(who, &params::<RunRef>(tool, p)?.run_id),
     }
 }
 
@@ -127,8 +129,8 @@ impl LocalTools for RunTools {
         let tool = Tool::from_name(tool)?;
         Some(Box::pin(async move {
             let runs = self.0.clone();
-            let (session, p) = (call.session.to_string(), call.params.clone());
-            let job = move || run(&runs, tool, &session, &p);
+            let (who, p) = (call.caller(), call.params.clone());
+            let job = move || run(&runs, tool, &who, &p);
             self.0.io.run(&[call.session], job).await
         }))
     }

@@ -6,6 +6,7 @@
 use serde_json::json;
 
 use crate::app::App;
+use crate::caller::Caller;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::artifact::{ArtifactOwner, ArtifactReq};
 use crate::protocol::{self, MsgId};
@@ -15,10 +16,10 @@ use crate::store::artifact::{self, Artifact};
 
 pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Option<Place>) {
     let cfg = app.hub.config();
-    let out = out.clone();
+    let (out, caller) = (out.clone(), out.caller());
     tokio::spawn(async move {
         let owner = req.owner.clone();
-        let read = tokio::task::spawn_blocking(move || read(&cfg, &req)).await;
+        let read = tokio::task::spawn_blocking(move || read(&cfg, &req, &caller)).await;
         let result = read.unwrap_or_else(|e| {
             Err(HubError::new(
                 ErrorType::Unknown,
@@ -47,14 +48,28 @@ pub fn handle(app: &App, out: &Outbox, id: MsgId, req: ArtifactReq, place: Optio
     });
 }
 
-fn read(cfg: &crate::config::Config, req: &ArtifactReq) -> Result<Artifact, HubError> {
+/// A client token reads only the files of its own recordings and runs
+/// (another's answers as an unknown id does).
+fn read(
+    cfg: &crate::config::Config,
+    req: &ArtifactReq,
+    caller: &Caller,
+) -> Result<Artifact, HubError> {
     let (dir, owner) = match &req.owner {
         ArtifactOwner::Recording(id) => (
-            crate::store::recordings::dir_of(&cfg.recording.storage_path, id)?,
+            {
+                let storage = &cfg.recording.storage_path;
+                crate::recording::check_owner(storage, id, caller)?;
+                crate::store::recordings::dir_of(storage, id)?
+            },
             format!("recording {id:?}"),
         ),
         ArtifactOwner::Run(id) => (
-            crate::runs::store::dir_of(&cfg.runs.storage_path, id)?,
+            {
+                let storage = &cfg.runs.storage_path;
+                crate::runs::check_owner(storage, id, caller)?;
+                crate::runs::store::dir_of(storage, id)?
+            },
             format!("run {id:?}"),
         ),
     };

@@ -90,11 +90,8 @@ pub fn handle(
         ClientMsg::History(req) => {
             // Right after start-up this waits for the file's tail.
             let (history, out) = (hub.history.clone(), out.clone());
-            let view = out.view.clone();
             tokio::spawn(async move {
-                let entries = history
-                    .latest_in(req.limit.min(1000), view.as_deref())
-                    .await;
+                let entries = history.latest_for(req.limit.min(1000), &out.caller()).await;
                 drop(place);
                 out.send(protocol::reply(
                     "history",

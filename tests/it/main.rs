@@ -24,6 +24,7 @@ mod messages;
 mod node_script;
 mod once;
 mod ordering;
+mod owners;
 mod pages;
 mod playwright;
 mod procs;

@@ -238,7 +238,16 @@ async fn a_replay_in_a_view_cannot_run_a_hidden_tool() {
     assert_eq!(stopped["type"], "recording_stopped", "{stopped}");
     assert_eq!(slow_calls(&hub), 1);
 
-    let mut c = hub.connect_at("/ws/chat", EXT).await.expect("chat");
+    // The client's token does not see the main token's recording at all
+    // (tests/it/owners.rs); the main token replaying it in the view runs
+    // it in the view.
+    let mut ext = hub.connect_at("/ws/chat", EXT).await.expect("chat");
+    let r = ext
+        .request(json!({"type": "replay_recording", "recordingId": id, "mode": "live"}))
+        .await;
+    assert_eq!(r["error"]["errorType"], "NOT_FOUND", "{r}");
+    let token = hub.token.clone().expect("token");
+    let mut c = hub.connect_at("/ws/chat", &token).await.expect("chat");
     let r = c
         .request(json!({"type": "replay_recording", "recordingId": id, "mode": "live"}))
         .await;

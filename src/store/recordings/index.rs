@@ -277,10 +277,12 @@ impl RecordingIndex {
         r
     }
 
-    /// A page of the recordings matching `req`, from the index alone.
-    pub fn list(&self, storage: &Path, req: &ListReq) -> Page {
+    /// A page of the recordings matching `req`, from the index alone;
+    /// with `only`, just those the client of that name made (and no
+    /// problems: an unreadable recording names no owner).
+    pub fn list(&self, storage: &Path, req: &ListReq, only: Option<&str>) -> Page {
         let mut g = self.lock();
-        list::page(RecordingIndex::state(&mut g, storage), req)
+        list::page(RecordingIndex::state(&mut g, storage), req, only)
     }
 }
 

@@ -61,7 +61,9 @@ pub fn dir_of(storage: &Path, id: &str) -> Result<PathBuf, HubError> {
     }
 }
 
-fn not_found(id: &str) -> HubError {
+/// The answer for a recording that does not exist, and (the same, word
+/// for word) for one a client token may not see.
+pub fn not_found(id: &str) -> HubError {
     HubError::new(ErrorType::NotFound, format!("no recording {id:?}"))
         .with_suggestion("send {\"type\":\"list_recordings\"} to see the recordings")
 }
@@ -86,6 +88,21 @@ fn check_version(path: &Path, h: &Header) -> Result<(), HubError> {
         .with_suggestion("upgrade toolhub to read this recording"));
     }
     Ok(())
+}
+
+/// The client of `clients` that made recording `id` (its header's
+/// `client`; `None`: the main token), reading only the header line.
+pub fn client_of(storage: &Path, id: &str) -> Result<Option<String>, HubError> {
+    let path = dir_of(storage, id)?.join(FILE);
+    let f = File::open(&path).map_err(|_| not_found(id))?;
+    let mut first = String::new();
+    BufReader::new(f)
+        .read_line(&mut first)
+        .map_err(|e| corrupt(&path, 1, e))?;
+    match serde_json::from_str::<Line>(&first) {
+        Ok(Line::Header(h)) => Ok(h.client),
+        _ => Err(corrupt(&path, 1, "not a recording header")),
+    }
 }
 
 /// Read a whole recording. A torn last line (crash mid-write) is ignored

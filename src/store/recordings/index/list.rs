@@ -3,7 +3,9 @@
 //! sort reads every recording's line from the file, and a line is parsed
 //! only when its raw text can match (the words, the tool and the server
 //! all appear in it). Either way only the entries up to the end of the
-//! page are put in order, and only the page's are turned into JSON.
+//! page are put in order, and only the page's are turned into JSON. A
+//! client token's listing (`only`) is a search too: its entries are the
+//! ones whose `client` is that client.
 
 use std::cmp::Ordering;
 
@@ -11,7 +13,7 @@ use super::keys::{self, Key};
 use super::{Entry, Page, PutLine, State};
 use crate::protocol::recording::{ListReq, RecordingSort};
 
-pub(super) fn page(st: &State, req: &ListReq) -> Page {
+pub(super) fn page(st: &State, req: &ListReq, only: Option<&str>) -> Page {
     let words: Vec<String> = req
         .query
         .as_deref()
@@ -19,7 +21,7 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         .split_whitespace()
         .map(str::to_lowercase)
         .collect();
-    let search = !words.is_empty() || req.tool.is_some() || req.server.is_some();
+    let search = !words.is_empty() || req.tool.is_some() || req.server.is_some() || only.is_some();
     let ks = st.keys.as_slice();
     let problem_keys: Vec<Key> = ks.iter().filter(|k| k.problem()).copied().collect();
     let mut problems: Vec<String> = st
@@ -29,6 +31,9 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         .filter_map(|e| e.problem)
         .collect();
     problems.sort();
+    if only.is_some() {
+        problems.clear();
+    }
     let listed = |k: &Key| {
         !k.problem()
             && req
@@ -42,7 +47,7 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
         let mut best = Best::new(end, |a: &(String, u32), b: &(String, u32)| {
             a.0.cmp(&b.0).then_with(|| id(a.1).cmp(&id(b.1)))
         });
-        filter(st, req, &words, listed, |i, e| {
+        filter(st, (req, only), &words, listed, |i, e| {
             best.push((e.name.to_lowercase(), i))
         });
         best.page(req.page.offset)
@@ -62,7 +67,9 @@ pub(super) fn page(st: &State, req: &ListReq) -> Page {
             t.then_with(|| id(a.1).cmp(&id(b.1)))
         });
         if search {
-            filter(st, req, &words, listed, |i, _| best.push((time(i), i)));
+            filter(st, (req, only), &words, listed, |i, _| {
+                best.push((time(i), i))
+            });
         } else {
             for (i, k) in ks.iter().enumerate() {
                 if listed(k) {
@@ -149,11 +156,11 @@ impl<S> Placed for (S, u32) {
 }
 
 /// Call `hit(place, entry)` for each listed key whose entry matches the
-/// search, reading each line in the file's order and parsing it only when
-/// its raw text can match.
+/// search (and, with `only`, was made by that client), reading each line
+/// in the file's order and parsing it only when its raw text can match.
 fn filter(
     st: &State,
-    req: &ListReq,
+    (req, only): (&ListReq, Option<&str>),
     words: &[String],
     listed: impl Fn(&Key) -> bool,
     mut hit: impl FnMut(u32, &Entry),
@@ -180,7 +187,7 @@ fn filter(
         .filter(|w| plain(w))
         .map(|w| w.as_bytes())
         .collect();
-    let exact: Vec<&[u8]> = [req.tool.as_deref(), req.server.as_deref()]
+    let exact: Vec<&[u8]> = [req.tool.as_deref(), req.server.as_deref(), only]
         .into_iter()
         .flatten()
         .filter(|s| plain(s))
@@ -194,6 +201,7 @@ fn filter(
                 .server
                 .as_deref()
                 .is_none_or(|s| e.servers.iter().any(|x| x == s))
+            && only.is_none_or(|me| e.client.as_deref() == Some(me))
     };
     let mut folded = Vec::new();
     st.file.each_line(&mut spans, |i, line| {

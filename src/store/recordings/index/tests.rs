@@ -53,7 +53,7 @@ fn a_missing_index_is_rebuilt_from_the_recordings_and_written() {
     let r = idx.open(s);
     assert_eq!(r, Repairs::default(), "a rebuild is not a repair");
     assert!(s.join(FILE).exists());
-    let page = idx.list(s, &ListReq::default());
+    let page = idx.list(s, &ListReq::default(), None);
     assert_eq!(page.total, 2);
     assert_eq!(ids_of(&page), ["rec-b", "rec-a"]);
     assert_eq!(page.items[1]["stepCount"], 1);
@@ -63,12 +63,12 @@ fn a_missing_index_is_rebuilt_from_the_recordings_and_written() {
     let again = RecordingIndex::new();
     let _ = RecordingIndex::state(&mut again.lock(), s);
     assert_eq!(
-        again.list(s, &ListReq::default()).total,
+        again.list(s, &ListReq::default(), None).total,
         2,
         "read from the index file"
     );
     assert_eq!(again.verify(s, &HashSet::new()).removed, 1);
-    assert_eq!(again.list(s, &ListReq::default()).total, 1);
+    assert_eq!(again.list(s, &ListReq::default(), None).total, 1);
 }
 
 #[test]
@@ -98,7 +98,7 @@ fn verify_picks_up_edits_new_folders_and_deletions_made_behind_the_hubs_back() {
             removed: 1
         }
     );
-    let page = idx.list(s, &req(json!({"sort": "name"})));
+    let page = idx.list(s, &req(json!({"sort": "name"})), None);
     assert_eq!(ids_of(&page), ["rec-c", "rec-a"]);
     assert_eq!(page.items[1]["name"], "renamed elsewhere");
     assert_eq!(
@@ -139,7 +139,7 @@ fn each_filter_sort_and_page() {
     );
     let idx = RecordingIndex::new();
     idx.open(s);
-    let q = |v| ids_of(&idx.list(s, &req(v)));
+    let q = |v| ids_of(&idx.list(s, &req(v), None));
     assert_eq!(q(json!({"query": "LOG"})), ["rec-3", "rec-1"]);
     assert_eq!(
         q(json!({"query": "about flow"})),
@@ -161,7 +161,11 @@ fn each_filter_sort_and_page() {
     assert_eq!(q(json!({"since": "2026-02-01"})), ["rec-3", "rec-2"]);
     assert_eq!(q(json!({"sort": "oldest"})), ["rec-1", "rec-2", "rec-3"]);
     assert_eq!(q(json!({"sort": "name"})), ["rec-2", "rec-1", "rec-3"]);
-    let page = idx.list(s, &req(json!({"sort": "oldest", "offset": 1, "limit": 1})));
+    let page = idx.list(
+        s,
+        &req(json!({"sort": "oldest", "offset": 1, "limit": 1})),
+        None,
+    );
     assert_eq!((ids_of(&page), page.total), (vec!["rec-2".to_string()], 3));
     let r = ListReq {
         since: Since::parse("2027-01-01"),
@@ -171,7 +175,7 @@ fn each_filter_sort_and_page() {
         },
         ..ListReq::default()
     };
-    assert_eq!(idx.list(s, &r).total, 0);
+    assert_eq!(idx.list(s, &r, None).total, 0);
 }
 
 #[test]
@@ -192,7 +196,7 @@ fn puts_and_deletes_survive_a_restart_and_the_file_is_compacted() {
     idx.refresh(s, "rec-b");
     let again = RecordingIndex::new();
     let _ = RecordingIndex::state(&mut again.lock(), s);
-    assert_eq!(ids_of(&again.list(s, &ListReq::default())), ["rec-b"]);
+    assert_eq!(ids_of(&again.list(s, &ListReq::default(), None)), ["rec-b"]);
 }
 
 #[test]
@@ -203,7 +207,7 @@ fn an_unreadable_recording_is_a_problem_not_a_listing() {
     fs::write(s.join("rec-bad").join(super::super::FILE), "not json\n").unwrap();
     let idx = RecordingIndex::new();
     idx.open(s);
-    let page = idx.list(s, &ListReq::default());
+    let page = idx.list(s, &ListReq::default(), None);
     assert_eq!(page.total, 0);
     assert_eq!(page.problems.len(), 1);
     assert!(page.problems[0].contains("not a recording header"));
@@ -237,23 +241,27 @@ fn entries_are_read_back_by_offset_after_updates_compaction_and_a_restart() {
     let lines = fs::read_to_string(s.join(FILE)).unwrap().lines().count();
     assert!(lines <= 2 * 30 + 64 + 1, "compacted: {lines} lines");
     let check = |idx: &RecordingIndex| {
-        let page = idx.list(s, &req(json!({"sort": "oldest"})));
+        let page = idx.list(s, &req(json!({"sort": "oldest"})), None);
         assert_eq!(page.total, 30);
         for (i, item) in page.items.iter().enumerate() {
             assert_eq!(item["recordingId"], json!(ids[i]));
             assert_eq!(item["name"], json!(name(i)));
         }
-        let by_name = ids_of(&idx.list(s, &req(json!({"sort": "name", "limit": 2}))));
+        let by_name = ids_of(&idx.list(s, &req(json!({"sort": "name", "limit": 2})), None));
         assert_eq!(by_name, [ids[0].clone(), ids[1].clone()]);
         assert_eq!(
-            ids_of(&idx.list(s, &req(json!({"query": "ÜNÏ ωMEGA"})))),
+            ids_of(&idx.list(s, &req(json!({"query": "ÜNÏ ωMEGA"})), None)),
             [ids[7].clone()],
             "non-ASCII words match case-insensitively"
         );
-        let hits = idx.list(s, &req(json!({"query": "flow 1", "tool": "fs__read_file"})));
+        let hits = idx.list(
+            s,
+            &req(json!({"query": "flow 1", "tool": "fs__read_file"})),
+            None,
+        );
         assert_eq!(hits.total, 12, "every word: flow 01, 10..19, 21");
         assert_eq!(
-            idx.list(s, &req(json!({"query": "flow", "server": "nope"})))
+            idx.list(s, &req(json!({"query": "flow", "server": "nope"})), None)
                 .total,
             0
         );
@@ -275,9 +283,9 @@ fn an_index_that_cannot_be_written_lists_from_a_bounded_memory() {
     fs::create_dir_all(s.join(FILE)).unwrap();
     let idx = RecordingIndex::new();
     idx.open(s);
-    let page = idx.list(s, &req(json!({"query": "alpha"})));
+    let page = idx.list(s, &req(json!({"query": "alpha"})), None);
     assert_eq!(ids_of(&page), ["rec-a"]);
-    assert_eq!(idx.list(s, &ListReq::default()).total, 2);
+    assert_eq!(idx.list(s, &ListReq::default(), None).total, 2);
     let g = idx.lock();
     let st = g.as_ref().unwrap();
     assert_eq!(st.pending.len(), 2);
