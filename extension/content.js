@@ -220,12 +220,15 @@
 
   /** Why a block waits for a click, in words. */
   function whyWaiting(k, policy) {
-    const ask = policy.tools.filter((t) => t.policy === "ask").map((t) => t.qualifiedName);
+    const allow = policy.allow || [];
+    const held = policy.tools.filter((t) => t.policy === "ask" && !allow.includes(t.qualifiedName)).map((t) => `${t.qualifiedName}${t.why ? " (" + t.why + ")" : ""}`);
     if (isShare()) return "This is a shared conversation: its blocks run only when you click Run.";
     if (!k.live) return "This block was already on the page (history, a reload or another conversation): it runs only when you click Run.";
     if (k.quoted) return "This block is inside quoted text: it runs only when you click Run.";
-    if (ask.length) return `${ask.join(", ")} may change things on your computer: it runs when you click Run, or by itself once you always allow it on ${siteLabel()}.`;
-    return "It runs when you click Run.";
+    const parts = [];
+    if (allow.length) parts.push(`${allow.join(", ")} may change things on your computer or show what other sessions did: it runs when you click Run, or by itself once you always allow it on ${siteLabel()}.`);
+    if (held.length) parts.push(`${held.join(", ")}: runs only when you click Run.`);
+    return parts.length ? parts.join(" ") : "It runs when you click Run.";
   }
 
   function readyRecord(k, policy) {
@@ -238,7 +241,8 @@
       params: b.params,
       steps0: b.kind === "batch" ? b.steps.map((s) => ({ tool: s.tool, params: s.params })) : undefined,
       totalSteps: b.steps ? b.steps.length : 1,
-      askTools: policy.tools.filter((t) => t.policy === "ask").map((t) => t.qualifiedName),
+      // "Always allow" names only tools it may remember: never a meta-tool.
+      askTools: policy.allow || [],
       site: siteLabel(),
       why: whyWaiting(k, policy),
     };
@@ -349,14 +353,20 @@
     }
   }
 
+  /** The result elements this script made (a page's element with the
+   * same attribute is never drawn into: it could hold the page's own
+   * shadow root or listeners). */
+  const mine = new WeakSet();
+
   function elementFor(k) {
     if (k.el && k.el.isConnected) return k.el;
-    let el = null;
-    for (const e of document.querySelectorAll("[data-toolhub-call]")) if (e.getAttribute("data-toolhub-call") === k.key) el = e;
+    for (const e of document.querySelectorAll("[data-toolhub-call]")) if (e.getAttribute("data-toolhub-call") === k.key && e !== k.el && !mine.has(e)) e.remove();
+    let el = k.el;
     if (!el) {
       el = document.createElement("div");
       el.className = "toolhub-result";
       el.setAttribute("data-toolhub-call", k.key);
+      mine.add(el);
     }
     k.el = el;
     k.sig = null;
@@ -370,10 +380,9 @@
     if (k.sig === sig && k.el.getAttribute("data-toolhub-state") === r.state) return;
     k.sig = sig;
     notifyPanel();
-    R.render(k.el, r, settings.foldChars, {
-      run: () => !k.requested && request(k, "click"),
-      allow: () => !k.requested && request(k, "allow"),
-    });
+    // Drawn in a closed shadow root: the page cannot reach or cover Run.
+    const on = { run: () => !k.requested && request(k, "click"), allow: () => !k.requested && request(k, "allow") };
+    R.render(k.el, r, settings.foldChars, on, true);
   }
 
   // ------------------------------------------------------------ results into the chat

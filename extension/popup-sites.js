@@ -77,12 +77,18 @@ const PopupSites = (() => {
       const p = ToolhubPolicy.forTool(store.toolPolicy, chosen, tools, t.qualifiedName);
       const def = ToolhubPolicy.byDefinition(t);
       const sel = el("select", { "data-tool": t.qualifiedName, "aria-label": `policy of ${t.qualifiedName}` });
+      // A meta-tool is judged by what it would run: it cannot be let run
+      // without asking by itself.
+      // ("auto" stored for one means that, whatever an older version stored).
+      const meta = ToolhubPolicy.isMeta(t);
+      const shown = meta && !(p.set && p.policy !== "auto") ? "auto" : p.policy;
       for (const v of ToolhubPolicy.POLICIES) {
-        const label = { auto: "run without asking", ask: "ask", never: "never" }[v] + (v === def ? " (default)" : "");
-        sel.append(el("option", { value: v, selected: v === p.policy }, label));
+        const isDef = meta ? v === "auto" : v === def;
+        const label = { auto: meta ? "by what it runs" : "run without asking", ask: "ask", never: "never" }[v] + (isDef ? " (default)" : "");
+        sel.append(el("option", { value: v, selected: v === shown }, label));
       }
       sel.onchange = () => save({ toolPolicy: ToolhubPolicy.withPolicy(store.toolPolicy, chosen, [t.qualifiedName], sel.value) });
-      ul.append(el("li", { "data-tool": t.qualifiedName, "data-policy": p.policy }, el("span", { class: "name" }, t.qualifiedName), sel));
+      ul.append(el("li", { "data-tool": t.qualifiedName, "data-policy": shown }, el("span", { class: "name" }, t.qualifiedName), sel));
     }
   }
 

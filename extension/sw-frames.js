@@ -23,7 +23,8 @@ async function handle(m) {
       if (Array.isArray(m.tools)) {
         // A discovery view lists its meta-tools and names the rest in
         // `catalog` (name, server, a short summary each).
-        tools = { tools: m.tools.map(slimTool), hash: m.hash || null, catalog: Array.isArray(m.catalog) ? m.catalog : null };
+        // `trustedServers`: whose annotations count (policy.js).
+        tools = { tools: ToolhubPolicy.markTrusted(m.tools.map(slimTool), m.trustedServers), hash: m.hash || null, catalog: Array.isArray(m.catalog) ? m.catalog : null };
         await persistMisc();
         notifyUi();
       }
@@ -115,6 +116,7 @@ async function handle(m) {
 function slimTool(t) {
   const s = { name: t.name, server: t.server, qualifiedName: t.qualifiedName, description: t.description, inputSchema: t.inputSchema };
   if (t.annotations) s.annotations = t.annotations;
+  if (t.realTool) s.realTool = t.realTool;
   return s;
 }
 

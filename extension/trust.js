@@ -19,6 +19,8 @@ const CONTENT_JS = ["blocks.js", "scan.js", "sites.js", ...SITE_FILES, "render.j
 const LOCAL_SCRIPT_ID = "toolhub-local";
 const LOCAL_ORIGIN = /^https?:\/\/(127\.0\.0\.1|localhost)(:\d{1,5})?$/;
 const FOLD_DEFAULT = 20000;
+/** A replay of a longer recording is not looked into: it asks. */
+const RECORDING_STEPS_MAX = 10000;
 
 const Trust = {
   isLocalOrigin(o) {
@@ -46,9 +48,40 @@ const Trust = {
     return { origin, on, why: on ? "" : `toolhub does not read ${origin || "this page"}: turn the origin on in the toolhub popup (local pages) to use it` };
   },
 
+  /** A block's policy on `origin` (policy.js), looking inside meta-tools:
+   * a replay's recording is read from the hub first (each time: a recording
+   * can be changed between two replays); one it cannot read asks. */
   async policyOf(origin, toolList, block) {
     const { toolPolicy = {} } = await chrome.storage.local.get("toolPolicy");
-    return ToolhubPolicy.forBlock(toolPolicy, origin, toolList, block);
+    const ctx = { recordings: {} };
+    for (let round = 0; round < 4; round++) {
+      const p = ToolhubPolicy.forBlock(toolPolicy, origin, toolList, block, ctx);
+      if (!p.need.length) return p;
+      for (const id of p.need) ctx.recordings[id] = await Trust.recordingTools(id);
+    }
+    return ToolhubPolicy.forBlock(toolPolicy, origin, toolList, block, ctx);
+  },
+
+  /** The steps ({tool, qualifiedName}) of recording `id` at the hub, or
+   * null when it cannot be read whole (not connected, not found, refused,
+   * longer than RECORDING_STEPS_MAX). */
+  async recordingTools(id) {
+    const steps = [];
+    let offset = 0;
+    try {
+      while (steps.length <= RECORDING_STEPS_MAX) {
+        const r = await request({ type: "get_recording", recordingId: id, offset, limit: 1000 });
+        const rec = r.type === "recording" && r.recording;
+        if (!rec || !Array.isArray(rec.steps)) return null;
+        for (const s of rec.steps) steps.push({ tool: String(s.tool || ""), qualifiedName: String(s.qualifiedName || "") });
+        const next = rec.stepsPage && rec.stepsPage.nextOffset;
+        if (next === null || next === undefined) return steps;
+        offset = next;
+      }
+    } catch {
+      return null;
+    }
+    return null;
   },
 
   /** Remember "run without asking" for `names` on `origin`. */
@@ -72,7 +105,8 @@ const Trust = {
       throw new Error(`${never.join(", ")} is set to never run on ${page.origin}; change it in the toolhub popup`);
     }
     if (mode === "allow") {
-      await Trust.allow(page.origin, policy.tools.filter((t) => t.policy === "ask" && t.known).map((t) => t.qualifiedName));
+      // Never a meta-tool: what it runs is judged each time (policy.js).
+      await Trust.allow(page.origin, policy.allow);
       return { go: true };
     }
     if (mode === "click") return { go: true };

@@ -411,6 +411,7 @@ impl Hub {
                 "type": "tools_updated",
                 "tools": next.tools(),
                 "hash": next.hash(),
+                "trustedServers": self.trusted_servers(next.tools()),
                 "added": diff.added,
                 "removed": diff.removed,
                 "changed": diff.changed,

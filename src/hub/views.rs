@@ -179,6 +179,13 @@ impl ViewTools {
         self.shown.get(real).map(String::as_str)
     }
 
+    /// The real qualified name of a tool the view renamed, by the view's
+    /// name; `None` when the view keeps the real name.
+    pub fn real_name(&self, view_name: &str) -> Option<&str> {
+        let real = self.real.get(view_name)?;
+        (real.qualified_name != view_name).then_some(real.qualified_name.as_str())
+    }
+
     /// The view's own entry for a tool (renamed, re-described), by the
     /// view's name.
     pub fn presented(&self, view_name: &str) -> Option<&Arc<ToolInfo>> {
@@ -263,11 +270,24 @@ impl Hub {
         match view {
             None => {
                 let t = self.tools();
-                json!({"tools": t.tools(), "hash": t.hash()})
+                let trusted = self.trusted_servers(t.tools());
+                json!({"tools": t.tools(), "hash": t.hash(), "trustedServers": trusted})
             }
             Some(v) => match self.view(v) {
                 Ok(v) => {
-                    let mut l = json!({"tools": v.listed(), "hash": v.hash(), "view": v.name});
+                    // A renamed tool says what it really is (`realTool`), as
+                    // its results do: a client judging a call by the tool
+                    // (the extension's consent) must know a renamed
+                    // `hub__tool_batch` for what it is.
+                    let mut tools = serde_json::to_value(v.listed()).unwrap_or_default();
+                    for t in tools.as_array_mut().into_iter().flatten() {
+                        let name = t["qualifiedName"].as_str().unwrap_or_default().to_string();
+                        if let Some(real) = v.real_name(&name) {
+                            t["realTool"] = json!(real);
+                        }
+                    }
+                    let trusted = self.trusted_servers(v.tools());
+                    let mut l = json!({"tools": tools, "hash": v.hash(), "view": v.name, "trustedServers": trusted});
                     if let Some(c) = v.catalog() {
                         l["catalog"] = Value::Array(c);
                     }
@@ -276,6 +296,25 @@ impl Hub {
                 Err(_) => json!({"tools": [], "hash": "", "view": v}),
             },
         }
+    }
+
+    /// `trustedServers` of a tool listing: of the servers of `tools`, those
+    /// whose annotations a client may act on without asking the person
+    /// (`mcpServers.<name>.trusted`), and the hub's own built-ins always.
+    pub fn trusted_servers(&self, tools: &[Arc<ToolInfo>]) -> Vec<String> {
+        let config = self.config();
+        let mut out: Vec<String> = tools
+            .iter()
+            .map(|t| t.server.as_str())
+            .filter(|s| {
+                *s == super::BUILTIN_SERVER
+                    || config.mcp_servers.get(*s).is_some_and(|spec| spec.trusted)
+            })
+            .map(str::to_string)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// A view's own `tools_updated` after a hub event, when what the view

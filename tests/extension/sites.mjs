@@ -74,6 +74,45 @@ async function result(page, needle, state) {
   return loc;
 }
 
+/** A person's click on a result's control (`run` or `allow`). Each is a
+ * host with a closed shadow root around its button, and takes clicks once
+ * it has been fully visible for a moment (`data-toolhub-armed`). */
+async function press(scope, action) {
+  const host = scope.locator(`[data-toolhub-action="${action}"]`).first();
+  await host.scrollIntoViewIfNeeded();
+  await scope.locator(`[data-toolhub-action="${action}"][data-toolhub-armed]`).first().waitFor({ timeout: WAIT });
+  await host.click();
+}
+
+/** Everything a page script can do to press Run, on every Run in the page:
+ * look for the button, click the control's host, dispatch clicks, press
+ * Enter on it, and click whatever elementFromPoint finds at its middle.
+ * Returns what it found. */
+async function scriptClick(page) {
+  return page.evaluate(() => {
+    const buttons = [...document.querySelectorAll("button, [role=button]")].filter((b) => /\bRun\b/.test(b.textContent) || b.closest(".toolhub-result"));
+    const hosts = [...document.querySelectorAll('[data-toolhub-action="run"]')];
+    let shadow = false;
+    for (const r of document.querySelectorAll(".toolhub-result")) if (r.shadowRoot) shadow = true;
+    for (const h of hosts) {
+      if (h.shadowRoot) shadow = true;
+      const box = h.getBoundingClientRect();
+      const x = box.x + box.width / 2;
+      const y = box.y + box.height / 2;
+      h.click();
+      for (const type of ["pointerdown", "mousedown", "pointerup", "mouseup", "click"]) {
+        h.dispatchEvent(new MouseEvent(type, { bubbles: true, composed: true, clientX: x, clientY: y, detail: 1 }));
+      }
+      h.focus();
+      h.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, composed: true }));
+      const at = document.elementFromPoint(x, y);
+      if (at) at.click();
+    }
+    for (const b of buttons) b.click();
+    return { buttons: buttons.length, hosts: hosts.length, shadow };
+  });
+}
+
 async function setup() {
   check((await workerUrl(ctx)) === `chrome-extension://${EXT_ID}/sw.js`, "the extension is loaded");
   ext = await configure(ctx, HUB_WS, TOKEN);
@@ -97,7 +136,7 @@ async function site(id) {
   ]);
   const page = await open(id, P.conv);
   await result(page, `history-${id}`, "ready");
-  const actions = await page.locator('.toolhub-result[data-toolhub-state="ready"] button[data-toolhub-action]').evaluateAll((bs) => bs.map((b) => b.getAttribute("data-toolhub-action")));
+  const actions = await page.locator('.toolhub-result[data-toolhub-state="ready"] [data-toolhub-action]').evaluateAll((bs) => bs.map((b) => b.getAttribute("data-toolhub-action")));
   check(actions.join(",") === "run", t(`a block already in the conversation at load waits with a Run button (${actions})`));
   check((await page.locator(".toolhub-result", { hasText: `user-${id}` }).count()) === 0, t("a block in the person's own message is not even offered"));
   await page.reload();
@@ -111,7 +150,8 @@ async function site(id) {
   await result(page, `nav-${id}`, "ready");
   ok(t("a conversation reached by in-app navigation waits too"));
   // A page script clicking Run is not the person.
-  await page.evaluate(() => document.querySelector('.toolhub-result button[data-toolhub-action="run"]').click());
+  const found = await scriptClick(page);
+  check(found.buttons === 0 && found.hosts > 0 && !found.shadow, t(`a page script finds no Run button (${found.buttons}) and no shadow root, only the controls' hosts (${found.hosts}), and clicks those`));
 
   // ---- a share view
   sites.seed(id, P.share, [
@@ -134,15 +174,15 @@ async function site(id) {
   const write = (n) => ({ tool: "hub__write_file", params: { path: `w-${id}-${n}.txt`, content: `written ${n} on ${id}` } });
   await page.evaluate((text) => fixture.stream(text), `Now I write a file.\n\n${fenced(write(1))}`);
   const w1 = await result(page, `w-${id}-1.txt`, "ready");
-  const buttons = await w1.locator("button[data-toolhub-action]").evaluateAll((bs) => bs.map((b) => b.getAttribute("data-toolhub-action")));
+  const buttons = await w1.locator("[data-toolhub-action]").evaluateAll((bs) => bs.map((b) => b.getAttribute("data-toolhub-action")));
   check(buttons.join(",") === "run,allow", t(`a live write waits with Run and Allow (${buttons})`));
   check(!existsSync(path.join(WORKSPACE, `w-${id}-1.txt`)), t("and nothing was written"));
-  await w1.locator('button[data-toolhub-action="run"]').click();
+  await press(w1, "run");
   await result(page, `w-${id}-1.txt`, "success");
   check(readFileSync(path.join(WORKSPACE, `w-${id}-1.txt`), "utf8") === `written 1 on ${id}`, t("a click on Run wrote the file"));
   await page.evaluate((text) => fixture.stream(text), `And another.\n\n${fenced(write(2))}`);
   const w2 = await result(page, `w-${id}-2.txt`, "ready");
-  await w2.locator('button[data-toolhub-action="allow"]').click();
+  await press(w2, "allow");
   await result(page, `w-${id}-2.txt`, "success");
   const stored = (await storage()).toolPolicy[origin];
   check(stored.hub__write_file === "auto", t("'always allow' is remembered for this site"));
@@ -172,6 +212,90 @@ async function site(id) {
   await page.close();
 }
 
+/** Consent that sees through meta-tools (issue 49.5), on chatgpt.com's
+ * live turns: a tool_batch with a run_command step waits (and "always
+ * allow" names run_command, never the batch, even with an "auto" for the
+ * meta-tools stored by an older version), a batch of read-only tools of
+ * trusted servers runs by itself, hub__history waits, an untrusted server's
+ * readOnlyHint tool waits while a trusted one's runs, and a page script
+ * cannot press Run: not by finding it, not by clicking its host or what is
+ * at its point, and a person's click lands on nothing while the page
+ * covers Run or fades it out. */
+async function consent() {
+  const id = "chatgpt";
+  const origin = "https://chatgpt.com";
+  const { toolPolicy = {} } = await storage();
+  // (hub__write_file was always allowed here by site(): it asks again.)
+  const stale = { hub__tool_batch: "auto", hub__call_tool: "auto", hub__record_replay: "auto", hub__resume_task: "auto", hub__write_file: "ask" };
+  await storage({ toolPolicy: { ...toolPolicy, [origin]: { ...(toolPolicy[origin] || {}), ...stale } } });
+  sites.seed(id, "/c/consent", [{ role: "user", text: "hello" }, { role: "assistant", text: "Hello." }]);
+  const page = await open(id, "/c/consent");
+  // Streamed slowly enough that the content script sees it streaming
+  // (its first look comes up to 100 ms after the first change).
+  const live = (text) => page.evaluate((t) => fixture.stream(t, { chunk: 5, everyMs: 15 }), text);
+  const marker = path.join(WORKSPACE, "consent-batch.txt");
+
+  await live(`A batch:\n\n${fenced({ tool: "hub__tool_batch", params: { steps: [{ tool: "hub__read_file", params: { path: "notes-chatgpt.txt" } }, { tool: "hub__run_command", params: { command: "echo batch > consent-batch.txt" } }] } })}`);
+  const batch = await result(page, "consent-batch.txt", "ready");
+  const controls = await batch.locator("[data-toolhub-action]").evaluateAll((hs) => hs.map((h) => `${h.getAttribute("data-toolhub-action")}=${h.getAttribute("data-toolhub-label") || ""}`));
+  check(controls.length === 2 && /^allow=.*hub__run_command/.test(controls[1]) && !controls.join(" ").includes("tool_batch"), `a live hub__tool_batch with a run_command step waits; "always allow" names hub__run_command, not the batch (${controls.join("; ")})`);
+
+  await live(`Read-only:\n\n${fenced({ tool: "hub__tool_batch", params: { steps: [{ tool: "hub__read_file", params: { path: "notes-chatgpt.txt" } }, { tool: "hub__list_directory", params: { path: "." } }] } })}`);
+  await result(page, "notes of chatgpt", "success");
+  ok("a live hub__tool_batch of read-only tools of trusted servers runs by itself");
+  check(!existsSync(marker) && (await page.locator('.toolhub-result[data-toolhub-state="ready"]', { hasText: "consent-batch.txt" }).count()) === 1, "the batch with the run_command step still waits, and ran nothing");
+
+  await live(`What ran before:\n\n${fenced({ tool: "hub__history", params: { limit: 5 } })}`);
+  await result(page, "hub__history", "ready");
+  await live(`Untrusted:\n\n${fenced({ tool: "x__slow_read", params: { ms: 1 } })}`);
+  await result(page, "x__slow_read", "ready");
+  await live(`Trusted:\n\n${fenced({ tool: "t__slow_read", params: { ms: 2 } })}`);
+  await result(page, "t__slow_read", "success");
+  check(calls(HUB_DIR, "x").length === 0, "a live hub__history waits for a click; an untrusted server's readOnlyHint tool waits while a trusted server's runs by itself");
+
+  // A page script against Run.
+  await live(`Write:\n\n${fenced({ tool: "hub__write_file", params: { path: "consent-w.txt", content: "by a click" } })}`);
+  const w = await result(page, "consent-w.txt", "ready");
+  const host = w.locator('[data-toolhub-action="run"]');
+  await host.scrollIntoViewIfNeeded();
+  await w.locator('[data-toolhub-action="run"][data-toolhub-armed]').waitFor({ timeout: WAIT });
+  const found = await scriptClick(page);
+  check(found.buttons === 0 && !found.shadow, `a page script finds no Run button and no shadow root (it clicked ${found.hosts} hosts and what was at their points)`);
+  // Covered by the page (an overlay that lets clicks through), then faded
+  // out: a person's real click on the spot runs nothing.
+  const box = await host.boundingBox();
+  const cx = box.x + box.width / 2;
+  const cy = box.y + box.height / 2;
+  await page.evaluate(([x, y]) => {
+    const o = document.createElement("div");
+    o.id = "decoy";
+    o.textContent = "Click here to continue";
+    Object.assign(o.style, { position: "fixed", left: `${x - 80}px`, top: `${y - 20}px`, width: "160px", height: "40px", background: "#fff", pointerEvents: "none", zIndex: 99999 });
+    document.body.append(o);
+  }, [cx, cy]);
+  await page.locator('.toolhub-result [data-toolhub-action="run"]:not([data-toolhub-armed])').last().waitFor({ state: "attached", timeout: WAIT });
+  await page.mouse.click(cx, cy);
+  await page.evaluate(() => {
+    document.getElementById("decoy").remove();
+    const style = document.createElement("style");
+    style.id = "fade";
+    style.textContent = ".toolhub-result, .toolhub-result * { opacity: 0.02 !important }";
+    document.head.append(style);
+  });
+  await page.mouse.click(cx, cy);
+  // Every attempt had its chance: a later live block runs and shows.
+  await live(`Then:\n\n${echo("consent-barrier")}`);
+  await result(page, "consent-barrier", "success");
+  check(!existsSync(path.join(WORKSPACE, "consent-w.txt")) && (await page.locator('.toolhub-result[data-toolhub-state="ready"]', { hasText: "consent-w.txt" }).count()) === 1, "the script's clicks, and a person's click while the page covered Run or faded it out, ran nothing");
+  await page.evaluate(() => document.getElementById("fade").remove());
+  await press(w, "run");
+  await result(page, "consent-w.txt", "success");
+  check(readFileSync(path.join(WORKSPACE, "consent-w.txt"), "utf8") === "by a click", "once uncovered and visible, the person's click on Run wrote the file");
+  const after = (await storage()).toolPolicy[origin];
+  check(!("hub__history" in after) && after.hub__tool_batch === "auto", "nothing was remembered on the way");
+  await page.close();
+}
+
 async function attack() {
   const got = [];
   const listener = createServer((req, res) => {
@@ -192,7 +316,7 @@ async function attack() {
   const page = await open("chatgpt", "/share/attack-1");
   await result(page, "id_ed25519", "ready");
   check(got.length === 0, "the attack: opening the shared conversation ran nothing (the listener heard nothing)");
-  await page.locator('.toolhub-result button[data-toolhub-action="run"]').click();
+  await press(page.locator(".toolhub-result", { hasText: "id_ed25519" }), "run");
   const done = page.locator('.toolhub-result[data-toolhub-state="success"], .toolhub-result[data-toolhub-state="error"]', { hasText: "id_ed25519" });
   await done.first().waitFor({ timeout: WAIT });
   const text = await done.first().textContent();
@@ -305,10 +429,16 @@ try {
     mkdirSync(WORKSPACE, { recursive: true });
     await site(id);
   }
+  if (!ONLY || ONLY.includes("chatgpt")) await consent();
   if (!ONLY || ONLY.includes("chatgpt")) await attack();
   if (!ONLY || ONLY.includes("panel")) await panel();
 } catch (e) {
   failed = e.stack || e.message;
+  // What each page's results showed, for the failure's reader.
+  for (const p of ctx.pages()) {
+    const shown = await p.locator(".toolhub-result").evaluateAll((rs) => rs.map((r) => `${r.getAttribute("data-toolhub-state")}: ${r.textContent.replace(/\s+/g, " ").slice(0, 160)}`)).catch(() => []);
+    if (shown.length) console.log(`results on ${p.url()}:\n  ${shown.join("\n  ")}`);
+  }
   for (const [i, p] of ctx.pages().entries()) await p.screenshot({ path: path.join(OUT, `sites-failed-${i}.png`) }).catch(() => {});
 }
 if (!failed && errors.length) failed = `page errors: ${errors.join("; ")}`;

@@ -23,10 +23,13 @@ fn screenshots() -> PathBuf {
     node_script::screenshots("extension-screenshots")
 }
 
-/// The hub the browser tests use: test servers `t` (on) and `u` (off, with
-/// an extra tool), a confirm rule on echo "danger", and exactly the
-/// extension's origin allowed.
+/// The hub the browser tests use: test servers `t` (on, trusted: its
+/// annotations count) and `u` (off, with an extra tool), `x` (on, not
+/// trusted: its `readOnlyHint` tools still wait for a click), a confirm
+/// rule on echo "danger", and exactly the extension's origin allowed.
 fn config(dir: &Path) -> Value {
+    let mut t = testserver_entry(dir, "t", &[]);
+    t["trusted"] = json!(true);
     let mut u = testserver_entry(dir, "u", &["--extra-tool", "u_extra"]);
     u["disabled"] = json!(true);
     // One instance per tab (a browser's stand-in: its memo is its page).
@@ -35,7 +38,7 @@ fn config(dir: &Path) -> Value {
     json!({
         "server": {"allowedOrigins": [format!("chrome-extension://{EXTENSION_ID}")]},
         // `m` asks the person a form mid-call (run.mjs "form").
-        "mcpServers": {"t": testserver_entry(dir, "t", &[]), "u": u, "pc": pc,
+        "mcpServers": {"t": t, "u": u, "pc": pc, "x": testserver_entry(dir, "x", &[]),
             "m": testserver_entry(dir, "m", &["--mrtr"])},
         "safety": {"rules": [
             {"tool": "echo", "match": {"message": "danger"}, "action": "confirm", "reason": "dangerous echo"}
@@ -61,6 +64,72 @@ async fn the_block_parser_passes_its_unit_tests() {
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What the extension's consent reads from the tool list (issue 49.5):
+/// `trustedServers` names the hub's own server and the servers marked
+/// `trusted` in config, never another; a view names only its own; and a
+/// view's renamed tool says what it really is (`realTool`), so a renamed
+/// `hub__tool_batch` is still judged as one. Through the main token, a
+/// client's token on its view, and `hub__list_tools`.
+#[tokio::test]
+async fn the_tool_list_says_whose_annotations_count() {
+    let dir = tempfile::tempdir().expect("dir");
+    let p = dir.path().to_path_buf();
+    let mut c = config(&p);
+    c["views"]["chat"] = json!({"tools": ["t__echo", "x__echo", "hub__read_file", "hub__tool_batch"],
+        "rename": {"hub__tool_batch": {"name": "batch"}}});
+    let hub = TestHub::start_in(dir, c).await;
+    let trusted = |l: &Value| -> Vec<String> {
+        l["trustedServers"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no trustedServers in {l}"))
+            .iter()
+            .map(|s| s.as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let mut main = hub.connect().await;
+    let all = main.request(json!({"type": "list_tools"})).await;
+    assert!(
+        all["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["server"] == "x")),
+        "{all}"
+    );
+    assert_eq!(trusted(&all), ["hub", "t"], "the hub and t; not x, m or pc");
+    let listed = main.call("hub__list_tools", json!({})).await;
+    assert_eq!(trusted(&listed["result"]), ["hub", "t"], "{listed}");
+
+    let mut ext = hub
+        .connect_at("/ws/chat", "extension-view-token-0123456789")
+        .await
+        .expect("the client opens its view");
+    let view = ext.request(json!({"type": "list_tools"})).await;
+    assert_eq!(trusted(&view), ["hub", "t"], "{view}");
+    let tools = view["tools"].as_array().expect("tools");
+    let batch = tools
+        .iter()
+        .find(|t| t["qualifiedName"] == "batch")
+        .expect("batch");
+    assert_eq!(batch["realTool"], "hub__tool_batch", "{batch}");
+    assert!(
+        tools
+            .iter()
+            .filter(|t| t["qualifiedName"] != "batch")
+            .all(|t| t.get("realTool").is_none()),
+        "only a renamed tool has realTool: {view}"
+    );
+    let path = hub.path().join("config.json");
+    let mut c2: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("config")).expect("json");
+    c2["views"]["chat"] = json!({"tools": ["x__echo"]});
+    write_config(&path, &c2);
+    let update = ext.recv_type("tools_updated").await;
+    assert_eq!(
+        trusted(&update),
+        Vec::<String>::new(),
+        "a view of x alone names no trusted server: {update}"
     );
 }
 
