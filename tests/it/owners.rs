@@ -342,3 +342,47 @@ async fn a_clients_history_holds_only_its_own_calls_and_mains_holds_all() {
     );
     assert!(!chat.contains("main-aggregate"), "{chat}");
 }
+
+#[tokio::test]
+async fn over_mcp_a_clients_hub_tools_see_only_its_own_work() {
+    use crate::mcp::driver::{mcp_url, text_of, Driver};
+    let (hub, mut main) = hub().await;
+    let rec = record(&mut main, "main's", "t__echo", json!({"message": "m"})).await;
+    let run = create_and_set(&mut main, "the person's topic").await;
+    main.call("t__echo", json!({"message": "main-call"})).await;
+    let mut d = Driver::start().await;
+    let url = format!("{}/chat", mcp_url(&hub));
+    d.ok(json!({"op": "connect", "url": url, "token": EXT}))
+        .await;
+    let r = d.call("t__echo", json!({"message": "ext-over-mcp"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    for (tool, args, hidden) in [
+        ("hub__record_list", json!({}), rec.as_str()),
+        ("hub__run_list", json!({}), run.as_str()),
+        ("hub__history", json!({"limit": 100}), "main-call"),
+    ] {
+        let r = d.call(tool, args).await;
+        assert_ne!(r["isError"], true, "{tool}: {r}");
+        assert!(!r.to_string().contains(hidden), "{tool}: {r}");
+    }
+    let h = d.call("hub__history", json!({"limit": 100})).await;
+    assert!(h.to_string().contains("ext-over-mcp"), "{h}");
+    for (tool, args) in [
+        ("hub__record_get", json!({"recordingId": rec})),
+        ("hub__record_replay", json!({"recordingId": rec})),
+        ("hub__record_delete", json!({"recordingId": rec})),
+        ("hub__run_get", json!({"runId": run})),
+        ("hub__run_delete", json!({"runId": run})),
+    ] {
+        let r = d.call(tool, args).await;
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+        let text = text_of(&r);
+        assert!(text.contains("no recording") || text.contains("no run"), "{tool}: {r}");
+    }
+    // Both are still the main token's, whole.
+    let g = main
+        .request(json!({"type": "get_recording", "recordingId": rec}))
+        .await;
+    assert_eq!(g["type"], "recording", "{g}");
+    assert!(run_text(&mut main, &run).await.contains("main-call"));
+}
