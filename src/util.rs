@@ -49,13 +49,11 @@ pub async fn on_pending<F: std::future::Future>(fut: F, waiting: impl FnOnce()) 
     }
 }
 
-/// A unique name for a single `tool_call`'s pending confirmation, `call-<run>-<n>`:
-/// a random prefix drawn once per hub run and a counter, so the call path
-/// asks the kernel for no randomness.
+/// A name for a single `tool_call`'s pending confirmation, `call-<32 hex>`:
+/// 128 random bits, so nobody can guess a question's name from another
+/// (the `hello`'s `bootId` is public; a counter would be too).
 pub fn call_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("call-{}-{}", run_id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!("call-{}", hex::encode(rand::random::<[u8; 16]>()))
 }
 
 /// This hub run's id: 12 random hex digits drawn once per process. The

@@ -151,10 +151,12 @@ impl Controls {
                 Ok(json!({"entries": hub.history.latest_for(limit, &call.caller()).await}))
             }
             Tool::Batch => {
-                let (session, context, view) = (call.session, call.context, call.view);
-                crate::engine::run_inline(engine, params, session, context, view, call.cancel).await
+                let caller = call.caller();
+                crate::engine::run_inline(engine, params, &caller, call.context, call.cancel).await
             }
             Tool::TaskStatus | Tool::ResumeTask => {
+                // Another view's task, or another client's, is unknown.
+                let caller = call.caller();
                 let id = required_str(params, "taskId")?;
                 let page = step_page(params)?;
                 if tool == Tool::ResumeTask {
@@ -164,13 +166,14 @@ impl Controls {
                         .map(|n| n as usize);
                     let vars = params.get("variables").and_then(Value::as_object).cloned();
                     if let Some(t) = engine.load(id).await {
-                        if !crate::engine::same_view(&t, call.view) {
+                        if !crate::engine::visible(&t, &caller) {
                             return Err(crate::engine::unknown_task(id));
                         }
                         // The resumed steps are the caller's work too.
                         t.set_caller(call.session);
                     }
-                    let handle = crate::engine::resume(engine, id, from, vars, None, None, None)?;
+                    let by = (Some(&caller), None);
+                    let handle = crate::engine::resume(engine, id, from, vars, by, None, None)?;
                     // An abandoned call (timeout, cancel) stops the task too.
                     let _stop = StopOnDrop(engine.get(id));
                     let _ = handle.await;
@@ -178,12 +181,12 @@ impl Controls {
                 let t = engine
                     .load(id)
                     .await
-                    .filter(|t| crate::engine::same_view(t, call.view))
+                    .filter(|t| crate::engine::visible(t, &caller))
                     .ok_or_else(|| crate::engine::unknown_task(id))?;
                 Ok(t.status_json(page))
             }
             Tool::ListTasks => {
-                crate::engine::list_json(engine, &params_of(tool, params)?, call.view)
+                crate::engine::list_json(engine, &params_of(tool, params)?, &call.caller())
             }
             // The recorder's file work runs on the blocking pool, in order
             // with the session's recording messages.

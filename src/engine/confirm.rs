@@ -1,11 +1,20 @@
 //! Asking a person about a call the safety gate (`hub::pipeline`) wants
 //! confirmed, or an uncertain step on resume: register the wait, send
 //! `need_user`, wait for the client's `confirm`.
+//!
+//! A question belongs to the principal whose call or task asks it. It goes
+//! to the call's or task's own session while that lives; a batch's
+//! question whose session has no socket (or that has no session:
+//! `hub__tool_batch`, an MCP task, a replay by tool) goes to every session
+//! of that principal and every main-token session (the person's dashboard
+//! and popup), in any view, and never to another client's. Only those may
+//! answer it (`Approvals::decide`).
 
 use serde_json::{json, Value};
 
 use super::approvals::{params_hash, Refused};
 use super::service::Engine;
+use crate::caller::Owner;
 use crate::errors::HubError;
 use crate::hub::{Confirmer, Decision, Question};
 use crate::mcp::registry::ToolInfo;
@@ -35,6 +44,8 @@ pub struct Confirmation<'a> {
     pub info: &'a ToolInfo,
     pub params: &'a Value,
     pub owner: Option<Outbox>,
+    /// The principal whose call or task asks: who may receive and answer.
+    pub client: Owner,
 }
 
 /// The confirmer of a single `tool_call`: its `need_user` goes to its own
@@ -58,6 +69,7 @@ impl Confirmer for SingleCall<'_> {
                 info,
                 params,
                 owner: Some(self.owner.clone()),
+                client: self.owner.client.clone(),
             };
             request(self.engine, &ask, &reason).await
         })
@@ -81,7 +93,9 @@ pub async fn request(
         } => (task_id.to_string(), *step_index, Some(*batch_id)),
         Subject::Call { .. } => (crate::util::call_id(), 0, None),
     };
-    let waiting = engine.approvals.register(&key, step_index, hash.clone());
+    let waiting = engine
+        .approvals
+        .register(&key, step_index, hash.clone(), ask.client.clone());
     let expires_ms = crate::util::now_ms() + cfg.safety.confirm_timeout.as_millis() as u64;
     let redacted = crate::history::redact(ask.params, &cfg.security);
     let mut msg = json!({
@@ -109,21 +123,26 @@ pub async fn request(
         }
     }
     tracing::warn!(task = %key, step = step_index, tool = %ask.info.qualified_name, %reason, "waiting for a person to confirm");
-    // The owner while its session lives, else every connection. A batch
-    // whose owner's socket is gone (its session waits for a resume) is put
-    // to every other connection too: a task outlives its client, and anyone
-    // may answer; the owner still gets it when it resumes. A single call's
-    // prompt stays with its session, which cancels it if it ends.
+    // The owner while its session lives. A batch whose owner's socket is
+    // gone (its session waits for a resume) or that has no owner is put to
+    // the principal's other sessions and the main token's: a task outlives
+    // its client, and the person may answer; the owner still gets it when
+    // it resumes. A single call's prompt stays with its session, which
+    // cancels it if it ends.
+    let for_principal = |mut m: Value| {
+        m[PRINCIPAL] = json!(ask.client.as_deref());
+        m
+    };
     match ask.owner.as_ref().filter(|o| !o.is_closed()) {
         Some(o) => {
             if batch_id.is_some() && !o.is_attached() {
-                let mut others = msg.clone();
+                let mut others = for_principal(msg.clone());
                 others["_except"] = json!(o.session);
                 hub.broadcast(others);
             }
             o.send(msg);
         }
-        None => hub.broadcast(msg),
+        None => hub.broadcast(for_principal(msg)),
     }
     match waiting.wait(cfg.safety.confirm_timeout).await {
         Ok(()) => Ok(()),
@@ -137,6 +156,11 @@ pub async fn request(
         )),
     }
 }
+
+/// The private field of a hub-wide event that only the main token's
+/// sessions and the named client's receive (`null`: the main token's
+/// only); see `server::session`.
+pub const PRINCIPAL: &str = "_principal";
 
 /// A server's question during a single `tool_call`: its
 /// `elicitation/create` form, put to the call's person as a `need_user`
@@ -160,7 +184,9 @@ pub async fn ask_form(engine: &Engine, q: FormQuestion<'_>) -> Value {
     let cfg = hub.config();
     let key = crate::util::call_id();
     let hash = params_hash(q.form);
-    let waiting = engine.approvals.register(&key, 0, hash.clone());
+    let waiting = engine
+        .approvals
+        .register(&key, 0, hash.clone(), q.owner.client.clone());
     let expires_ms = crate::util::now_ms() + cfg.safety.confirm_timeout.as_millis() as u64;
     let message = q.form.get("message").and_then(Value::as_str).unwrap_or("");
     let mut msg = json!({

@@ -82,6 +82,7 @@ impl Engine {
             context: task.set_context_of(),
             view: task.view.get().map(|v| v.to_string()),
             unattended: task.unattended.get().map(|k| k.as_str().to_string()),
+            client: task.client(),
         };
         let r = blocking(|| JournalWriter::create(&self.store.dir, &header, self.store.durability));
         match r {
@@ -377,6 +378,7 @@ impl Engine {
             context,
             view,
             unattended,
+            client,
             ..
         }) = records.next()
         else {
@@ -415,6 +417,7 @@ impl Engine {
         if let Some(v) = view {
             let _ = task.view.set(v.into());
         }
+        task.set_client(client);
         if let Some(k) = unattended
             .as_deref()
             .and_then(super::task::Unattended::parse)

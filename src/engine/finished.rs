@@ -42,6 +42,9 @@ pub struct Finished {
     /// The `callKey` the batch came with, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_key: Option<crate::store::journal::CallKeyMark>,
+    /// The client whose token made the task (absent: the main token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 impl Indexed for Finished {
@@ -71,6 +74,7 @@ impl Finished {
             summary,
             stamp,
             call_key: task.call_key.get().cloned(),
+            client: task.client_name().map(String::from),
         })
     }
 

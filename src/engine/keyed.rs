@@ -73,7 +73,7 @@ pub(super) fn batch(
         }
         Claim::New(guard) => {
             // Known from a journal (a restart, or the key left memory).
-            if let Some((task_id, mark)) = engine.by_call_key(&key) {
+            if let Some((task_id, mark)) = engine.by_call_key(&key, out.client.as_deref()) {
                 if mark.hash != hash {
                     return reply_err(&out, &id, conflict(&key));
                 }
@@ -91,7 +91,7 @@ pub(super) fn batch(
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
-            match super::create_task(engine, batch_id, &req, Some(out.clone()), None) {
+            match super::create_task(engine, batch_id, &req, &out) {
                 Ok(task) => {
                     guard.finish(json!({"taskId": task.id}));
                     if let Err(e) = super::start(engine, task, 0, TaskEvent::Start, place) {

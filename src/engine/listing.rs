@@ -8,19 +8,18 @@ use serde_json::{json, Value};
 
 use super::service::Engine;
 use super::task::Task;
-use super::{durable, same_view, state};
+use super::{durable, state, visible};
+use crate::caller::Caller;
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::ListTasksReq;
 
 /// `{"tasks": [...], "problems": [...], "total", "offset", "limit"}` for
 /// list_tasks: the tasks matching the filters, newest first, one page.
 /// In a view only the view's tasks (a finished task known only from the
-/// index, which keeps no view, is the aggregate's).
-pub fn list_json(
-    engine: &Engine,
-    req: &ListTasksReq,
-    view: Option<&str>,
-) -> Result<Value, HubError> {
+/// index, which keeps no view, is the aggregate's); for a client's token
+/// only that client's tasks, the main token's shows every principal's.
+pub fn list_json(engine: &Engine, req: &ListTasksReq, caller: &Caller) -> Result<Value, HubError> {
+    let view = caller.view.as_deref();
     let state = match &req.state {
         None => None,
         Some(s) => Some(durable::parse_state(s).ok_or_else(|| {
@@ -42,7 +41,7 @@ pub fn list_json(
     let mut hits: Vec<(u64, &str, Hit)> = live
         .iter()
         .filter(|t| state.is_none_or(|s| t.state() == s))
-        .filter(|t| same_view(t, view))
+        .filter(|t| visible(t, caller))
         .filter(|t| {
             req.tool.as_deref().is_none_or(|want| {
                 t.plan
@@ -60,6 +59,7 @@ pub fn list_json(
         hits.extend(
             ix.entries()
                 .filter(|e| engine.tasks.get(&e.id).is_none())
+                .filter(|e| caller.may_see(e.client.as_deref()))
                 .filter(|e| req.tool.as_deref().is_none_or(|want| e.uses_tool(want)))
                 .filter(|e| since(e.created_ms))
                 .map(|e| (e.created_ms, e.id.as_str(), Hit::Indexed(&e.summary))),

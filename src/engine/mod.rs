@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::caller::Caller;
 use crate::client_context::{check_label, ClientContext};
 use crate::errors::{ErrorType, HubError};
 use crate::protocol::{self, BatchReq, ClientMsg, MsgId};
@@ -46,31 +47,39 @@ use task::Task;
 const STATUS_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Validate a batch and create its task (not yet started), in the view of
-/// the connection that owns it.
+/// the connection that owns it, as its principal's.
 pub fn create_task(
     engine: &Engine,
     batch_id: Value,
     req: &BatchReq,
-    owner: Option<Outbox>,
-    context: Option<ClientContext>,
+    owner: &Outbox,
 ) -> Result<Arc<Task>, HubError> {
-    let view = owner.as_ref().and_then(|o| o.view.clone());
-    create_task_in(engine, batch_id, req, owner, context, view, None)
+    let caller = owner.caller();
+    create_task_in(
+        engine,
+        batch_id,
+        req,
+        Some(owner.clone()),
+        None,
+        &caller,
+        None,
+    )
 }
 
-/// [`create_task`] in `view`: every step is validated against the view's
-/// tools before anything runs, and called within it. `unattended`: a task
-/// no client drives, and how its result is read (journaled before
-/// anything runs).
+/// [`create_task`] for `caller`: in its view (every step is validated
+/// against the view's tools before anything runs, and called within it),
+/// as its principal's task (journaled). `unattended`: a task no client
+/// drives, and how its result is read (journaled before anything runs).
 pub fn create_task_in(
     engine: &Engine,
     batch_id: Value,
     req: &BatchReq,
     owner: Option<Outbox>,
     context: Option<ClientContext>,
-    view: Option<Arc<str>>,
+    caller: &Caller,
     unattended: Option<task::Unattended>,
 ) -> Result<Arc<Task>, HubError> {
+    let view = caller.view.clone();
     let hub = engine.hub();
     if let Some(Err(m)) = req.context.as_deref().map(check_label) {
         return Err(HubError::new(
@@ -116,6 +125,7 @@ pub fn create_task_in(
     if let Some(v) = view {
         let _ = task.view.set(v);
     }
+    task.set_client(caller.owner());
     if let Some(k) = unattended {
         let _ = task.unattended.set(k);
     }
@@ -215,6 +225,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
     let reply_err = |out: &Outbox, id: &MsgId, e: HubError| {
         out.send(protocol::error_msg(id, &e));
     };
+    let caller = out.caller();
     match msg {
         ClientMsg::ToolBatch(req) => {
             if let Some(key) = req.call_key.clone() {
@@ -223,7 +234,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
             let batch_id = id
                 .clone()
                 .unwrap_or_else(|| json!(uuid::Uuid::new_v4().to_string()));
-            match create_task(engine, batch_id, &req, Some(out.clone()), None) {
+            match create_task(engine, batch_id, &req, &out) {
                 Ok(task) => {
                     if let Err(e) = start(engine, task, 0, TaskEvent::Start, place) {
                         reply_err(&out, &id, e);
@@ -232,11 +243,11 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
                 Err(e) => reply_err(&out, &id, e),
             }
         }
-        // A task of another view is unknown in this one.
+        // A task of another view, or another client's, is unknown here.
         ClientMsg::CancelTask(r) | ClientMsg::TaskStatus(r)
             if engine
                 .get(&r.task_id)
-                .is_some_and(|t| !same_view(&t, out.view.as_deref())) =>
+                .is_some_and(|t| !visible(&t, &caller)) =>
         {
             reply_err(&out, &id, unknown_task(&r.task_id))
         }
@@ -287,19 +298,20 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
             }
             None => reply_err(&out, &id, unknown_task(&r.task_id)),
         },
-        ClientMsg::ListTasks(r) => match list_json(engine, &r, out.view.as_deref()) {
+        ClientMsg::ListTasks(r) => match list_json(engine, &r, &caller) {
             Ok(v) => {
                 out.send(protocol::reply("tasks", &id, v));
             }
             Err(e) => reply_err(&out, &id, e),
         },
         ClientMsg::ResumeTask(r) => {
+            let by = Some(&caller);
             if let Err(e) = resume(
                 engine,
                 &r.task_id,
                 r.from_step,
                 r.variables.clone(),
-                Some(out.clone()),
+                (by, Some(out.clone())),
                 r.context.as_deref(),
                 place,
             ) {
@@ -308,6 +320,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
         }
         ClientMsg::Confirm(r) => {
             match engine.approvals.decide(
+                &caller,
                 &r.task_id,
                 r.approve,
                 r.step_index,
@@ -321,7 +334,7 @@ fn handle_loaded(engine: &Engine, out: Outbox, id: MsgId, msg: ClientMsg, place:
                         json!({"taskId": r.task_id, "approve": r.approve}),
                     ));
                 }
-                Err(m) => reply_err(&out, &id, HubError::new(ErrorType::InvalidMessage, m)),
+                Err(e) => reply_err(&out, &id, e),
             }
         }
         other => reply_err(
@@ -349,13 +362,15 @@ impl Drop for StopOnDrop {
 }
 
 /// Continue a failed, recoverable or cancelled task from its first
-/// unfinished step (or `from`), with its saved variables.
+/// unfinished step (or `from`), with its saved variables. `by`: who asks
+/// (`None`: the hub itself, after a restart); a task another caller may
+/// not see is unknown to it. `owner`: the connection that drives it now.
 pub fn resume(
     engine: &Engine,
     task_id: &str,
     from: Option<usize>,
     variables: Option<serde_json::Map<String, Value>>,
-    owner: Option<Outbox>,
+    (by, owner): (Option<&Caller>, Option<Outbox>),
     context: Option<&str>,
     place: Option<Place>,
 ) -> Result<tokio::task::JoinHandle<()>, HubError> {
@@ -371,11 +386,9 @@ pub fn resume(
     }
     let t = engine.get(task_id).ok_or_else(|| unknown_task(task_id))?;
     // A task stays in the view it was started in: another view's session
-    // (or the aggregate's) does not find it.
-    if let Some(o) = &owner {
-        if !same_view(&t, o.view.as_deref()) {
-            return Err(unknown_task(task_id));
-        }
+    // (or the aggregate's) does not find it, nor does another client.
+    if by.is_some_and(|c| !visible(&t, c)) {
+        return Err(unknown_task(task_id));
     }
     if let Err(why) = t.state().resumable() {
         return Err(HubError::new(
@@ -449,14 +462,19 @@ pub fn same_view(task: &Task, view: Option<&str>) -> bool {
     task.view.get().map(|v| &**v) == view
 }
 
+/// Whether `caller` may see (list, read, resume, cancel) `task`: one of
+/// its view, and its own unless it holds the main token.
+pub fn visible(task: &Task, caller: &Caller) -> bool {
+    same_view(task, caller.view.as_deref()) && caller.may_see(task.client_name())
+}
+
 /// `hub__tool_batch`: run a batch for an agent that can only emit tool
 /// calls; the result is the batch summary with each step's outcome.
 pub async fn run_inline(
     engine: &Engine,
     params: &Value,
-    session: &str,
+    caller: &Caller,
     context: &ClientContext,
-    view: Option<&str>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Value, HubError> {
     let req: BatchReq = serde_path_to_error::deserialize(params.clone()).map_err(|e| {
@@ -470,19 +488,19 @@ pub async fn run_inline(
         )
     })?;
     let batch_id = json!(format!("hub-{}", uuid::Uuid::new_v4()));
-    // The steps run in the calling tool's context (its tab's browser).
-    let view = view.map(Arc::from);
+    // The steps run in the calling tool's context (its tab's browser), as
+    // the caller's calls; its questions are the caller's principal's.
     let task = create_task_in(
         engine,
         batch_id,
         &req,
         None,
         Some(context.clone()),
-        view,
+        caller,
         None,
     )?;
     // Its steps are the calling session's work (its run logs them).
-    task.set_caller(session);
+    task.set_caller(&caller.session);
     // Its calling tool call holds the session's place.
     let handle = start(engine, task.clone(), 0, TaskEvent::Start, None)?;
     // If the calling tool call gives up (timeout, cancel, dropped future),

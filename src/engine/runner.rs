@@ -265,6 +265,8 @@ async fn run_step(
     req.timeout = step.timeout.map(Duration::from_millis);
     req.context = task.context();
     req.view = task.view.get().cloned();
+    // The principal that made the task: its steps are that client's calls.
+    req.client = task.client();
     // An MCP task's client answers its servers' questions (tasks/update).
     if let Some(q) = task.questions.get() {
         req.link = Some(q.link(req.session.as_str()));
@@ -351,6 +353,7 @@ impl Confirmer for StepGate<'_> {
                 info,
                 params,
                 owner: task.owner(),
+                client: task.client(),
             };
             super::confirm::request(engine, &ask, &reason).await
         })

@@ -94,12 +94,14 @@ impl Engine {
     /// The id and key mark of the task a batch with `callKey` `key`
     /// started, in memory or in the finished-task index (after a restart
     /// the in-memory keys are gone, the journals keep them). Reads no
-    /// file: [`load`](Self::load) the task by its id.
-    pub fn by_call_key(&self, key: &str) -> Option<(String, CallKeyMark)> {
+    /// file: [`load`](Self::load) the task by its id. Keys are the
+    /// token's own: only a task `client` made is found (`None`: the main
+    /// token's).
+    pub fn by_call_key(&self, key: &str, client: Option<&str>) -> Option<(String, CallKeyMark)> {
         let live = self.tasks.iter().find_map(|t| {
             t.call_key
                 .get()
-                .filter(|k| k.key == key)
+                .filter(|k| k.key == key && t.client_name() == client)
                 .map(|k| (t.id.clone(), k.clone()))
         });
         if live.is_some() {
@@ -109,7 +111,7 @@ impl Engine {
         let found = ix.entries().find_map(|e| {
             e.call_key
                 .as_ref()
-                .filter(|k| k.key == key)
+                .filter(|k| k.key == key && e.client.as_deref() == client)
                 .map(|k| (e.id.clone(), k.clone()))
         });
         found

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::state::{StepState, TaskEvent, TaskState};
 use super::validate::Plan;
+use crate::caller::Owner;
 use crate::errors::HubError;
 use crate::session::{Outbox, SessionId};
 
@@ -69,6 +70,11 @@ pub struct Task {
     /// The view the task was started in (`/ws/<view>`, a helper called
     /// there): each step is called within it (journaled in its header).
     pub view: std::sync::OnceLock<Arc<str>>,
+    /// The principal that made the task (the client of `clients` whose
+    /// token started it; unset: the main token). Its steps are that
+    /// client's calls, its questions that client's, and only that client
+    /// and the main token see it (journaled in its header).
+    principal: std::sync::OnceLock<Arc<str>>,
     /// Set for a task no client drives (an MCP task): the hub resumes it
     /// after a restart (journaled in its header).
     pub unattended: std::sync::OnceLock<Unattended>,
@@ -134,6 +140,7 @@ impl Task {
             held: Mutex::new(Vec::new()),
             call_key: std::sync::OnceLock::new(),
             view: std::sync::OnceLock::new(),
+            principal: std::sync::OnceLock::new(),
             unattended: std::sync::OnceLock::new(),
             questions: std::sync::OnceLock::new(),
             context: Mutex::new(None),
@@ -259,6 +266,23 @@ impl Task {
     pub fn set_owner(&self, o: Option<Outbox>) {
         if let Ok(mut slot) = self.owner.lock() {
             *slot = o;
+        }
+    }
+
+    /// The principal that made the task (`None`: the main token).
+    pub fn client(&self) -> Owner {
+        self.principal.get().cloned()
+    }
+
+    /// The client's name (`None`: the main token).
+    pub fn client_name(&self) -> Option<&str> {
+        self.principal.get().map(|c| &**c)
+    }
+
+    /// Record who made the task (once, before it is journaled).
+    pub fn set_client(&self, client: Owner) {
+        if let Some(c) = client {
+            let _ = self.principal.set(c);
         }
     }
 
@@ -436,6 +460,9 @@ impl Task {
             });
             if let Some(k) = self.call_key.get() {
                 v["callKey"] = json!(k.key);
+            }
+            if let Some(c) = self.principal.get() {
+                v["client"] = json!(c);
             }
             if let Err(why) = resumable {
                 v["notResumableReason"] = json!(why);

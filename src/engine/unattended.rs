@@ -14,6 +14,7 @@ use super::questions::TaskQuestions;
 use super::service::Engine;
 use super::state::{TaskEvent, TaskState};
 use super::task::Task;
+use crate::caller::Caller;
 use crate::client_context::ClientContext;
 use crate::errors::HubError;
 use crate::protocol::BatchReq;
@@ -22,19 +23,29 @@ pub use super::task::Unattended as Kind;
 
 /// Validate `req`, create its task (journaled, the header synced: a
 /// restart from here on finds it) and start it in the background, as
-/// `session`'s work in `view`; its servers' questions wait in `questions`
-/// for the client. The returned task is running.
+/// `caller`'s work in its view and its principal's task (its steps'
+/// `need_user` go to that principal's sessions and the main token's); its
+/// servers' questions wait in `questions` for the client. The returned
+/// task is running.
 pub fn start(
     engine: &Engine,
     req: &BatchReq,
     kind: Kind,
-    session: &str,
-    view: Option<Arc<str>>,
+    caller: &Caller,
     questions: Arc<TaskQuestions>,
 ) -> Result<Arc<Task>, HubError> {
     let batch_id = json!(format!("task-{}", uuid::Uuid::new_v4()));
+    let session = &caller.session;
     let context = ClientContext::session(session, req.context.as_deref());
-    let task = super::create_task_in(engine, batch_id, req, None, Some(context), view, Some(kind))?;
+    let task = super::create_task_in(
+        engine,
+        batch_id,
+        req,
+        None,
+        Some(context),
+        caller,
+        Some(kind),
+    )?;
     task.set_caller(session);
     let _ = task.questions.set(questions);
     // Durable before the caller hears of it.
@@ -60,7 +71,7 @@ pub fn resume_all(engine: &Engine) {
         .filter(|t| t.unattended.get().is_some() && t.state() == TaskState::Recoverable)
         .collect();
     for t in stopped {
-        match super::resume(engine, &t.id, None, None, None, None, None) {
+        match super::resume(engine, &t.id, None, None, (None, None), None, None) {
             Ok(handle) => {
                 tracing::info!(task = %t.id, "resuming an unattended task the hub stopped under");
                 drop(handle);

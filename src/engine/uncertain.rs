@@ -105,6 +105,7 @@ pub(super) async fn settle_uncertain(
                 info: &info,
                 params: &params,
                 owner: task.owner(),
+                client: task.client(),
             };
             enter_need_user(engine, task, i, &reason, &params);
             let verdict = tokio::select! {

@@ -79,7 +79,7 @@ pub async fn execute(
     caller: &Caller,
     req: &ReplayReq,
 ) -> Result<Value, HubError> {
-    let (session, view) = (caller.session.as_str(), caller.view.clone());
+    let view = caller.view.clone();
     let hub = engine.hub();
     let cfg = hub.config();
     let storage = cfg.recording.storage_path.clone();
@@ -105,10 +105,7 @@ pub async fn execute(
             view.as_deref(),
         ),
         Mode::Offline => offline(&sink, &rec, &replay_id),
-        Mode::Live => {
-            let place = (session, view);
-            live(engine, &sink, place, &rec, &replay_id, req, &ignore).await?
-        }
+        Mode::Live => live(engine, &sink, caller, &rec, &replay_id, req, &ignore).await?,
     };
     msg["type"] = json!("replay_complete");
     msg["recordingId"] = json!(rec.header.recording_id);
@@ -295,7 +292,7 @@ fn offline(out: &Sink, rec: &Recording, replay_id: &str) -> Value {
 async fn live(
     engine: &Engine,
     out: &Sink,
-    (session, view): (&str, Option<Arc<str>>),
+    caller: &Caller,
     rec: &Recording,
     replay_id: &str,
     req: &ReplayReq,
@@ -339,6 +336,7 @@ async fn live(
         ));
     }
     let own = format!("replay-{replay_id}");
+    let session = &caller.session;
     let context = ClientContext::session(session, Some(req.context.as_deref().unwrap_or(&own)));
     let task = crate::engine::create_task_in(
         engine,
@@ -346,7 +344,7 @@ async fn live(
         &batch,
         out.0.clone(),
         Some(context.clone()),
-        view,
+        caller,
         None,
     )?;
     // Without a connection (hub__record_replay) the steps are the caller's.

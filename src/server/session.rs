@@ -322,6 +322,13 @@ async fn forward_events(
                 if ev.get("_except").and_then(Value::as_str) == Some(&outbox.session) {
                     continue;
                 }
+                // A question: the main token's sessions and its own
+                // principal's only, in any view (`engine::confirm`).
+                if let Some(p) = ev.get(crate::engine::confirm::PRINCIPAL) {
+                    if outbox.client.is_some() && p.as_str() != outbox.client.as_deref() {
+                        continue;
+                    }
+                }
                 if !outbox.send(strip_private(&ev)) && outbox.is_closed() {
                     return;
                 }

@@ -75,6 +75,11 @@ pub enum Record {
         /// (`engine::unattended::Kind`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         unattended: Option<String>,
+        /// The client of `clients` whose token made the task (absent: the
+        /// main token): after a restart only it and the main token see
+        /// the task, and its steps are still that client's calls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client: crate::caller::Owner,
     },
     #[serde(rename_all = "camelCase")]
     StepStarted {

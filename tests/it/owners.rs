@@ -377,7 +377,10 @@ async fn over_mcp_a_clients_hub_tools_see_only_its_own_work() {
         let r = d.call(tool, args).await;
         assert_eq!(r["isError"], true, "{tool}: {r}");
         let text = text_of(&r);
-        assert!(text.contains("no recording") || text.contains("no run"), "{tool}: {r}");
+        assert!(
+            text.contains("no recording") || text.contains("no run"),
+            "{tool}: {r}"
+        );
     }
     // Both are still the main token's, whole.
     let g = main

@@ -180,7 +180,7 @@ async fn an_unanswered_confirmation_expires_as_safety_blocked() {
 }
 
 #[tokio::test]
-async fn with_the_owner_gone_every_connection_is_asked_and_no_tool_can_approve() {
+async fn with_the_owner_gone_the_main_tokens_sessions_are_asked_and_no_tool_can_approve() {
     let (hub, mut c) = hub_with_rules(300_000).await;
     let mut other = hub.connect().await;
     c.send(json!({"type": "tool_batch", "id": "orphan", "steps": [

@@ -44,6 +44,7 @@ fn journal(dir: &std::path::Path, durability: SyncPolicy) -> JournalWriter {
         context: None,
         view: None,
         unattended: None,
+        client: None,
     };
     JournalWriter::create(dir, &header, durability).unwrap()
 }

@@ -250,10 +250,10 @@ pub fn create(
             None,
         )
     })?;
-    let view = super::view::of(cx);
+    let caller = super::view::caller_of(cx, session);
     let questions = TaskQuestions::new(answerable(cx));
     let task =
-        unattended::start(&ep.app.engine, &req, kind, session, view, questions).map_err(refused)?;
+        unattended::start(&ep.app.engine, &req, kind, &caller, questions).map_err(refused)?;
     tracing::info!(task = %task.id, %tool, %session, "an MCP tools/call runs as a task");
     Ok(CreateTaskResult::new(base(&task, TaskStatus::Working)))
 }
@@ -267,14 +267,14 @@ pub async fn resume(
     id: &str,
 ) -> Result<CreateTaskResult, ErrorData> {
     let engine = &ep.app.engine;
-    let view = super::view::of(cx);
-    let t = find(ep, view.as_deref(), id).await?;
+    let caller = super::view::caller_of(cx, session);
+    let t = find(ep, &caller, id).await?;
     t.set_caller(session);
     // Read back from its journal after a restart: its questions go to
     // whoever resumes it.
     let _ = t.questions.set(TaskQuestions::new(answerable(cx)));
-    let handle =
-        crate::engine::resume(engine, id, None, None, None, None, None).map_err(refused)?;
+    let handle = crate::engine::resume(engine, id, None, None, (Some(&caller), None), None, None)
+        .map_err(refused)?;
     drop(handle);
     Ok(CreateTaskResult::new(base(&t, TaskStatus::Working)))
 }
@@ -295,7 +295,7 @@ pub async fn get(
         got.task.task.task_id = id.to_string();
         return Ok(got);
     }
-    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    let t = find(ep, &super::view::caller_of(cx, ""), id).await?;
     Ok(GetTaskResult::new(detailed(ep, &t)?))
 }
 
@@ -314,14 +314,16 @@ pub async fn update(
         let request = ClientRequest::UpdateTaskRequest(UpdateTaskRequest::new(params));
         return relay_request(&peer, request, cx).await.map(drop);
     }
-    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    let caller = super::view::caller_of(cx, "");
+    let t = find(ep, &caller, id).await?;
     let approvals = &ep.app.engine.approvals;
     if let Some((step, hash)) = approvals.waiting(&t.id) {
         if let Some(a) = answers.get(&question_key(step)) {
             let approve = a.get("action").and_then(Value::as_str) == Some("accept")
                 && a.get("content").and_then(|c| c.get("approve")) == Some(&Value::Bool(true));
-            if let Err(m) = approvals.decide(&t.id, approve, Some(step), Some(&hash), None) {
-                tracing::warn!(task = %t.id, step, reason = %m, "a tasks/update answer was not taken");
+            if let Err(e) = approvals.decide(&caller, &t.id, approve, Some(step), Some(&hash), None)
+            {
+                tracing::warn!(task = %t.id, step, reason = %e.message, "a tasks/update answer was not taken");
             }
         }
     }
@@ -347,7 +349,7 @@ pub async fn cancel(
         ));
         return relay_request(&peer, request, cx).await.map(drop);
     }
-    let t = find(ep, super::view::of(cx).as_deref(), id).await?;
+    let t = find(ep, &super::view::caller_of(cx, ""), id).await?;
     if unattended::cancel(&t) {
         tracing::info!(task = %t.id, "an MCP client cancelled its task");
     }
@@ -355,14 +357,18 @@ pub async fn cancel(
 }
 
 /// The task by id, in memory or read back from its journal; another
-/// view's task is as unknown as none (`-32602`).
-async fn find(ep: &Endpoint, view: Option<&str>, id: &str) -> Result<Arc<Task>, ErrorData> {
+/// view's task, or another client's, is as unknown as none (`-32602`).
+async fn find(
+    ep: &Endpoint,
+    caller: &crate::caller::Caller,
+    id: &str,
+) -> Result<Arc<Task>, ErrorData> {
     let engine = &ep.app.engine;
     if !crate::store::valid_id(id) {
         return Err(unknown(id));
     }
     match engine.load(id).await {
-        Some(t) if crate::engine::same_view(&t, view) => Ok(t),
+        Some(t) if crate::engine::visible(&t, caller) => Ok(t),
         _ => Err(unknown(id)),
     }
 }

@@ -24,6 +24,7 @@ fn header(task_id: &str) -> Record {
         context: None,
         view: None,
         unattended: None,
+        client: None,
     }
 }
 
