@@ -113,6 +113,31 @@ async function scriptClick(page) {
   });
 }
 
+/** A recording of `calls` ([[tool, params]]) made over a socket of the
+ * extension's own origin, as a script of the person would: its id. */
+async function recordAtHub(calls) {
+  return ext.evaluate(
+    ([url, token, calls]) =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, ["toolhub.v1", "toolhub.token." + token]);
+        const steps = [{ type: "start_recording", name: "consent" }, ...calls.map(([tool, params]) => ({ type: "tool_call", tool, params })), { type: "stop_recording" }];
+        let i = 0;
+        const next = () => ws.send(JSON.stringify({ ...steps[i], id: `r${i}` }));
+        ws.onmessage = (ev) => {
+          const m = JSON.parse(ev.data);
+          if (m.replyTo !== `r${i}`) return;
+          if (m.type === "error") return reject(new Error(JSON.stringify(m.error)));
+          if (++i < steps.length) return next();
+          ws.close();
+          resolve(m.recordingId);
+        };
+        ws.onopen = next;
+        ws.onerror = () => reject(new Error("no socket"));
+      }),
+    [HUB_WS, TOKEN, calls],
+  );
+}
+
 async function setup() {
   check((await workerUrl(ctx)) === `chrome-extension://${EXT_ID}/sw.js`, "the extension is loaded");
   ext = await configure(ctx, HUB_WS, TOKEN);
@@ -252,6 +277,22 @@ async function consent() {
   await live(`Trusted:\n\n${fenced({ tool: "t__slow_read", params: { ms: 2 } })}`);
   await result(page, "t__slow_read", "success");
   check(calls(HUB_DIR, "x").length === 0, "a live hub__history waits for a click; an untrusted server's readOnlyHint tool waits while a trusted server's runs by itself");
+
+  // hub__call_tool by its target; hub__record_replay by its recording,
+  // which the worker reads from the hub.
+  await live(`Through call_tool:\n\n${fenced({ tool: "hub__call_tool", params: { name: "hub__run_command", arguments: { command: "echo via > consent-via.txt" } } })}`);
+  const via = await result(page, "consent-via.txt", "ready");
+  const viaAllow = await via.locator('[data-toolhub-action="allow"]').getAttribute("data-toolhub-label");
+  await live(`Read through call_tool:\n\n${fenced({ tool: "hub__call_tool", params: { name: "t__echo", arguments: { message: "via-call-tool" } } })}`);
+  await result(page, "via-call-tool", "success");
+  check(/hub__run_command/.test(viaAllow) && !/call_tool/.test(viaAllow) && !existsSync(path.join(WORKSPACE, "consent-via.txt")), `hub__call_tool is judged by its target: hub__run_command waits ("${viaAllow}"), t__echo runs by itself`);
+  const readOnlyRec = await recordAtHub([["hub__read_file", { path: "notes-chatgpt.txt" }], ["t__slow_read", { ms: 1 }]]);
+  const writeRec = await recordAtHub([["hub__read_file", { path: "notes-chatgpt.txt" }], ["hub__write_file", { path: "consent-replay.txt", content: "replayed" }]]);
+  await live(`Replay:\n\n${fenced({ tool: "hub__record_replay", params: { recordingId: writeRec } })}`);
+  await result(page, writeRec, "ready");
+  await live(`Replay the reads:\n\n${fenced({ tool: "hub__record_replay", params: { recordingId: readOnlyRec, mode: "offline" } })}`);
+  await page.locator('.toolhub-result[data-toolhub-state="success"]', { hasText: "hub__record_replay" }).first().waitFor({ timeout: WAIT });
+  check((await page.locator('.toolhub-result[data-toolhub-state="ready"]', { hasText: writeRec }).count()) === 1, "hub__record_replay is judged by its recording's tools: read-only tools of trusted servers replay by itself, a recording with hub__write_file waits");
 
   // A page script against Run.
   await live(`Write:\n\n${fenced({ tool: "hub__write_file", params: { path: "consent-w.txt", content: "by a click" } })}`);
