@@ -16,6 +16,7 @@ mod relay;
 mod revision;
 mod starting;
 mod stdio;
+mod task_owners;
 mod tasks;
 
 use std::path::Path;
