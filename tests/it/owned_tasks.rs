@@ -128,3 +128,33 @@ async fn a_client_sees_and_acts_on_its_own_tasks_only() {
     let done = person.recv_type("batch_complete").await;
     assert_eq!(done["state"], "success", "{done}");
 }
+
+/// A batch's `callKey` names the token's own request: another principal
+/// sending the same key and steps runs its own task, and never gets the
+/// first one's (its results, its id).
+#[tokio::test]
+async fn a_call_key_never_finds_another_principals_task() {
+    let (hub, _main) = start().await;
+    let token = hub.token.clone().expect("token");
+    let mut person = hub.connect_at("/ws/chat", &token).await.expect("chat");
+    let mut ext = client(&hub, EXT).await;
+    let batch = |id: &str| {
+        json!({"type": "tool_batch", "id": id, "callKey": "same-key",
+            "steps": [{"tool": "t__echo", "params": {"message": "keyed"}}]})
+    };
+    person.send(batch("p")).await;
+    let first = person.recv_type("batch_complete").await;
+    assert_eq!(first["state"], "success", "{first}");
+    ext.send(batch("e")).await;
+    let got = ext
+        .recv_where("an answer to e", |v| {
+            v["batchId"] == "e" && v["type"] == "batch_complete" || v["replyTo"] == "e"
+        })
+        .await;
+    assert_eq!(got["type"], "batch_complete", "{got}");
+    assert_ne!(got["taskId"], first["taskId"], "{got}");
+    // The person's repeat still finds the person's task.
+    let again = person.request(batch("p2")).await;
+    assert_eq!(again["deduplicated"], true, "{again}");
+    assert_eq!(again["task"]["taskId"], first["taskId"], "{again}");
+}
