@@ -205,7 +205,7 @@ fn load_or_create(path: &Path) -> Result<String, String> {
         }
     }
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)
+        crate::store::private::dir(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     let bytes: [u8; 32] = rand::random();

@@ -7,7 +7,8 @@
 //! and age (`server.callKeyTtlMs`); their answers by bytes, per client
 //! (`server.callKeyClientMaxBytes`, the token's keys) and for the whole hub
 //! (`server.callKeyMaxBytes`): past either, the oldest answers move to disk
-//! ([`spill`]) and a repeat reads them back (without a folder, or when the
+//! ([`spill`], 0600 files, redacted as history is) and a repeat reads
+//! them back (without a folder, or when the
 //! file cannot be written, the answer gives up its `result` and `raw`: the
 //! key still holds, a repeat runs nothing and is told `resultDropped`).
 //! Each answer is held once, shared by every repeat. A batch's key is also written into its task journal by the
@@ -24,6 +25,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+pub use spill::Redact;
 use spill::Spill;
 
 /// The longest key a client may choose.
@@ -177,11 +179,12 @@ impl Drop for KeyGuard {
 
 impl CallKeys {
     /// Keys whose answers past the byte bounds go to files in `dir`
-    /// (emptied now: no key of an earlier run is left).
-    pub fn with_spill(dir: &Path) -> CallKeys {
+    /// (emptied now: no key of an earlier run is left), put through
+    /// `redact` first.
+    pub fn with_spill(dir: &Path, redact: Redact) -> CallKeys {
         CallKeys {
             inner: Arc::default(),
-            spill: Spill::open(dir),
+            spill: Spill::open(dir, redact),
         }
     }
 

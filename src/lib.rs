@@ -75,6 +75,19 @@ pub async fn run(
     // Before anything else touches the state dir: a second hub on it must
     // leave the first one's token, journals and history alone.
     let _lock = lock::acquire(&config.task_engine.state_dir)?;
+    // Call data is private (0600 files, 0700 folders), also what an older
+    // version left with the umask's modes.
+    match store::private::tighten(&config.task_engine.state_dir) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            dir = %config.task_engine.state_dir.display(),
+            "made {n} files and folders of the state dir private (0600 files, 0700 folders)"
+        ),
+        Err(e) => tracing::warn!(
+            dir = %config.task_engine.state_dir.display(), error = %e,
+            "cannot make every file of the state dir private; some may be readable by other users"
+        ),
+    }
     // Process groups a SIGKILLed previous run left behind.
     mcp::children::install(&config.task_engine.state_dir);
     let bound: SocketAddr = listener

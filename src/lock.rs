@@ -22,7 +22,7 @@ pub struct StateLock {
 
 /// Take the state dir's lock or say exactly who holds it.
 pub fn acquire(state_dir: &Path) -> Result<StateLock, String> {
-    std::fs::create_dir_all(state_dir)
+    crate::store::private::dir(state_dir)
         .map_err(|e| format!("cannot create state dir {}: {e}", state_dir.display()))?;
     let path = state_dir.join(LOCK_FILE);
     // No truncate: a second instance must not modify the holder's file.

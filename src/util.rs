@@ -121,11 +121,22 @@ pub fn names_tool(name: &str, wanted: &str) -> bool {
 /// Write `bytes` to `path` through a temp file (fsynced) and a rename, so a
 /// reader sees the old file or the new one, never half of either.
 pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomic`] with the file created with `mode` (less the umask);
+/// `store::private::write_atomic` passes 0600.
+pub fn write_atomic_mode(path: &std::path::Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
     let tmp = std::path::PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path).inspect_err(|_| {

@@ -281,6 +281,9 @@ fn loaded_values() -> Vec<(&'static str, Get)> {
         ("server.callKeyClientMaxBytes", |c| {
             json!(c.server.call_key_client_max_bytes)
         }),
+        ("server.keptResultsMaxBytes", |c| {
+            json!(c.server.kept_results_max_bytes)
+        }),
         ("server.maxInFlightPerSession", |c| {
             json!(c.server.max_in_flight_per_session)
         }),

@@ -9,6 +9,12 @@
 //! The write runs on the blocking pool; until it is done the answer stays
 //! in `pending`, where a repeat finds it. Whichever comes last of the write
 //! and the key's removal deletes the file, so none is left behind.
+//!
+//! A file holds call data: it is created 0600 in a 0700 folder
+//! (`store::private`) and holds the answer redacted as history is
+//! (`history::redact`, given as [`Redact`]: this layer knows no history),
+//! marked `"redacted": true` when that changed anything. A repeat gets
+//! what the file holds, also while it is being written.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,9 +22,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
+/// What an answer goes through before it reaches a file.
+pub type Redact = Arc<dyn Fn(&Value) -> Value + Send + Sync>;
+
 /// The folder of one hub's spilled answers.
 pub struct Spill {
     dir: PathBuf,
+    redact: Redact,
     /// Answers whose file is being written, by claim.
     pending: Mutex<HashMap<u64, Arc<Value>>>,
     /// File jobs done so far (a test waits on it).
@@ -29,19 +39,20 @@ impl Spill {
     /// The folder `dir`, emptied (files of an earlier run are no key's).
     /// `None` when it cannot be made: answers past the budget then give
     /// up their results, as without a folder.
-    pub fn open(dir: &Path) -> Option<Arc<Spill>> {
+    pub fn open(dir: &Path, redact: Redact) -> Option<Arc<Spill>> {
         if dir.exists() {
             if let Err(e) = std::fs::remove_dir_all(dir) {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot empty the call keys' folder; answers past server.callKeyMaxBytes will give up their results");
                 return None;
             }
         }
-        if let Err(e) = std::fs::create_dir_all(dir) {
+        if let Err(e) = crate::store::private::dir(dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "cannot make the call keys' folder; answers past server.callKeyMaxBytes will give up their results");
             return None;
         }
         Some(Arc::new(Spill {
             dir: dir.to_path_buf(),
+            redact,
             pending: Mutex::new(HashMap::new()),
             jobs: tokio::sync::watch::Sender::new(0),
         }))
@@ -64,9 +75,9 @@ impl Spill {
         let spill = self.clone();
         off_thread(move || {
             let file = spill.file(claim);
-            let written = serde_json::to_vec(&*answer)
+            let written = serde_json::to_vec(&shown(&spill.redact, &answer))
                 .map_err(std::io::Error::other)
-                .and_then(|bytes| std::fs::write(&file, bytes));
+                .and_then(|bytes| crate::store::private::write(&file, &bytes));
             if let Err(e) = &written {
                 tracing::warn!(file = %file.display(), error = %e, "cannot keep a call key's answer on disk; a repeat gets it without its result");
             }
@@ -81,13 +92,15 @@ impl Spill {
     /// The answer kept for `claim`; `None` when it could not be kept or
     /// read back.
     pub async fn get(self: &Arc<Self>, claim: u64) -> Option<Arc<Value>> {
-        if let Some(a) = self.pending().get(&claim) {
-            return Some(a.clone());
-        }
-        let file = self.file(claim);
-        let read = tokio::task::spawn_blocking(move || {
-            let bytes = std::fs::read(&file).ok()?;
-            serde_json::from_slice::<Value>(&bytes).ok()
+        let pending = self.pending().get(&claim).cloned();
+        let (file, redact) = (self.file(claim), self.redact.clone());
+        let read = tokio::task::spawn_blocking(move || match pending {
+            // What the file will hold.
+            Some(answer) => Some(shown(&redact, &answer)),
+            None => {
+                let bytes = std::fs::read(&file).ok()?;
+                serde_json::from_slice::<Value>(&bytes).ok()
+            }
         });
         read.await.ok().flatten().map(Arc::new)
     }
@@ -112,6 +125,17 @@ impl Spill {
         let mut rx = self.jobs.subscribe();
         let _ = rx.wait_for(|done| *done >= n).await;
     }
+}
+
+/// `answer` as a file keeps it: redacted, and marked when that changed it.
+fn shown(redact: &Redact, answer: &Value) -> Value {
+    let mut out = redact(answer);
+    if out != *answer {
+        if let Value::Object(o) = &mut out {
+            o.insert("redacted".into(), Value::Bool(true));
+        }
+    }
+    out
 }
 
 /// On the blocking pool when there is a runtime, else here.

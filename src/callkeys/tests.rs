@@ -185,7 +185,13 @@ async fn answers_past_the_bound_move_to_disk_and_a_repeat_gets_them_whole() {
     let folder = dir.path().join("callkeys");
     std::fs::create_dir_all(&folder).unwrap();
     std::fs::write(folder.join("7.json"), "left by an earlier run").unwrap();
-    let keys = CallKeys::with_spill(&folder);
+    // Redaction as a marker of its own: the file and every repeat show it.
+    let redact: Redact = Arc::new(|v: &Value| {
+        let mut v = v.clone();
+        v["n"] = Value::from(v["n"].as_i64().unwrap_or(0) + 100);
+        v
+    });
+    let keys = CallKeys::with_spill(&folder, redact);
     assert!(!folder.join("7.json").exists(), "the folder is emptied");
     let bounds = Bounds {
         ttl: TTL,
@@ -204,13 +210,17 @@ async fn answers_past_the_bound_move_to_disk_and_a_repeat_gets_them_whole() {
         Some(1000),
         "{first}"
     );
-    assert_eq!(first["n"], 0);
+    assert_eq!(first["n"], 100, "redacted: {first}");
+    assert_eq!(first["redacted"], true, "{first}");
     assert!(first.get(SPILLED).is_none() && first.get("resultDropped").is_none());
-    // Once written, it is read from the file.
+    // Once written, it is read from the file: the same answer, private.
     let file = folder.join("1.json");
     jobs_done(&keys, 1).await;
     assert!(file.exists());
     assert_eq!(repeat(&keys, &scope(), "k0", bounds).await, first);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode(&file), mode(&folder)), (0o600, 0o700));
     // Pushed out by count, the key's file goes too.
     finish(&keys, &scope(), "k3", bounds, Value::Null);
     finish(&keys, &scope(), "k4", bounds, Value::Null);

@@ -48,6 +48,8 @@ pub const CALL_KEY_MAX_BYTES: usize = 32 * 1024 * 1024;
 /// `server.callKeyClientMaxBytes`: bytes of answers one client's call keys
 /// hold.
 pub const CALL_KEY_CLIENT_MAX_BYTES: usize = 8 * 1024 * 1024;
+/// `server.keptResultsMaxBytes`: bytes of kept results per principal.
+pub const KEPT_RESULTS_MAX_BYTES: usize = 128 * 1024 * 1024;
 /// `server.maxInFlightPerSession`: concurrent calls of one session.
 pub const MAX_IN_FLIGHT_PER_SESSION: usize = 64;
 

@@ -105,6 +105,9 @@ pub struct ServerConfig {
     pub call_key_max_bytes: usize,
     /// The same, for one client (one token's keys).
     pub call_key_client_max_bytes: usize,
+    /// Bytes of kept results (`keep_result`) one principal (the main token,
+    /// or one client) may have in the workspace; past it a keep is refused.
+    pub kept_results_max_bytes: usize,
     /// Concurrent calls one session may have.
     pub max_in_flight_per_session: usize,
 }

@@ -75,6 +75,8 @@ pub struct RawServerSection {
     pub call_key_max_bytes: Option<usize>,
     /// Bytes of answers one client's call keys hold.
     pub call_key_client_max_bytes: Option<usize>,
+    /// Bytes of `keep_result` files one principal may have in the workspace.
+    pub kept_results_max_bytes: Option<usize>,
     /// Concurrent calls one session may have.
     pub max_in_flight_per_session: Option<usize>,
 }

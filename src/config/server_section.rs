@@ -117,6 +117,11 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             d::CALL_KEY_CLIENT_MAX_BYTES,
             "/server/callKeyClientMaxBytes",
         )?,
+        kept_results_max_bytes: ctx.positive(
+            r.kept_results_max_bytes,
+            d::KEPT_RESULTS_MAX_BYTES,
+            "/server/keptResultsMaxBytes",
+        )?,
         max_in_flight_per_session: ctx.positive(
             r.max_in_flight_per_session,
             d::MAX_IN_FLIGHT_PER_SESSION,

@@ -179,12 +179,26 @@ impl Engine {
         i: usize,
         security: &crate::config::SecurityConfig,
     ) {
-        // Redacted straight from the task's copy (one copy, not two).
+        // Redacted straight from the task's copy (one copy, not two). A
+        // journaled task keeps the redacted outcome in memory too, marked
+        // `"redacted": true` when that changed it, so its status and result
+        // read the same before a restart as after (secrets never reach the
+        // journal, so the real one cannot come back from it).
+        let journaled = task.with_journal(|w| w.is_some());
         let (state, outcome, var) = task.with(|d| {
             let name = task.plan.steps[i].step.save_as.as_ref();
             let var = name.and_then(|n| d.ctx.get(n).map(|v| json!({"name": n, "value": v})));
-            let outcome = match &d.steps[i].outcome {
-                Some(o) => crate::history::redact(o, security),
+            let outcome = match &mut d.steps[i].outcome {
+                Some(o) => {
+                    let mut r = crate::history::redact(o, security);
+                    if r != *o {
+                        r["redacted"] = json!(true);
+                        if journaled {
+                            *o = r.clone();
+                        }
+                    }
+                    r
+                }
                 None => Value::Null,
             };
             (d.steps[i].state, outcome, var)

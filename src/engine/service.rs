@@ -40,8 +40,15 @@ impl Engine {
     pub fn new(hub: Hub, observer: Arc<dyn CallObserver>) -> Engine {
         let cfg = hub.config();
         let store = Store::new(&cfg);
-        let call_keys =
-            crate::callkeys::CallKeys::with_spill(&cfg.task_engine.state_dir.join("callkeys"));
+        // A spilled answer is redacted as history is, with the config in
+        // force when it is written.
+        let h = hub.clone();
+        let redact: crate::callkeys::Redact =
+            Arc::new(move |v| crate::history::redact(v, &h.config().security));
+        let call_keys = crate::callkeys::CallKeys::with_spill(
+            &cfg.task_engine.state_dir.join("callkeys"),
+            redact,
+        );
         Engine(Arc::new(EngineState {
             hub,
             observer,

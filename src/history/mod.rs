@@ -89,7 +89,7 @@ const LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl History {
     pub fn open(state_dir: &Path) -> std::io::Result<History> {
-        std::fs::create_dir_all(state_dir)?;
+        crate::store::private::dir(state_dir)?;
         let path = state_dir.join("history.jsonl");
         // Opened here, not in the writer thread: the file exists (or the
         // error is reported) by the time the hub is up.
@@ -293,11 +293,9 @@ fn mend_torn_end(path: &Path, file: &mut std::fs::File) {
     }
 }
 
+/// The history file, created 0600 (`store::private`).
 fn open_append(p: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(p)
+    crate::store::private::open_append(p)
 }
 
 fn writer(path: PathBuf, mut file: std::fs::File, mut rx: mpsc::UnboundedReceiver<Line>) {

@@ -59,12 +59,13 @@ impl Pins {
     /// Rewrite the pin file (temp file, then rename): never half-written.
     fn save(&self, approved: &HashMap<String, ToolInfo>) {
         let Some(file) = &self.file else { return };
-        let tmp = file.with_extension("json.tmp");
         let text = match serde_json::to_vec(approved) {
             Ok(t) => t,
             Err(_) => return,
         };
-        let r = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, file));
+        let tmp = file.with_extension("json.tmp");
+        let r =
+            crate::store::private::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, file));
         if let Err(e) = r {
             tracing::warn!(path = %file.display(), error = %e, "cannot save tool pins");
         }

@@ -362,4 +362,6 @@ fn outcome_unknown(error: &mut HubError, info: &ToolInfo) {
         "check whether {} took effect before running it again; if running it twice is harmless, list it in retry.safeToRepeat or give the call its own retry strategy",
         info.qualified_name
     );
+    // Not to be sent again as it is: the suggestion says check first.
+    error.recoverable = false;
 }

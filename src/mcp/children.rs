@@ -116,7 +116,8 @@ fn save(r: &Registry) {
         return;
     };
     let tmp = r.path.with_extension("json.tmp");
-    let res = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, &r.path));
+    let res = crate::store::private::write(&tmp, text.as_bytes())
+        .and_then(|_| std::fs::rename(&tmp, &r.path));
     if let Err(e) = res {
         tracing::warn!(path = %r.path.display(), error = %e,
             "cannot write children.json; a crash would leave this run's process groups unswept");

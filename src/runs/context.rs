@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::model::{self, Metadata};
-use crate::util::write_atomic;
+use crate::store::private::write_atomic;
 
 pub const FILE: &str = "current_run";
 

@@ -6,6 +6,12 @@
 //! a repeat's reply has it back. A call cancelled after the tool had it
 //! keeps its outcome too, saying it is unknown: the key never runs the tool
 //! twice.
+//!
+//! Only outcomes of calls that ran are kept: one that failed before the
+//! tool had it (a declined or expired confirmation, `TOOL_NOT_FOUND`,
+//! params refused before the call, a server not running, a cancel while
+//! waiting) frees the key, so the same request sent again (a chat block
+//! run again) runs again.
 
 use serde_json::Value;
 
@@ -17,16 +23,26 @@ use crate::mcp::send::result_value;
 /// Marks a kept answer whose `result` is to be read from its `raw`.
 const FROM_RAW: &str = "_resultFromRaw";
 
-/// Give the key its answer, or free it when the call was cancelled before
-/// it reached the tool (nothing ran, so a repeat may run it).
+/// Give the key its answer, or free it when the call never reached the
+/// tool (nothing ran, so a repeat runs it).
 pub fn settle(guard: KeyGuard, outcome: &CallOutcome) {
-    let cancelled = outcome.error.as_ref().map(|e| e.error_type) == Some(ErrorType::Cancelled);
-    if cancelled && !outcome.reached {
+    if !ran(outcome) {
         return;
     }
+    let cancelled = outcome.error.as_ref().map(|e| e.error_type) == Some(ErrorType::Cancelled);
     let mut answer = outcome.to_json();
-    if let Some(Value::String(m)) = answer.pointer_mut("/error/message").filter(|_| cancelled) {
-        m.push_str(" (the tool had the call, so its outcome is unknown; this callKey will not run it again)");
+    if cancelled {
+        if let Some(Value::Object(e)) = answer.get_mut("error") {
+            if let Some(Value::String(m)) = e.get_mut("message") {
+                m.push_str(" (the tool had the call, so its outcome is unknown; this callKey will not run it again)");
+            }
+            // One suggestion, the one the message gives: not "run it again".
+            e.insert("suggestion".into(), Value::String(format!(
+                "check whether {} took effect; to run it once more anyway, send the call with a new callKey",
+                outcome.tool
+            )));
+            e.insert("recoverable".into(), Value::Bool(false));
+        }
     }
     if let Value::Object(o) = &mut answer {
         let again = o.get("raw").map(result_value);
@@ -36,6 +52,12 @@ pub fn settle(guard: KeyGuard, outcome: &CallOutcome) {
         }
     }
     guard.finish(answer);
+}
+
+/// The call ran: it succeeded, or some attempt may have reached the tool
+/// (its own failure, a timeout or a cancel after it had the call).
+fn ran(outcome: &CallOutcome) -> bool {
+    outcome.success || outcome.reached
 }
 
 /// The `tool_result` body a repeat is sent: the kept answer, whole again.

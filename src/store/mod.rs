@@ -3,7 +3,8 @@
 //! (`recordings`), the append-only index file a store keeps beside its
 //! files (`index_file`), and one stored file of a recording's or a run's
 //! folder read for `get_artifact`, confined to that folder (`artifact`).
-//! `offload` runs the stores' file work off the runtime's threads.
+//! `offload` runs the stores' file work off the runtime's threads;
+//! `private` creates the files of call data 0600 in 0700 folders.
 //!
 //! Every path in this module is built from an id that passed [`valid_id`], so a
 //! client-supplied task or recording id can never name a file outside the store.
@@ -12,6 +13,7 @@ pub mod artifact;
 pub mod index_file;
 pub mod journal;
 pub mod offload;
+pub mod private;
 pub mod recordings;
 
 /// Longest id accepted: a leading character plus up to 127 more.

@@ -11,6 +11,7 @@ mod batch;
 mod browser_tabs;
 mod caps;
 mod contexts;
+mod disk;
 mod durable;
 mod extension;
 mod faults;

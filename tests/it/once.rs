@@ -82,6 +82,8 @@ async fn an_unannotated_tool_that_times_out_runs_once() {
         text(&r["error"]["suggestion"]).contains("retry.safeToRepeat"),
         "{r}"
     );
+    // Not to be sent again as it is: the suggestion says check first.
+    assert_eq!(r["error"]["recoverable"], false, "{r}");
     assert_eq!(calls_of(hub.dir.path(), "hang", 1).await, 1);
 }
 
@@ -177,6 +179,13 @@ async fn a_keyed_call_cancelled_after_the_server_started_it_is_not_run_again() {
         text(&r["error"]["message"]).contains("will not run it again"),
         "{r}"
     );
+    // One suggestion, the message's: check, or run it with a new key.
+    let suggestion = text(&r["error"]["suggestion"]);
+    assert!(
+        !suggestion.contains("run it again") && suggestion.contains("new callKey"),
+        "{r}"
+    );
+    assert_eq!(r["error"]["recoverable"], false, "{r}");
     assert_eq!(calls_of(hub.dir.path(), "hang", 1).await, 1);
 }
 

@@ -477,8 +477,19 @@ fn call_result(outcome: &Value, error: Option<HubError>) -> Value {
     if let Some(m) = r.as_object_mut() {
         m.remove("resultType");
     }
+    // A durable task's result is what its journal holds, redacted (the
+    // same before a restart and after): said in the result.
+    if outcome.get("redacted") == Some(&Value::Bool(true)) {
+        r["_meta"]["toolhub/redacted"] = json!(true);
+        if let Some(Value::Array(content)) = r.get_mut("content") {
+            content.push(json!({"type": "text", "text": REDACTED_NOTE}));
+        }
+    }
     r
 }
+
+/// What a redacted task result says of itself.
+const REDACTED_NOTE: &str = "toolhub: values under secret keys (security.redactKeys) and known secret values in this result are redacted: a task's result is kept on disk, and secrets never reach a file. Call the tool without a task to get them.";
 
 fn error_object(code: i64, message: &str) -> Map<String, Value> {
     object(json!({"code": code, "message": message}))

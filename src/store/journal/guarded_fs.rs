@@ -26,7 +26,7 @@ pub(super) fn ensure_dir(dir: &Path) -> io::Result<()> {
         Ok(meta) => check_dir_meta(&meta, dir),
         Err(e) if e.kind() == io::ErrorKind::NotFound => fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o700)
+            .mode(crate::store::private::DIR_MODE)
             .create(dir)
             .map_err(|e| with_path(e, dir)),
         Err(e) => Err(with_path(e, dir)),
@@ -60,7 +60,8 @@ pub(super) fn open_dir_nofollow(dir: &Path) -> io::Result<OwnedFd> {
         .map_err(|e| with_path(refuse_link(e), dir))
 }
 
-/// `openat(dir_fd, name, O_CREAT|O_EXCL|O_NOFOLLOW, 0600)` for appending.
+/// `openat(dir_fd, name, O_CREAT|O_EXCL|O_NOFOLLOW, 0600)` for appending
+/// (the modes of `store::private`).
 pub(super) fn create_in(dir_fd: &OwnedFd, name: &str) -> io::Result<File> {
     let cname = CString::new(name)
         .map_err(|_| invalid_input(format!("journal file name {name:?} contains NUL")))?;
@@ -78,7 +79,7 @@ pub(super) fn create_in(dir_fd: &OwnedFd, name: &str) -> io::Result<File> {
             dir_fd.as_raw_fd(),
             cname.as_ptr(),
             flags,
-            0o600 as libc::c_uint,
+            crate::store::private::FILE_MODE as libc::c_uint,
         )
     };
     if fd < 0 {

@@ -17,6 +17,7 @@ mod revision;
 mod starting;
 mod stdio;
 mod task_owners;
+mod task_restart;
 mod tasks;
 
 use std::path::Path;

@@ -16,7 +16,13 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A stateless 2026-07-28 request declaring the tasks extension (and
 /// elicitation) unless `plain`; `Mcp-Name` names the tool or the task.
-async fn send(hub: &TestHub, id: u64, method: &str, mut params: Value, plain: bool) -> Value {
+pub(super) async fn send(
+    hub: &TestHub,
+    id: u64,
+    method: &str,
+    mut params: Value,
+    plain: bool,
+) -> Value {
     let caps = if plain {
         json!({})
     } else {
@@ -48,7 +54,7 @@ async fn send(hub: &TestHub, id: u64, method: &str, mut params: Value, plain: bo
 }
 
 /// `tools/call` of `tool` as a task: its `CreateTaskResult`, checked; the id.
-async fn create(hub: &TestHub, tool: &str, arguments: Value, meta: Value) -> String {
+pub(super) async fn create(hub: &TestHub, tool: &str, arguments: Value, meta: Value) -> String {
     let params = json!({"name": tool, "arguments": arguments, "_meta": meta});
     let m = send(hub, 1, "tools/call", params, false).await;
     let r = &m["result"];
@@ -63,7 +69,7 @@ async fn create(hub: &TestHub, tool: &str, arguments: Value, meta: Value) -> Str
     r["taskId"].as_str().expect("taskId").to_string()
 }
 
-async fn get(hub: &TestHub, id: &str) -> Value {
+pub(super) async fn get(hub: &TestHub, id: &str) -> Value {
     let m = send(hub, 2, "tasks/get", json!({"taskId": id}), false).await;
     assert_eq!(m["result"]["resultType"], "complete", "{m}");
     assert_eq!(m["result"]["taskId"], id, "{m}");
@@ -71,7 +77,7 @@ async fn get(hub: &TestHub, id: &str) -> Value {
 }
 
 /// Wait (on the hub's log) until the task's run ends.
-async fn finished(hub: &TestHub, id: &str) {
+pub(super) async fn finished(hub: &TestHub, id: &str) {
     hub.wait_log(&format!(
         "task{{id={id}}}: toolhub::engine::runner: task finished"
     ))
@@ -86,7 +92,7 @@ fn calls(hub: &TestHub, tool: &str, message: Option<&str>) -> usize {
         .count()
 }
 
-async fn hub(extra: Value) -> TestHub {
+pub(super) async fn hub(extra: Value) -> TestHub {
     let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])}), extra).await;
     let mut ws = hub.connect().await;
     wait_running(&mut ws, &["t"]).await;
