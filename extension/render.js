@@ -118,7 +118,8 @@
 :host { all: initial; display: inline-block; }
 button { font: 12px/1.3 system-ui, sans-serif; padding: 4px 10px; border-radius: 4px; cursor: pointer;
   border: 1px solid #7c3aed; background: #fff; color: #5b21b6; }
-button.run { background: #7c3aed; color: #fff; }`;
+button.run { background: #7c3aed; color: #fff; }
+.why { font: 12px/1.3 system-ui, sans-serif; color: #b91c1c; }`;
 
   function node(tag, cls, t) {
     const n = document.createElement(tag);
@@ -238,7 +239,12 @@ button.run { background: #7c3aed; color: #fff; }`;
             clearTimeout(st.timer);
             st.since = visible ? st.since || performance.now() : 0;
             if (!visible) e.target.removeAttribute("data-toolhub-armed");
-            else st.timer = setTimeout(() => st.since && e.target.setAttribute("data-toolhub-armed", ""), ARM_MS);
+            else
+              st.timer = setTimeout(() => {
+                if (!st.since) return;
+                st.why.textContent = "";
+                e.target.setAttribute("data-toolhub-armed", "");
+              }, ARM_MS);
           }
         },
         { trackVisibility: true, delay: 100, threshold: [0.99, 1] },
@@ -275,12 +281,16 @@ button.run { background: #7c3aed; color: #fff; }`;
     const style = node("style", "", BUTTON_CSS);
     const b = node("button", c.cls, c.label);
     b.type = "button";
+    const why = node("span", "why");
     b.addEventListener("click", (ev) => {
       ev.stopPropagation();
       if (counts(host, ev)) fire();
+      // A person's click the page had covered or faded: say so, and where
+      // it can be run instead.
+      else if (ev.isTrusted) why.textContent = " not run: this page covers or fades the button; run it from the toolhub side panel";
     });
-    root.append(style, b);
-    seen.set(host, { since: 0, timer: null });
+    root.append(style, b, why);
+    seen.set(host, { since: 0, timer: null, why });
     const w = visibility();
     if (w) w.observe(host);
     return host;
