@@ -290,7 +290,8 @@ fn playwright_cache_browser() -> Option<PathBuf> {
 
 fn dir_check(name: &str, dir: &Path) -> Check {
     let probe = dir.join(".toolhub-write-probe");
-    let ok = std::fs::write(&probe, b"ok").is_ok();
+    // Private like every file of the state dir, however short its life.
+    let ok = crate::store::private::write(&probe, b"ok").is_ok();
     let _ = std::fs::remove_file(&probe);
     Check {
         name: name.into(),
