@@ -7,8 +7,9 @@
 //! and age (`server.callKeyTtlMs`); their answers by bytes, per client
 //! (`server.callKeyClientMaxBytes`, the token's keys) and for the whole hub
 //! (`server.callKeyMaxBytes`): past either, the oldest answers move to disk
-//! ([`spill`], 0600 files, redacted as history is) and a repeat reads
-//! them back (without a folder, or when the
+//! ([`spill`], 0600 files, redacted as history is; at most
+//! [`DISK_TIMES`] × `callKeyMaxBytes` there) and a repeat reads them back
+//! (past that, without a folder, or when the
 //! file cannot be written, the answer gives up its `result` and `raw`: the
 //! key still holds, a repeat runs nothing and is told `resultDropped`).
 //! Each answer is held once, shared by every repeat. A batch's key is also written into its task journal by the
@@ -45,8 +46,8 @@ struct Entry {
     /// What the answer weighs against `callKeyMaxBytes` (0: none yet, or
     /// its result was let go).
     bytes: usize,
-    /// Its answer was moved to disk ([`spill`]).
-    spilled: bool,
+    /// What its answer weighs on disk ([`spill`]; 0: not moved there).
+    disk: usize,
     at: Instant,
     /// Tells a guard from an older claim of the same key apart.
     claim: u64,
@@ -62,7 +63,13 @@ struct Inner {
     bytes: usize,
     /// The same, per client (scope).
     client_bytes: HashMap<Arc<str>, usize>,
+    /// The sum of the entries' `disk`.
+    disk: usize,
 }
+
+/// Answers on disk weigh at most this many times `callKeyMaxBytes`; past
+/// it an answer let go gives up its result instead.
+pub const DISK_TIMES: usize = 8;
 
 /// What bounds the keys: age, count, and the bytes of their answers.
 #[derive(Debug, Clone, Copy)]
@@ -218,7 +225,7 @@ impl CallKeys {
                 hash: hash.to_string(),
                 answer: answer.clone(),
                 bytes: 0,
-                spilled: false,
+                disk: 0,
                 at: now,
                 claim,
             },
@@ -274,8 +281,11 @@ impl Inner {
     fn remove(&mut self, k: &(Arc<str>, String), spill: Option<&Arc<Spill>>) {
         if let Some(e) = self.map.remove(k) {
             self.take_bytes(&k.0, e.bytes);
-            if let (true, Some(spill)) = (e.spilled, spill) {
-                spill.remove(e.claim);
+            if e.disk > 0 {
+                self.disk -= e.disk;
+                if let Some(spill) = spill {
+                    spill.remove(e.claim);
+                }
             }
         }
     }
@@ -299,8 +309,14 @@ impl Inner {
         let over_client = |inner: &Inner| {
             inner.client_bytes.get(scope).copied().unwrap_or(0) > bounds.max_client_bytes
         };
-        self.shed_while(over_client, Some(scope), spill);
-        self.shed_while(|inner| inner.bytes > bounds.max_bytes, None, spill);
+        let disk_max = bounds.max_bytes.saturating_mul(DISK_TIMES);
+        self.shed_while(over_client, Some(scope), spill, disk_max);
+        self.shed_while(
+            |inner| inner.bytes > bounds.max_bytes,
+            None,
+            spill,
+            disk_max,
+        );
     }
 
     fn shed_while(
@@ -308,6 +324,7 @@ impl Inner {
         over: impl Fn(&Inner) -> bool,
         only: Option<&Arc<str>>,
         spill: Option<&Arc<Spill>>,
+        disk_max: usize,
     ) {
         let mut i = 0;
         while over(self) && i < self.order.len() {
@@ -316,6 +333,7 @@ impl Inner {
             if only.is_some_and(|s| *s != k.0) {
                 continue;
             }
+            let disk = self.disk;
             let Some(e) = self
                 .map
                 .get_mut(&k)
@@ -326,17 +344,19 @@ impl Inner {
             let Some(answer) = e.answer.borrow().clone() else {
                 continue;
             };
+            let bytes = std::mem::take(&mut e.bytes);
             let mut kept = without_result(&answer);
-            match spill {
+            // To disk while the folder has room, else the result goes.
+            match spill.filter(|_| disk.saturating_add(bytes) <= disk_max) {
                 Some(spill) => {
-                    kept[SPILLED] = serde_json::json!({"claim": claim, "bytes": e.bytes});
+                    kept[SPILLED] = serde_json::json!({"claim": claim, "bytes": bytes});
                     spill.put(claim, answer);
-                    e.spilled = true;
+                    e.disk = bytes;
                 }
-                None => kept["resultDropped"] = Value::from(e.bytes),
+                None => kept["resultDropped"] = Value::from(bytes),
             }
             e.answer.send_replace(Some(Arc::new(kept)));
-            let bytes = std::mem::take(&mut e.bytes);
+            self.disk += e.disk;
             self.take_bytes(&k.0, bytes);
         }
     }

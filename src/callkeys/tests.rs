@@ -270,3 +270,29 @@ async fn jobs_done(keys: &CallKeys, n: u64) {
         .await
         .expect("the file jobs ran within 10 s");
 }
+
+#[tokio::test]
+async fn answers_on_disk_are_bounded_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("callkeys");
+    let keys = CallKeys::with_spill(&folder, Arc::new(|v: &Value| v.clone()));
+    let bounds = Bounds {
+        ttl: TTL,
+        max: 100,
+        max_bytes: 1100,
+        max_client_bytes: usize::MAX,
+    };
+    for i in 0..12 {
+        finish(&keys, &scope(), &format!("k{i}"), bounds, big(i));
+    }
+    // 8 × 1100 bytes fit on disk: eight answers of about 1075.
+    jobs_done(&keys, 8).await;
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 8);
+    assert!(keys.lock().disk <= DISK_TIMES * 1100);
+    let first = repeat(&keys, &scope(), "k0", bounds).await;
+    assert_eq!(first["result"].as_str().map(str::len), Some(1000));
+    let past = repeat(&keys, &scope(), "k9", bounds).await;
+    assert!(past.get("result").is_none() && past["resultDropped"].as_u64() > Some(1000));
+    let newest = repeat(&keys, &scope(), "k11", bounds).await;
+    assert_eq!(newest["result"].as_str().map(str::len), Some(1000));
+}
