@@ -287,6 +287,9 @@ fn loaded_values() -> Vec<(&'static str, Get)> {
         ("server.maxInFlightPerSession", |c| {
             json!(c.server.max_in_flight_per_session)
         }),
+        ("server.maxUnattendedTasks", |c| {
+            json!(c.server.max_unattended_tasks)
+        }),
         ("server.handshakeTimeout", |c| {
             ms(c.server.handshake_timeout)
         }),

@@ -52,6 +52,8 @@ pub const CALL_KEY_CLIENT_MAX_BYTES: usize = 8 * 1024 * 1024;
 pub const KEPT_RESULTS_MAX_BYTES: usize = 128 * 1024 * 1024;
 /// `server.maxInFlightPerSession`: concurrent calls of one session.
 pub const MAX_IN_FLIGHT_PER_SESSION: usize = 64;
+/// `server.maxUnattendedTasks`: MCP tasks running at once, hub-wide.
+pub const MAX_UNATTENDED_TASKS: usize = 128;
 
 pub const WORKSPACE: &str = "./workspace";
 pub const COMMAND_TIMEOUT_MS: u64 = 30_000;

@@ -108,8 +108,11 @@ pub struct ServerConfig {
     /// Bytes of kept results (`keep_result`) one principal (the main token,
     /// or one client) may have in the workspace; past it a keep is refused.
     pub kept_results_max_bytes: usize,
-    /// Concurrent calls one session may have.
+    /// Concurrent calls one session may have (a token's stateless `/mcp`
+    /// requests together count as one session).
     pub max_in_flight_per_session: usize,
+    /// Tasks no client drives (MCP tasks) running at once, hub-wide.
+    pub max_unattended_tasks: usize,
 }
 
 impl ServerConfig {

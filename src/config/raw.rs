@@ -79,6 +79,8 @@ pub struct RawServerSection {
     pub kept_results_max_bytes: Option<usize>,
     /// Concurrent calls one session may have.
     pub max_in_flight_per_session: Option<usize>,
+    /// Tasks no client drives (MCP tasks) running at once, hub-wide.
+    pub max_unattended_tasks: Option<usize>,
 }
 
 /// `"token"`: a string (fixed token), `false` (no token) or `true` (same as

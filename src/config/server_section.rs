@@ -127,6 +127,11 @@ pub(super) fn server_section(ctx: &Ctx, r: RawServerSection) -> Result<ServerCon
             d::MAX_IN_FLIGHT_PER_SESSION,
             "/server/maxInFlightPerSession",
         )?,
+        max_unattended_tasks: ctx.positive(
+            r.max_unattended_tasks,
+            d::MAX_UNATTENDED_TASKS,
+            "/server/maxUnattendedTasks",
+        )?,
     })
 }
 

@@ -27,6 +27,9 @@ pub struct EngineState {
     pub store: Store,
     /// `callKey`s of batches and single calls: a repeat does not run again.
     pub call_keys: crate::callkeys::CallKeys,
+    /// Unattended tasks running now, under `server.maxUnattendedTasks`
+    /// (`unattended::place`).
+    pub unattended: crate::session::InFlight,
 }
 
 impl std::ops::Deref for Engine {
@@ -57,6 +60,7 @@ impl Engine {
             approvals: Approvals::default(),
             store,
             call_keys,
+            unattended: Default::default(),
         }))
     }
 

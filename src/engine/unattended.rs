@@ -5,6 +5,10 @@
 //!
 //! The engine stays blind to MCP: a [`Kind`] only says how the task's
 //! result is read, a single call's outcome or the batch's summary.
+//!
+//! Each runs under the hub-wide cap `server.maxUnattendedTasks`: its
+//! [`place`] is taken before anything is journaled and held until the run
+//! ends, with the starting request's place under its caller's cap.
 
 use std::sync::Arc;
 
@@ -16,23 +20,39 @@ use super::state::{TaskEvent, TaskState};
 use super::task::Task;
 use crate::caller::Caller;
 use crate::client_context::ClientContext;
-use crate::errors::HubError;
+use crate::errors::{ErrorType, HubError};
 use crate::protocol::BatchReq;
+use crate::session::Place;
 
 pub use super::task::Unattended as Kind;
+
+/// A place under `server.maxUnattendedTasks` for one more unattended
+/// task, or `LIMIT_EXCEEDED` saying the cap and what to do.
+pub fn place(engine: &Engine) -> Result<Place, HubError> {
+    let cap = engine.hub().config().server.max_unattended_tasks;
+    engine.unattended.try_take(cap).ok_or_else(|| {
+        HubError::new(
+            ErrorType::LimitExceeded,
+            format!("the hub already runs {cap} tasks no client drives (server.maxUnattendedTasks); this task was not started"),
+        )
+        .with_suggestion("wait for a task to end (tasks/get), cancel one you no longer need (tasks/cancel), call the tool without a task, or raise server.maxUnattendedTasks in config.json")
+    })
+}
 
 /// Validate `req`, create its task (journaled, the header synced: a
 /// restart from here on finds it) and start it in the background, as
 /// `caller`'s work in its view and its principal's task (its steps'
 /// `need_user` go to that principal's sessions and the main token's); its
-/// servers' questions wait in `questions` for the client. The returned
-/// task is running.
+/// servers' questions wait in `questions` for the client. `place` (from
+/// [`place`], joined with the request's place under its caller's cap) is
+/// held until the run ends. The returned task is running.
 pub fn start(
     engine: &Engine,
     req: &BatchReq,
     kind: Kind,
     caller: &Caller,
     questions: Arc<TaskQuestions>,
+    place: Place,
 ) -> Result<Arc<Task>, HubError> {
     let batch_id = json!(format!("task-{}", uuid::Uuid::new_v4()));
     let session = &caller.session;
@@ -56,7 +76,7 @@ pub fn start(
         task.clone(),
         0,
         TaskEvent::Start,
-        None,
+        Some(place),
     )?);
     Ok(task)
 }
@@ -71,7 +91,9 @@ pub fn resume_all(engine: &Engine) {
         .filter(|t| t.unattended.get().is_some() && t.state() == TaskState::Recoverable)
         .collect();
     for t in stopped {
-        match super::resume(engine, &t.id, None, None, (None, None), None, None) {
+        // Accepted before the restart: it counts, and is never refused.
+        let place = engine.unattended.enter();
+        match super::resume(engine, &t.id, None, None, (None, None), None, Some(place)) {
             Ok(handle) => {
                 tracing::info!(task = %t.id, "resuming an unattended task the hub stopped under");
                 drop(handle);

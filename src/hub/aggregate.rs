@@ -204,12 +204,7 @@ impl Hub {
                 owners.listed_now();
             }
         }
-        owners.owner(uri).ok_or_else(|| {
-            ErrorData::resource_not_found(
-                format!("no server offers the resource {uri:?}; call resources/list and resources/templates/list to see what exists"),
-                None,
-            )
-        })
+        owners.owner(uri).ok_or_else(|| no_resource(uri))
     }
 
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ErrorData> {
@@ -280,6 +275,15 @@ impl Hub {
         }))
         .await;
     }
+}
+
+/// The error for a resource URI no server offers (also what a view
+/// answers for another server's resource).
+pub fn no_resource(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("no server offers the resource {uri:?}; call resources/list and resources/templates/list to see what exists"),
+        None,
+    )
 }
 
 /// One request to one server under [`FAN_TIMEOUT`], errors as `ErrorData`.

@@ -8,6 +8,10 @@
 //! reply is queued, so a client that has its answer can always send the
 //! next request. At the cap the work is refused with `LIMIT_EXCEEDED`
 //! naming the key; nothing waits in a queue.
+//!
+//! The same count serves other caps (a token's stateless `/mcp` requests,
+//! the hub's unattended tasks): work under more than one cap holds one
+//! [`Place`] that stands for all of them ([`Place::and`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -18,15 +22,32 @@ use crate::errors::{ErrorType, HubError};
 #[derive(Clone, Default, Debug)]
 pub struct InFlight(Arc<AtomicUsize>);
 
-/// A place under a session's cap; the work it stands for ends when it is
-/// dropped.
+/// A place under a session's cap (and any other it was joined with); the
+/// work it stands for ends when it is dropped.
 #[must_use = "dropping a Place ends the work it counts"]
 #[derive(Debug)]
-pub struct Place(Arc<AtomicUsize>);
+pub struct Place {
+    count: Arc<AtomicUsize>,
+    /// Places under other caps, held and given back with this one.
+    also: Option<Box<Place>>,
+}
 
 impl Drop for Place {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Place {
+    fn of(count: Arc<AtomicUsize>) -> Place {
+        Place { count, also: None }
+    }
+
+    /// One place that holds both this and `other` until it is dropped.
+    pub fn and(mut self, mut other: Place) -> Place {
+        other.also = self.also.take();
+        self.also = Some(Box::new(other));
+        self
     }
 }
 
@@ -36,15 +57,25 @@ impl InFlight {
     /// the count are one atomic step: two requests racing for the last
     /// place never both get it.
     pub fn take(&self, cap: usize, what: &str) -> Result<Place, HubError> {
-        let taken = self
-            .0
+        self.try_take(cap).ok_or_else(|| refusal(cap, what))
+    }
+
+    /// A place unless `cap` are taken (one atomic step); the caller says
+    /// why not.
+    pub fn try_take(&self, cap: usize) -> Option<Place> {
+        self.0
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < cap).then_some(n + 1)
-            });
-        match taken {
-            Ok(_) => Ok(Place(self.0.clone())),
-            Err(_) => Err(refusal(cap, what)),
-        }
+            })
+            .ok()
+            .map(|_| Place::of(self.0.clone()))
+    }
+
+    /// A place whatever the count: work already accepted (a task the hub
+    /// resumes at start) counts, and newer work finds the cap taken.
+    pub fn enter(&self) -> Place {
+        self.0.fetch_add(1, Ordering::AcqRel);
+        Place::of(self.0.clone())
     }
 
     /// Pieces of work in flight now.
@@ -85,5 +116,18 @@ mod tests {
         assert!(work.take(2, "call").is_ok());
         drop(b);
         assert_eq!(work.count(), 0);
+    }
+
+    #[test]
+    fn a_joined_place_holds_every_cap_until_it_is_dropped() {
+        let (session, hub) = (InFlight::default(), InFlight::default());
+        let p = session.take(4, "call").ok().map(|p| p.and(hub.enter()));
+        let q = hub.try_take(1);
+        assert!(q.is_none(), "the hub-wide place is held");
+        let p = p.map(|p| p.and(InFlight::default().enter()));
+        assert_eq!((session.count(), hub.count()), (1, 1));
+        drop(p);
+        assert_eq!((session.count(), hub.count()), (0, 0));
+        assert!(hub.try_take(1).is_some());
     }
 }

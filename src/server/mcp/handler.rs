@@ -20,6 +20,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::json;
 
+use super::in_view::ViewServers;
 use super::limit::Ticket;
 use super::paging::{self, List};
 use super::sessions::{ListKind, SessionState};
@@ -91,6 +92,13 @@ impl HubServer {
         let size = self.ep.app.hub.config().server.mcp_page_size;
         let cursor = request.and_then(|r| r.cursor);
         paging::page(list, items, cursor.as_deref(), size)
+    }
+
+    /// The servers whose resources, templates, prompts and completion
+    /// this request may reach (`in_view`).
+    fn servers(&self, cx: &RequestContext<RoleServer>) -> ViewServers {
+        let caller = super::view::caller_of(cx, &self.state().key);
+        ViewServers::of(&self.ep.app.hub, &caller)
     }
 
     fn tool(&self, exposed: &str, qualified: &str) -> Option<Tool> {
@@ -206,40 +214,51 @@ impl ServerHandler for HubServer {
         cx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let key = self.state().key.clone();
-        // A place under the session's cap, held until the call's result;
-        // at the cap the call fails at once (a stateless request is a
-        // session of its own).
-        let cap = self.ep.app.hub.config().server.max_in_flight_per_session;
-        let _place = match self.state().in_flight.take(cap, "tools/call") {
-            Ok(p) => p,
-            Err(e) => {
-                let refused = crate::hub::CallOutcome::failed(&request.name, e, Default::default());
-                return Ok(super::tools_call::to_result(&refused).into());
-            }
-        };
+        let caller = super::view::caller_of(&cx, &key);
+        let stateless = super::stateless::is_stateless(&cx);
+        let in_flight = &self.state().in_flight;
         let tool = match super::view::of(&cx) {
             Some(_) => request.name.to_string(),
             None => self.ep.tool_names().to_call(&request.name),
         };
+        // A place under the caller's cap (`caps`), held until the call's
+        // result, a task's until the task ends; at a cap the call fails at
+        // once.
+        let refused = |e| Ok(super::caps::refused(&request.name, e).into());
+        let task_place = || super::caps::task_place(&self.ep, &caller, in_flight, stateless);
         match super::tasks::plan(&self.ep, &cx, &request, &tool)? {
             CallRoute::Call => {}
             CallRoute::Task(kind) => {
+                let place = match task_place() {
+                    Ok(p) => p,
+                    Err(e) => return refused(e),
+                };
                 let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-                return super::tasks::create(&self.ep, &cx, &key, kind, &tool, &args)
+                return super::tasks::create(&self.ep, &cx, &key, kind, &tool, &args, place)
                     .map(Into::into);
             }
             CallRoute::Resume(id) => {
-                return super::tasks::resume(&self.ep, &cx, &key, &id)
+                let place = match task_place() {
+                    Ok(p) => p,
+                    Err(e) => return refused(e),
+                };
+                return super::tasks::resume(&self.ep, &cx, &key, &id, place)
                     .await
-                    .map(Into::into)
+                    .map(Into::into);
             }
         }
         let tool = self.ep.call_name(&request.name, &cx);
-        if super::stateless::is_stateless(&cx) {
-            return super::stateless_call::call_tool(&self.ep, &key, tool, request, cx)
+        if stateless {
+            // Its place is taken there: a retry that answers a held call
+            // goes on under the place the call holds.
+            return super::stateless_call::call_tool(&self.ep, &caller, tool, request, cx)
                 .await
                 .map(Into::into);
         }
+        let _place = match super::caps::place(&self.ep, &caller, in_flight, false) {
+            Ok(p) => p,
+            Err(e) => return refused(e),
+        };
         super::tools_call::call_tool(&self.ep, &key, tool, request, cx)
             .await
             .map(Into::into)
@@ -272,11 +291,11 @@ impl ServerHandler for HubServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let starting = self.settled(&request).await;
         let all = self.ep.app.hub.list_resources().await;
-        let all = all.into_iter().map(|(_, r)| r).collect();
+        let all = self.servers(&cx).keep(all);
         let (items, next) = self.page(List::Resources, all, request)?;
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
@@ -287,10 +306,10 @@ impl ServerHandler for HubServer {
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all = self.ep.app.hub.list_resource_templates().await;
-        let all = all.into_iter().map(|(_, t)| t).collect();
+        let all = self.servers(&cx).keep(all);
         let (items, next) = self.page(List::Templates, all, request)?;
         let mut r = ListResourceTemplatesResult::with_all_items(items);
         r.next_cursor = next;
@@ -300,9 +319,11 @@ impl ServerHandler for HubServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let mut r = self.ep.app.hub.read_resource(&request.uri).await?;
+        let hub = &self.ep.app.hub;
+        self.servers(&cx).resource_server(hub, &request.uri).await?;
+        let mut r = hub.read_resource(&request.uri).await?;
         // A session-era server's result has no `resultType`, which
         // 2026-07-28 requires (rmcp strips it again for older peers).
         r.result_type.get_or_insert(ResultType::COMPLETE);
@@ -312,13 +333,11 @@ impl ServerHandler for HubServer {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.ep
-            .app
-            .hub
-            .subscribe_resource(&request.uri, true)
-            .await?;
+        let hub = &self.ep.app.hub;
+        self.servers(&cx).resource_server(hub, &request.uri).await?;
+        hub.subscribe_resource(&request.uri, true).await?;
         self.state().subscribe(&request.uri, true);
         Ok(())
     }
@@ -326,23 +345,21 @@ impl ServerHandler for HubServer {
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         self.state().subscribe(&request.uri, false);
-        self.ep
-            .app
-            .hub
-            .subscribe_resource(&request.uri, false)
-            .await
+        let hub = &self.ep.app.hub;
+        self.servers(&cx).resource_server(hub, &request.uri).await?;
+        hub.subscribe_resource(&request.uri, false).await
     }
 
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let starting = self.settled(&request).await;
-        let prompts = self.ep.prompts().await;
+        let prompts = self.servers(&cx).keep(self.ep.prompts().await);
         let (items, next) = self.page(List::Prompts, prompts, request)?;
         let mut r = ListPromptsResult::with_all_items(items);
         r.next_cursor = next;
@@ -355,24 +372,27 @@ impl ServerHandler for HubServer {
         request: GetPromptRequestParams,
         cx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let (server, name) = self.ep.prompt_route(&request.name).await?;
+        let route = self.ep.prompt_route(&request.name).await?;
+        let (server, name) = self.servers(&cx).prompt(&request.name, route)?;
         super::prompt_input::get_prompt(&self.ep, &cx, server, name, request).await
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _cx: RequestContext<RoleServer>,
+        cx: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let hub = &self.ep.app.hub;
+        let servers = self.servers(&cx);
         let mut up = request;
         let server = match &mut up.r#ref {
             Reference::Prompt(p) => {
-                let (server, name) = self.ep.prompt_route(&p.name).await?;
+                let route = self.ep.prompt_route(&p.name).await?;
+                let (server, name) = servers.prompt(&p.name, route)?;
                 p.name = name;
                 server
             }
-            Reference::Resource(r) => hub.resource_server(&r.uri).await?,
+            Reference::Resource(r) => servers.resource_server(hub, &r.uri).await?,
             _ => return Ok(CompleteResult::default()),
         };
         let offers = hub

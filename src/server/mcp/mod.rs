@@ -9,8 +9,10 @@
 //!   Host, Origin, `Authorization: Bearer`. rmcp's own Host check is off
 //!   (the gate's is the hub's rule); its Origin check stays off likewise.
 
+mod caps;
 mod handler;
 mod idle;
+mod in_view;
 mod limit;
 mod mrtr;
 pub mod names;
@@ -63,6 +65,8 @@ pub struct Endpoint {
     mrtr: mrtr::States,
     /// Stateless clients' calls held open for their answers.
     held: stateless_call::HeldCalls,
+    /// Stateless requests' calls in flight, per principal.
+    stateless: caps::StatelessInFlight,
     /// Long calls' streams, ended for the client to resume (SEP-1699).
     polls: polls::Polls,
 }
@@ -88,8 +92,8 @@ impl Endpoint {
     }
 
     /// Every server's prompts under their exposed names (remembered for
-    /// `prompts/get` and completion).
-    pub async fn prompts(&self) -> Vec<Prompt> {
+    /// `prompts/get` and completion), with the server's name.
+    pub async fn prompts(&self) -> Vec<(String, Prompt)> {
         let listed = self.app.hub.list_prompts().await;
         let pairs: Vec<(&str, &str)> = listed
             .iter()
@@ -106,10 +110,10 @@ impl Endpoint {
         let mut map = BTreeMap::new();
         let mut out = Vec::with_capacity(listed.len());
         for ((server, prompt), name) in listed.into_iter().zip(exposed) {
-            map.insert(name.clone(), (server, prompt.name.clone()));
+            map.insert(name.clone(), (server.clone(), prompt.name.clone()));
             let mut p = prompt;
             p.name = name;
-            out.push(p);
+            out.push((server, p));
         }
         if let Ok(mut m) = self.prompt_names.lock() {
             *m = map;
@@ -129,13 +133,17 @@ impl Endpoint {
             return Ok(r);
         }
         self.prompts().await;
-        known(self).ok_or_else(|| {
-            ErrorData::invalid_params(
-                format!("no prompt named {exposed:?}; call prompts/list to see the prompts (named server__prompt)"),
-                None,
-            )
-        })
+        known(self).ok_or_else(|| no_prompt(exposed))
     }
+}
+
+/// The error for a prompt name nobody lists (also what a view answers for
+/// another server's prompt).
+fn no_prompt(exposed: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("no prompt named {exposed:?}; call prompts/list to see the prompts (named server__prompt)"),
+        None,
+    )
 }
 
 /// The `/mcp` routes, gated; installs the endpoint as the hub's relay.
@@ -167,6 +175,7 @@ pub fn router(app: App, gate: Gate) -> Router {
         prompt_names: Mutex::new(BTreeMap::new()),
         mrtr: mrtr::States::default(),
         held: stateless_call::HeldCalls::default(),
+        stateless: caps::StatelessInFlight::default(),
         polls: polls::Polls::new(streams.clone(), config.sse_retry),
     });
     let handlers = ep.clone();

@@ -12,8 +12,9 @@
 //!   open ([`HeldCalls`]), the question goes back under [`HELD_KEY`], and the
 //!   retry's answer is given to the server, which goes on (to its result,
 //!   or its next question). A held call is bounded in number
-//!   ([`MAX_HELD`]) and time ([`HOLD_FOR`]); a retry that never comes
-//!   cancels the server's call.
+//!   ([`MAX_HELD`] over the hub; per principal by the place it keeps under
+//!   its token's cap, `caps`) and time ([`HOLD_FOR`]); a retry that never
+//!   comes cancels the server's call.
 //!
 //! A request that did not declare the capability a question needs ends
 //! with `-32021` instead (`stateless::refuse`).
@@ -56,6 +57,8 @@ struct Running {
     tool: String,
     /// A `confirm` rule already had the person's yes for this call.
     confirmed: bool,
+    /// Its place under its token's cap (`caps`), kept while it is held.
+    _place: crate::session::Place,
 }
 
 /// A running call waiting for the client's answer to its server's question.
@@ -121,14 +124,15 @@ impl HeldCalls {
     }
 }
 
-/// Run (or continue) one stateless `tools/call`.
+/// Run (or continue) one stateless `tools/call` of `caller`.
 pub async fn call_tool(
     ep: &Endpoint,
-    session: &str,
+    caller: &crate::caller::Caller,
     tool: String,
     req: CallToolRequestParams,
     cx: RequestContext<RoleServer>,
 ) -> Result<mrtr::Reply, ErrorData> {
+    let session = caller.session.as_str();
     let params = Value::Object(req.arguments.clone().unwrap_or_default());
     let bound = mrtr::binding(&req.name, &params, &tools_call::client_of(&cx));
     let opened = match &req.request_state {
@@ -136,6 +140,7 @@ pub async fn call_tool(
         None => None,
     };
     let (answer, retry) = match opened {
+        // The held call keeps the place it took.
         Some(mrtr::Opened::Held { nonce }) => {
             return resume(ep, &cx, &bound, nonce, req.input_responses.as_ref()).await
         }
@@ -164,6 +169,10 @@ pub async fn call_tool(
             }),
         ),
     };
+    let place = match super::caps::stateless_place(ep, caller) {
+        Ok(p) => p,
+        Err(e) => return Ok(mrtr::Reply::Done(super::caps::refused(&req.name, e))),
+    };
     let caps = cx.client_capabilities().unwrap_or_default();
     let can_elicit = caps.elicitation.is_some();
     // The call hears every request its server makes, and this module
@@ -179,8 +188,7 @@ pub async fn call_tool(
         app.hub.shutdown.child_token(),
     );
     call.link = Some(link);
-    call.view = super::view::of(&cx);
-    call.client = super::view::token_client(&cx);
+    call.set_caller(caller);
     let cancel = call.cancel.clone();
     let security = app.hub.config().security.clone();
     let by_result = mrtr::ByResult::new(answer, can_elicit, move |info, params, reason| {
@@ -209,6 +217,7 @@ pub async fn call_tool(
         relay,
         tool,
         confirmed: answer == Some(mrtr::ConfirmAnswer::Approved),
+        _place: place,
     };
     drive(ep, &cx, &bound, running).await
 }
@@ -335,7 +344,7 @@ async fn drive(
         let upstream = std::mem::take(&mut t.task.task_id);
         t.task.task_id = ep
             .mrtr
-            .mint_task(&super::tasks::task_owner(cx), server, &upstream)?;
+            .mint_task(&tools_call::client_of(cx), server, &upstream)?;
         tracing::info!(%server, task = %upstream, "a server answered an MCP call with its own task; relayed under the hub's id");
         return Ok(mrtr::Reply::Task(t));
     }
@@ -383,6 +392,7 @@ mod tests {
             relay: Arc::new(MrtrRelay::default()),
             tool: "t".into(),
             confirmed: false,
+            _place: crate::session::InFlight::default().enter(),
         };
         let ask = Ask::Roots;
         (

@@ -131,23 +131,6 @@ pub fn plan(
     Ok(CallRoute::Call)
 }
 
-/// Who a relayed task belongs to: the view and the token's client the
-/// gate let in, and the `clientInfo` the request gives. A leaked id does
-/// not open for a client of another token or view.
-pub fn task_owner(cx: &RequestContext<RoleServer>) -> String {
-    let token = cx
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(super::view::client_of);
-    let view = super::view::of(cx);
-    serde_json::json!([
-        token.as_deref(),
-        view.as_deref(),
-        super::tools_call::client_of(cx)
-    ])
-    .to_string()
-}
-
 /// A relayed task's id (`up-…`): its server's peer and the server's own
 /// id; `None` for the hub's own task ids.
 fn relayed(
@@ -158,7 +141,7 @@ fn relayed(
     if !id.starts_with(super::mrtr::RELAYED_TASK) {
         return None;
     }
-    Some(match ep.mrtr.open_task(id, &task_owner(cx)) {
+    Some(match ep.mrtr.open_task(id, &super::tools_call::client_of(cx)) {
         Some((server, upstream)) => ep
             .app
             .hub
@@ -226,8 +209,9 @@ fn support_of(t: &ToolInfo) -> Option<&str> {
         .as_str()
 }
 
-/// Start the call as a task: journaled and synced, then running; the
-/// `CreateTaskResult` for it.
+/// Start the call as a task: journaled and synced, then running, holding
+/// `place` (`caps::task_place`) until it ends; the `CreateTaskResult` for
+/// it.
 pub fn create(
     ep: &Endpoint,
     cx: &RequestContext<RoleServer>,
@@ -235,6 +219,7 @@ pub fn create(
     kind: Kind,
     tool: &str,
     args: &Value,
+    place: crate::session::Place,
 ) -> Result<CreateTaskResult, ErrorData> {
     let batch = match kind {
         Kind::Batch => args.clone(),
@@ -252,19 +237,20 @@ pub fn create(
     })?;
     let caller = super::view::caller_of(cx, session);
     let questions = TaskQuestions::new(answerable(cx));
-    let task =
-        unattended::start(&ep.app.engine, &req, kind, &caller, questions).map_err(refused)?;
+    let task = unattended::start(&ep.app.engine, &req, kind, &caller, questions, place)
+        .map_err(refused)?;
     tracing::info!(task = %task.id, %tool, %session, "an MCP tools/call runs as a task");
     Ok(CreateTaskResult::new(base(&task, TaskStatus::Working)))
 }
 
-/// `hub__resume_task` as a task: resume it (in the caller's view) and
-/// answer with it.
+/// `hub__resume_task` as a task: resume it (in the caller's view), holding
+/// `place` until it ends, and answer with it.
 pub async fn resume(
     ep: &Endpoint,
     cx: &RequestContext<RoleServer>,
     session: &str,
     id: &str,
+    place: crate::session::Place,
 ) -> Result<CreateTaskResult, ErrorData> {
     let engine = &ep.app.engine;
     let caller = super::view::caller_of(cx, session);
@@ -273,8 +259,16 @@ pub async fn resume(
     // Read back from its journal after a restart: its questions go to
     // whoever resumes it.
     let _ = t.questions.set(TaskQuestions::new(answerable(cx)));
-    let handle = crate::engine::resume(engine, id, None, None, (Some(&caller), None), None, None)
-        .map_err(refused)?;
+    let handle = crate::engine::resume(
+        engine,
+        id,
+        None,
+        None,
+        (Some(&caller), None),
+        None,
+        Some(place),
+    )
+    .map_err(refused)?;
     drop(handle);
     Ok(CreateTaskResult::new(base(&t, TaskStatus::Working)))
 }

@@ -99,12 +99,22 @@ pub async fn call_tool(
     Ok(mrtr::Reply::Done(finish(ep, &tool, &outcome)))
 }
 
-/// Who a stateless request says it is (its `clientInfo`), for binding a
-/// `requestState` to the client.
+/// Who a stateless request is, for binding a `requestState` or a relayed
+/// task id to it: the client of its token and the view the gate let it in
+/// for, then the `clientInfo` it gives. The first two are the hub's own
+/// knowledge, so a leaked state or id does not open for another token's
+/// client or another view whatever `clientInfo` that one sends.
 pub fn client_of(cx: &RequestContext<RoleServer>) -> String {
-    cx.client_info()
+    let info = cx
+        .client_info()
         .and_then(|i| serde_json::to_string(&i).ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    serde_json::json!([
+        super::view::token_client(cx).as_deref(),
+        super::view::of(cx).as_deref(),
+        info
+    ])
+    .to_string()
 }
 
 /// The question a `confirm` rule asks: the tool, its redacted params and
