@@ -4,7 +4,9 @@
 //! - `handler`: the `ServerHandler` (tools, resources, prompts, completion,
 //!   logging, subscriptions); `call`: `tools/call` through the hub's call
 //!   path; `sessions`: open sessions and what reaches them unasked (the
-//!   hub's `Relay`); `names`: the names tools and prompts have here.
+//!   hub's `Relay`); `names`: the names tools and prompts have here;
+//!   `in_view`: what `/mcp/<view>` serves beyond tools; `caps`: the cap
+//!   each `tools/call` (and each task) takes its place under.
 //! - The gate (`server::gate`) runs on every request before rmcp sees it:
 //!   Host, Origin, `Authorization: Bearer`. rmcp's own Host check is off
 //!   (the gate's is the hub's rule); its Origin check stays off likewise.
