@@ -3,7 +3,10 @@
 //! This tool is a shell by design (`/bin/sh -c`); what it may run is decided
 //! by the safety rules before it gets here. What this module guarantees:
 //! - the command runs in its own process group with stdin empty, in the
-//!   workspace or a folder inside it;
+//!   workspace or a folder inside it, from a cleared environment: of the
+//!   hub's variables only the allowlist passes ([`EnvPolicy`]: `PATH`,
+//!   `HOME`, `LANG`, `LC_*`, … and `builtin.commandEnv`), then the run's
+//!   and the call's own;
 //! - stdout and stderr are read concurrently, each kept up to
 //!   `max_output_bytes` and drained (not stored) beyond that;
 //! - on timeout or cancel the whole group gets SIGTERM, then SIGKILL after
@@ -20,6 +23,7 @@
 //! [`exit_failed`] / [`exit_error`].
 
 mod child;
+mod env;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,6 +39,7 @@ use crate::builtin::fs::{params, resolve_under};
 use crate::builtin::sandbox::{self, RunFolder, Sandbox};
 use crate::errors::{ErrorType, HubError};
 use child::{GroupGuard, Running, Stop, Until};
+pub use env::EnvPolicy;
 
 /// How much longer than the configured timeout a call may ask for.
 const TIMEOUT_CAP_FACTOR: u32 = 10;
@@ -51,6 +56,8 @@ pub struct CommandRunner {
     /// The calling connection's current run folder, writable under
     /// `workspace-write`.
     runs: Option<Arc<dyn RunFolder>>,
+    /// Which of the hub's variables a command inherits.
+    env: EnvPolicy,
 }
 
 /// What the hub adds to a command's own params (see [`CommandRunner::run_placed`]).
@@ -79,7 +86,15 @@ impl CommandRunner {
             max_output_bytes,
             sandbox: None,
             runs: None,
+            env: EnvPolicy::default(),
         }
+    }
+
+    /// Pass the hub's variables named in `extra` (`builtin.commandEnv`)
+    /// besides the default ones; every other variable is cleared.
+    pub fn with_env(mut self, extra: &[String]) -> Self {
+        self.env = EnvPolicy::with_extra(extra);
+        self
     }
 
     /// Confine every command with `sandbox`; `runs` names the calling
@@ -156,6 +171,10 @@ impl CommandRunner {
         };
         let mut cmd = tokio::process::Command::new("/bin/sh");
         cmd.arg("-c").arg(&req.command).current_dir(&req.cwd);
+        // A cleared environment: the hub's own variables reach the command
+        // only by name (the allowlist), never its secrets.
+        cmd.env_clear()
+            .envs(self.env.inherited(std::env::vars_os()));
         if let (Some(s), Some(_)) = (&self.sandbox, &prepared) {
             // Before the caller's env, so a TMPDIR the call passes wins.
             cmd.env("TMPDIR", s.tmp());

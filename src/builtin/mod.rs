@@ -182,7 +182,8 @@ impl Workspace {
             cfg.command_timeout,
             cfg.max_output_bytes,
         )
-        .with_sandbox(sandbox.clone(), runs.clone());
+        .with_sandbox(sandbox.clone(), runs.clone())
+        .with_env(&cfg.command_env);
         Ok(Some(Workspace {
             ws,
             runner,
@@ -326,6 +327,7 @@ mod tests {
             sandbox_network: true,
             sandbox_deny_read: Vec::new(),
             sandbox_allow_read: Vec::new(),
+            command_env: Vec::new(),
             config_file: PathBuf::from("/cfg/config.json"),
         };
         let b = match Builtin::new(&cfg, dir.path(), None) {
@@ -365,6 +367,7 @@ mod reload_tests {
             sandbox_network: true,
             sandbox_deny_read: Vec::new(),
             sandbox_allow_read: Vec::new(),
+            command_env: Vec::new(),
             config_file: PathBuf::from("/cfg/config.json"),
         };
         let b = Builtin::new(&cfg, dir.path(), None).expect("builtin");

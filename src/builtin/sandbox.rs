@@ -32,6 +32,7 @@
 
 pub mod denied;
 mod explain;
+pub mod pidns;
 pub mod reads;
 mod rules;
 
@@ -153,12 +154,18 @@ pub struct Sandbox {
     tmp: PathBuf,
     /// What a confined command may not read.
     reads: reads::ReadPolicy,
+    /// What `/proc` a confined command sees.
+    procs: pidns::ProcView,
+    /// How its own PID namespace is made (`procs` is `Own`).
+    ns: Option<pidns::Plan>,
 }
 
 /// A ruleset ready to be applied in a child; closed when dropped.
 pub struct Prepared {
     #[cfg(target_os = "linux")]
     fd: std::os::fd::OwnedFd,
+    /// The command's own PID namespace, when the kernel gives one.
+    ns: Option<pidns::Plan>,
 }
 
 impl Sandbox {
@@ -191,6 +198,19 @@ impl Sandbox {
             decide(cfg.sandbox, cfg.sandbox_network, kernel_abi()),
         );
         sandbox.reads.private.push(state_dir.to_path_buf());
+        if matches!(sandbox.verdict, Confinement::Confined { .. }) {
+            sandbox.procs = pidns::view();
+            if let pidns::ProcView::Own { user_ns } = sandbox.procs {
+                // The new /proc is read like the rest, unless a denied
+                // path lies in it.
+                let proc_read = if sandbox.reads.deny.iter().any(|d| d.starts_with("/proc")) {
+                    0
+                } else {
+                    rules::read_bits()
+                };
+                sandbox.ns = Some(pidns::Plan::new(user_ns, proc_read));
+            }
+        }
         sandbox.log_start();
         Ok(sandbox)
     }
@@ -214,6 +234,10 @@ impl Sandbox {
                 allow: cfg.sandbox_allow_read.clone(),
                 private: vec![cfg.config_file.clone()],
             },
+            procs: pidns::ProcView::Shared {
+                why: "not asked".into(),
+            },
+            ns: None,
         }
     }
 
@@ -286,6 +310,21 @@ impl Sandbox {
         s
     }
 
+    /// What `/proc` a confined command sees, in words.
+    fn proc_words(&self) -> String {
+        match &self.procs {
+            pidns::ProcView::Own { user_ns } => format!(
+                "other processes are out of sight: each command runs in a PID namespace of its own with its own /proc{}, so no /proc/<pid>/environ or cmdline of the hub, its servers or any other program",
+                if *user_ns { " (made in a user namespace)" } else { "" }
+            ),
+            pidns::ProcView::Shared { why } => format!(
+                "other processes are NOT hidden: the kernel gave no PID namespace ({why}), so a command can read other processes' /proc/<pid>/cmdline{} (the shell gate asks before reads of /proc/*/environ and cmdline); allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; kernel.unprivileged_userns_clone=1 on Debian; kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu) and restart the hub",
+                // SAFETY: a plain getter.
+                if unsafe { libc::geteuid() } == 0 { " and environ (the hub runs as root)" } else { "" }
+            ),
+        }
+    }
+
     /// The `sandbox` entry of `health_status`.
     pub fn check(&self) -> Check {
         let mode = self.mode.as_str();
@@ -294,10 +333,11 @@ impl Sandbox {
                 name: "sandbox".into(),
                 ok: true,
                 message: format!(
-                    "run_command is confined by Landlock (ABI {abi}, builtin.sandbox \"{mode}\"): {}; {}; {}",
+                    "run_command is confined by Landlock (ABI {abi}, builtin.sandbox \"{mode}\"): {}; {}; {}; {}",
                     self.reach(),
                     self.read_words(),
-                    self.net_words(*abi)
+                    self.net_words(*abi),
+                    self.proc_words()
                 ),
                 fix: None,
             },
@@ -319,6 +359,9 @@ impl Sandbox {
     fn log_start(&self) {
         let c = self.check();
         match (&self.verdict, c.fix) {
+            (Confinement::Confined { .. }, _) if self.ns.is_none() => {
+                tracing::warn!("{}", c.message)
+            }
             (Confinement::Confined { .. }, _) => tracing::info!("{}", c.message),
             (_, Some(fix)) => tracing::warn!("{}; fix: {fix}", c.message),
             (_, None) => tracing::warn!("{}", c.message),
@@ -359,7 +402,7 @@ impl Sandbox {
                 HubError::new(ErrorType::Permission, "run_command is refused")
             })),
             Confinement::Confined { abi } => rules::ruleset(*abi, self.network, writable, &self.reads)
-                .map(Some)
+                .map(|p| Some(Prepared { ns: self.ns, ..p }))
                 .map_err(|e| {
                     HubError::new(
                         ErrorType::Permission,
@@ -381,10 +424,16 @@ pub fn confine(cmd: &mut tokio::process::Command, prepared: Prepared) {
     {
         use std::os::fd::AsRawFd;
         let ruleset = prepared.fd;
+        let ns = prepared.ns;
         // SAFETY: prctl and the raw landlock syscall are async-signal-safe
-        // and touch only the descriptor the closure owns.
+        // and touch only the descriptor the closure owns; `pidns::enter`
+        // and `grant_proc` make system calls only.
         unsafe {
             cmd.pre_exec(move || {
+                if let Some(plan) = &ns {
+                    pidns::enter(plan)?;
+                    pidns::grant_proc(ruleset.as_raw_fd(), plan)?;
+                }
                 if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 {
                     return Err(std::io::Error::last_os_error());
                 }

@@ -59,6 +59,12 @@ pub const WORKSPACE: &str = "./workspace";
 pub const COMMAND_TIMEOUT_MS: u64 = 30_000;
 pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 pub const MAX_READ_BYTES: usize = 10 * 1024 * 1024;
+/// The hub's environment variables every `run_command` gets (`*` globs);
+/// `builtin.commandEnv` adds names, every other variable is cleared (the
+/// way Codex CLI's shell environment policy keeps its "core" set).
+pub const COMMAND_ENV: [&str; 10] = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_*", "TERM", "TMPDIR", "TZ",
+];
 /// `builtin.sandboxDenyRead`: what `run_command` may not read (`~` is the
 /// hub's `HOME`): credential stores and browser profiles.
 pub const SANDBOX_DENY_READ: [&str; 18] = [

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use crate::errors::ErrorType;
 
 pub use assertions::{AssertionsConfig, BrowserChoice};
-pub use defaults::{default_redact_keys, default_safety_rules, default_strategies};
+pub use defaults::{default_redact_keys, default_safety_rules, default_strategies, COMMAND_ENV};
 pub use glob::glob_match;
 pub use key_table::{sections as key_sections, REMOVED as REMOVED_KEYS};
 pub use reload::{diff_servers, spawn_watcher, ServerDiff};
@@ -252,6 +252,10 @@ pub struct BuiltinConfig {
     pub sandbox_deny_read: Vec<PathBuf>,
     /// `builtin.sandboxAllowRead`: re-granted even beneath a denied path.
     pub sandbox_allow_read: Vec<PathBuf>,
+    /// `builtin.commandEnv`: names (`*`/`?` globs) of the hub's environment
+    /// variables `run_command` passes on besides the default ones
+    /// ([`COMMAND_ENV`]); every other variable is cleared.
+    pub command_env: Vec<String>,
     /// The config file these settings were read from (absolute): never
     /// readable by `run_command`.
     pub config_file: PathBuf,

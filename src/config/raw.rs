@@ -156,6 +156,7 @@ pub struct RawBuiltin {
     pub sandbox_network: Option<bool>,
     pub sandbox_deny_read: Option<Vec<String>>,
     pub sandbox_allow_read: Option<Vec<String>>,
+    pub command_env: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -70,12 +70,28 @@ pub(super) fn builtin(ctx: &Ctx, r: RawBuiltin) -> Result<BuiltinConfig, ConfigE
             Some(r.sandbox_allow_read.unwrap_or_default()),
             "/builtin/sandboxAllowRead",
         )?,
+        command_env: env_names(ctx, r.command_env.unwrap_or_default())?,
         config_file: ctx
             .path
             .file_name()
             .map(|name| ctx.base_dir.join(name))
             .unwrap_or_default(),
     })
+}
+
+/// `builtin.commandEnv`: names of environment variables (`*` and `?`
+/// globs), each non-empty, without `=` or NUL.
+fn env_names(ctx: &Ctx, names: Vec<String>) -> Result<Vec<String>, ConfigError> {
+    for (i, n) in names.iter().enumerate() {
+        if n.is_empty() || n.contains(['=', '\0']) {
+            let at = format!("/builtin/commandEnv/{i}");
+            return Err(ctx.err(
+                &at,
+                format!("{} \"{}\" is not a variable name: write a name such as \"CARGO_HOME\" or a glob such as \"XDG_*\" (no '=', not empty)", super::ctx::dotted(&at), n.escape_debug()),
+            ));
+        }
+    }
+    Ok(names)
 }
 
 /// `builtin.sandboxDenyRead` / `sandboxAllowRead`: each entry resolved

@@ -136,3 +136,24 @@ fn sandbox_read_lists_default_to_the_credential_stores_and_resolve_like_paths() 
         "{m}"
     );
 }
+
+#[test]
+fn command_env_names_are_kept_and_bad_ones_refused() {
+    let c = test_support::ok("{}").config.builtin;
+    assert!(c.command_env.is_empty());
+    let c = test_support::ok(r#"{"builtin": {"commandEnv": ["CARGO_HOME", "XDG_*"]}}"#)
+        .config
+        .builtin;
+    assert_eq!(c.command_env, ["CARGO_HOME", "XDG_*"]);
+    for bad in [r#"[""]"#, r#"["A=B"]"#] {
+        let text = format!(r#"{{"builtin": {{"commandEnv": {bad}}}}}"#);
+        let e = parse(&text, Path::new(test_support::P))
+            .err()
+            .unwrap_or_else(|| panic!("{bad} accepted"))
+            .to_string();
+        assert!(
+            e.contains("builtin.commandEnv.0") && e.contains("not a variable name"),
+            "{e}"
+        );
+    }
+}

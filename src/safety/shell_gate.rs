@@ -19,6 +19,7 @@
 mod code;
 mod files;
 mod paths;
+mod procfs;
 #[cfg(test)]
 mod tests;
 
@@ -146,6 +147,7 @@ const RULES: &[Rule] = &[
     Rule { name: "chmod-chown", check: chmod_chown },
     Rule { name: "mv-protected", check: mv_protected },
     Rule { name: "rsync-delete", check: rsync_delete },
+    Rule { name: "proc-secrets", check: procfs::proc_secrets },
 ];
 
 /// A reason to ask before the call runs, or `None` when nothing in the

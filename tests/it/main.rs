@@ -39,6 +39,7 @@ mod runs_index;
 mod runs_more;
 mod safety;
 mod sandbox;
+mod sandbox_procs;
 mod sandbox_reads;
 mod secrets;
 mod servers;

@@ -189,14 +189,10 @@ async fn allow_read_re_grants_and_a_reload_applies_new_lists() {
     assert_eq!(stdout(&r), "FAKE-GCLOUD", "{r}");
 }
 
-/// The attack of issue 37: read the key and post it to a listener. The
-/// listener is reached (the command ran, the network is allowed) but
-/// receives no key material.
-#[tokio::test]
-async fn the_key_piped_to_curl_never_reaches_the_listener() {
-    if !confined_kernel() {
-        return;
-    }
+/// A local HTTP listener on an ephemeral port that keeps every byte it
+/// receives (one request per connection, its body read by its
+/// Content-Length, at most 2 s) and answers 200.
+pub(crate) async fn listener() -> (u16, Arc<Mutex<Vec<u8>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("listen");
@@ -241,7 +237,20 @@ async fn the_key_piped_to_curl_never_reaches_the_listener() {
             });
         }
     });
-    let (hub, home) = hub_with(json!({}), &[]).await;
+    (port, got)
+}
+
+/// The attack of issue 37: read the key and post it to a listener. The
+/// listener is reached (the command ran, the network is allowed) but
+/// receives no key material.
+#[tokio::test]
+async fn the_key_piped_to_curl_never_reaches_the_listener() {
+    if !confined_kernel() {
+        return;
+    }
+    let (port, got) = listener().await;
+    // The network allowed, so the pipe would carry the key if it were read.
+    let (hub, home) = hub_with(json!({"builtin": {"sandboxNetwork": true}}), &[]).await;
     fill_home(&home);
     let mut c = hub.connect().await;
     let r = run(

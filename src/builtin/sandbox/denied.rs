@@ -27,17 +27,7 @@ const PREFIXES: [&str; 8] = [
 /// Every path named on a refusal line of `stderr`, in order, without
 /// repeats, at most [`MAX_PATHS`].
 pub fn paths(stderr: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in stderr.lines() {
-        let Some(p) = path_of(line) else { continue };
-        if !out.contains(&p) {
-            out.push(p);
-        }
-        if out.len() == MAX_PATHS {
-            break;
-        }
-    }
-    out
+    refused(stderr).into_iter().map(|(p, _)| p).collect()
 }
 
 /// The path one refusal line names: the last quoted path ('…', "…", `…',
@@ -59,6 +49,66 @@ pub fn path_of(line: &str) -> Option<String> {
         .unwrap_or(segment)
         .trim();
     looks_like_path(rest).then(|| rest.to_string())
+}
+
+/// What a refusal line's tool was doing, from its words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// `cannot read`, `cannot access`, `cannot open directory`, dash's
+    /// `cannot open` (an input redirection), `… for reading`.
+    Read,
+    /// `cannot create`, `cannot touch`, `cannot remove`, `for writing`,
+    /// `Read-only file system`, …
+    Write,
+    /// No verb: `cat: x: Permission denied`.
+    Unknown,
+}
+
+const WRITE_WORDS: [&str; 8] = [
+    "create",
+    "touch",
+    "remove",
+    "writ",
+    "read-only file system",
+    "move",
+    "overwrite",
+    "make directory",
+];
+const READ_WORDS: [&str; 6] = [
+    "cannot read",
+    "cannot access",
+    "cannot open",
+    "can't open",
+    "cannot stat",
+    "for reading",
+];
+
+/// The [`Access`] one refusal line reports.
+pub fn access_of(line: &str) -> Access {
+    let lower = line.to_ascii_lowercase();
+    if WRITE_WORDS.iter().any(|w| lower.contains(w)) {
+        Access::Write
+    } else if READ_WORDS.iter().any(|w| lower.contains(w)) {
+        Access::Read
+    } else {
+        Access::Unknown
+    }
+}
+
+/// Every path of [`paths`] with the [`Access`] its line reports.
+pub fn refused(stderr: &str) -> Vec<(String, Access)> {
+    let mut out: Vec<(String, Access)> = Vec::new();
+    for line in stderr.lines() {
+        let Some(p) = path_of(line) else { continue };
+        if out.iter().any(|(q, _)| *q == p) {
+            continue;
+        }
+        out.push((p, access_of(line)));
+        if out.len() == MAX_PATHS {
+            break;
+        }
+    }
+    out
 }
 
 fn last_quoted(line: &str) -> Option<String> {

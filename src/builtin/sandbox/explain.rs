@@ -30,9 +30,13 @@ impl Sandbox {
             Some(code) => format!("exited with status {code}"),
             None => "was killed".to_string(),
         };
-        let (reads_refused, refused) = self.refusals(stderr, cwd, writable);
-        if !reads_refused.is_empty() {
-            return self.read_refusal(result, &reads_refused, &how);
+        let found = self.refusals(stderr, cwd, writable);
+        if !found.denied_reads.is_empty() {
+            return self.read_refusal(result, &found.denied_reads, &how);
+        }
+        let refused = found.writes;
+        if refused.is_empty() && !found.other_reads.is_empty() {
+            return self.other_read_refusal(result, &found.other_reads, &how);
         }
         let mode = self.mode.as_str();
         let Some(first) = refused.first() else {
@@ -66,17 +70,11 @@ impl Sandbox {
     }
 
     /// The paths a confined command's stderr says were refused: reads of
-    /// denied paths (with what denies each), and writes outside the
-    /// writable folders.
-    fn refusals(
-        &self,
-        stderr: &str,
-        cwd: &Path,
-        writable: &[PathBuf],
-    ) -> (Vec<(String, Denial)>, Vec<String>) {
-        let mut reads_refused: Vec<(String, Denial)> = Vec::new();
-        let mut refused: Vec<String> = Vec::new();
-        for p in denied::paths(stderr) {
+    /// denied paths (with what denies each), other reads (another
+    /// process's `/proc` entries), and writes outside the writable folders.
+    fn refusals(&self, stderr: &str, cwd: &Path, writable: &[PathBuf]) -> Refusals {
+        let mut found = Refusals::default();
+        for (p, access) in denied::refused(stderr) {
             let abs = denied::absolute(&p, cwd);
             // A link in the workspace to a denied file is refused there.
             let real = std::fs::canonicalize(&abs).unwrap_or_else(|_| abs.clone());
@@ -87,15 +85,28 @@ impl Sandbox {
                     } else {
                         format!("{p} (a link to {})", real.display())
                     };
-                    reads_refused.push((shown, d));
+                    found.denied_reads.push((shown, d));
                     continue;
                 }
             }
-            if denied::outside(&abs, writable, &DEVICES) && denied::hub_could_write(&abs) {
-                refused.push(p);
+            // Reads are granted everywhere but the denied paths, so a
+            // refused read is another process's /proc entry (which the
+            // hub cannot check: the command may see another /proc), or a
+            // file made after the command started beside a denied path.
+            if abs.starts_with("/proc") && access != denied::Access::Write {
+                found.other_reads.push(p);
+                continue;
+            }
+            if !denied::outside(&abs, writable, &DEVICES) || !denied::hub_could_write(&abs) {
+                continue;
+            }
+            if access == denied::Access::Read {
+                found.other_reads.push(p);
+            } else {
+                found.writes.push(p);
             }
         }
-        (reads_refused, refused)
+        found
     }
 
     /// A confined command that exited 0 but whose stderr shows that the
@@ -107,11 +118,11 @@ impl Sandbox {
             return None;
         }
         let stderr = result.get("stderr").and_then(Value::as_str).unwrap_or("");
-        let (reads_refused, _) = self.refusals(stderr, cwd, writable);
-        if reads_refused.is_empty() {
+        let found = self.refusals(stderr, cwd, writable);
+        if found.denied_reads.is_empty() {
             return None;
         }
-        self.read_refusal(result, &reads_refused, "exited with status 0")
+        self.read_refusal(result, &found.denied_reads, "exited with status 0")
     }
 }
 
@@ -196,6 +207,49 @@ impl Sandbox {
             message,
             suggestion,
             json!({"mode": self.mode.as_str(), "refusedReads": paths, "deniedBy": why}),
+        )
+    }
+}
+
+/// What a failed command's stderr says the sandbox refused.
+#[derive(Default)]
+struct Refusals {
+    /// Reads of denied paths, with what denies each.
+    denied_reads: Vec<(String, Denial)>,
+    /// Other refused reads: another process's `/proc` entries.
+    other_reads: Vec<String>,
+    /// Writes outside the writable folders.
+    writes: Vec<String>,
+}
+
+impl Sandbox {
+    /// The failure of a command refused a read that no entry of
+    /// `builtin.sandboxDenyRead` names: it says "read", and how reads are
+    /// widened (`builtin.sandboxAllowRead`), never to turn the sandbox off.
+    fn other_read_refusal(&self, result: &Value, paths: &[String], how: &str) -> Option<Value> {
+        let procs = paths.iter().all(|p| Path::new(p).starts_with("/proc"));
+        let why = if procs {
+            "these are /proc entries of processes outside the sandbox (the hub, its servers, other programs), which commands may not inspect"
+        } else {
+            "run_command may read everything but the denied paths (builtin.sandboxDenyRead), save a file created after the command started in a folder above a denied path"
+        };
+        let message = format!(
+            "the sandbox refused to read {}: {why}; the command {how}",
+            paths.join(", ")
+        );
+        let suggestion = if procs {
+            "do the task without other processes' /proc entries (their environment and arguments hold other programs' secrets); a command sees its own processes under /proc".to_string()
+        } else {
+            format!(
+                "run the command again (the next command's sandbox covers files created since); if commands must read {}, the operator can add it to builtin.sandboxAllowRead in config.json (a config reload applies it)",
+                paths[0]
+            )
+        };
+        failure(
+            result,
+            message,
+            suggestion,
+            json!({"mode": self.mode.as_str(), "refusedReads": paths}),
         )
     }
 }

@@ -8,6 +8,20 @@ use std::path::PathBuf;
 use super::reads::{self, ReadPolicy};
 use super::{Prepared, DEVICES, NET_ABI, SCOPE_ABI};
 
+/// The Landlock bits of the read rights the ruleset grants (`ReadFile`,
+/// `ReadDir`), for a rule added in the child.
+#[cfg(target_os = "linux")]
+pub(super) fn read_bits() -> u64 {
+    use landlock::{AccessFs, BitFlags};
+    let read: BitFlags<AccessFs> = AccessFs::ReadFile | AccessFs::ReadDir;
+    read.bits()
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn read_bits() -> u64 {
+    0
+}
+
 #[cfg(target_os = "linux")]
 pub(super) fn ruleset(
     abi: i32,
@@ -74,7 +88,7 @@ pub(super) fn ruleset(
             .map_err(|e| format!("{dev}: {e}"))?;
     }
     let fd: Option<std::os::fd::OwnedFd> = created.into();
-    fd.map(|fd| Prepared { fd })
+    fd.map(|fd| Prepared { fd, ns: None })
         .ok_or_else(|| "the kernel returned no ruleset".to_string())
 }
 

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::*;
@@ -18,6 +18,7 @@ fn cfg(mode: SandboxMode, network: bool) -> BuiltinConfig {
         sandbox_network: network,
         sandbox_deny_read: Vec::new(),
         sandbox_allow_read: Vec::new(),
+        command_env: Vec::new(),
         config_file: PathBuf::from("/cfg/config.json"),
     }
 }
@@ -271,34 +272,14 @@ async fn a_confined_command_writes_inside_and_is_refused_outside_with_the_path_n
         return;
     }
     let dir = tempfile::tempdir().expect("dir");
-    let ws = dir.path().join("ws");
-    let state = dir.path().join("state");
-    std::fs::create_dir_all(&ws).expect("ws");
-    let ws = std::fs::canonicalize(&ws).expect("canonical");
-    let c = cfg(SandboxMode::WorkspaceWrite, true);
-    let sandbox = Arc::new(Sandbox::new(&c, &ws, &state).expect("sandbox"));
-    let runner = CommandRunner::new(ws.clone(), Duration::from_secs(20), 64 * 1024)
-        .with_sandbox(sandbox.clone(), None);
-    let run = |cmd: &str| {
-        let params = json!({"command": cmd});
-        let runner = runner.clone();
-        async move {
-            tokio::time::timeout(
-                Duration::from_secs(20),
-                runner.run(&params, CancellationToken::new()),
-            )
-            .await
-            .expect("finished")
-            .expect("ran")
-        }
-    };
-    let ok = run("echo in > inside.txt && echo t > \"$TMPDIR/t\" && cat /etc/hostname >/dev/null && echo done").await;
+    let (ws, sandbox, runner) = confined(dir.path());
+    let ok = ran(&runner, "echo in > inside.txt && echo t > \"$TMPDIR/t\" && cat /etc/hostname >/dev/null && echo done").await;
     assert_eq!(ok["exitCode"], 0, "{ok}");
     assert!(ws.join("inside.txt").exists());
     assert!(sandbox.tmp().join("t").exists());
 
     let outside = dir.path().join("outside.txt");
-    let v = run(&format!("echo x > {}", outside.display())).await;
+    let v = ran(&runner, &format!("echo x > {}", outside.display())).await;
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["code"], "PERMISSION");
     let msg = v["error"]["message"].as_str().unwrap_or("");
@@ -311,4 +292,150 @@ async fn a_confined_command_writes_inside_and_is_refused_outside_with_the_path_n
         "{v}"
     );
     assert!(!outside.exists());
+}
+
+#[test]
+fn a_refused_read_says_read_and_never_suggests_turning_the_sandbox_off() {
+    use denied::Access;
+    for (line, want) in [
+        (
+            "ls: cannot read symbolic link '/proc/9/cwd': Permission denied",
+            Access::Read,
+        ),
+        (
+            "ls: cannot access '/proc/9/fd': Permission denied",
+            Access::Read,
+        ),
+        (
+            "head: cannot open '/x/y' for reading: Permission denied",
+            Access::Read,
+        ),
+        ("sh: 1: cannot open /x/y: Permission denied", Access::Read),
+        (
+            "sh: 1: cannot create /x/y: Permission denied",
+            Access::Write,
+        ),
+        (
+            "truncate: cannot open '/x/y' for writing: Permission denied",
+            Access::Write,
+        ),
+        ("rm: cannot remove '/x/y': Permission denied", Access::Write),
+        (
+            "ln: failed to create symbolic link '/x/l': Permission denied",
+            Access::Write,
+        ),
+        ("cat: /x/y: Permission denied", Access::Unknown),
+    ] {
+        assert_eq!(denied::access_of(line), want, "{line}");
+    }
+    let sandbox = Sandbox::with_verdict(
+        &cfg(SandboxMode::WorkspaceWrite, true),
+        Path::new("/ws"),
+        PathBuf::from("/t"),
+        Confinement::Confined { abi: 7 },
+    );
+    let writable = sandbox.writable(None);
+    for stderr in [
+        "ls: cannot read symbolic link '/proc/1/cwd': Permission denied\n",
+        "cat: /proc/1/environ: Permission denied\n",
+    ] {
+        let result = json!({"exitCode": 2, "stdout": "", "stderr": stderr});
+        let v = sandbox
+            .explain(&result, Path::new("/ws"), &writable)
+            .unwrap_or_else(|| panic!("not explained: {stderr}"));
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        let suggestion = v["error"]["suggestion"].as_str().unwrap_or("");
+        assert!(
+            msg.starts_with("the sandbox refused to read /proc/1/"),
+            "{msg}"
+        );
+        assert!(
+            !msg.contains("write") && !suggestion.contains("\"off\""),
+            "{v}"
+        );
+        assert_eq!(
+            v["sandbox"]["refusedReads"][0]
+                .as_str()
+                .map(|p| p.starts_with("/proc/1/")),
+            Some(true),
+            "{v}"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "a measurement: cargo test --lib measure_pidns -- --ignored --nocapture"]
+async fn measure_pidns() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, sandbox, runner) = confined(dir.path());
+    let n = 200;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let v = ran(&runner, "true").await;
+        assert_eq!(v["exitCode"], 0);
+    }
+    eprintln!(
+        "{:?}: {:.2} ms per `true`",
+        sandbox.procs,
+        t.elapsed().as_secs_f64() * 1000.0 / n as f64
+    );
+}
+
+/// A confined command is PID 2 of a namespace of its own: its /proc shows
+/// its own processes only, PID 1 (the init, a copy of the hub) shows no
+/// byte of the hub's arguments or environment, and exit codes and signals
+/// come through as the shell's.
+#[tokio::test]
+async fn a_confined_command_sees_only_its_own_processes() {
+    let abi = real_abi();
+    if abi < MIN_ABI {
+        eprintln!("skipped: Landlock ABI {abi} on this kernel");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let (_, sandbox, runner) = confined(dir.path());
+    if !matches!(sandbox.procs, pidns::ProcView::Own { .. }) {
+        eprintln!("skipped: no PID namespace here: {:?}", sandbox.procs);
+        return;
+    }
+    let v = ran(&runner, "echo $$ $PPID; n=$(ls /proc | grep -c '^[0-9]'); test $n -le 5 && echo few; head -1 /proc/self/status; tr -d '\\0' < /proc/1/environ | wc -c; tr -d '\\0' < /proc/1/cmdline | wc -c").await;
+    assert_eq!(v["stdout"], "2 1\nfew\nName:\thead\n0\n0\n", "{v}");
+    assert_eq!(ran(&runner, "exit 3").await["exitCode"], 3);
+    let v = ran(&runner, "kill -TERM $$").await;
+    assert_eq!(
+        (v["exitCode"].clone(), v["signal"].clone()),
+        (json!(null), json!(15)),
+        "{v}"
+    );
+    let v = ran(&runner, "ls -l /proc/$PPID/cwd").await;
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("the sandbox refused to read /proc/1/cwd"),
+        "{v}"
+    );
+}
+
+/// A workspace under `dir`, a sandbox as the hub makes it (the kernel
+/// asked), and a runner confined by it.
+fn confined(dir: &Path) -> (PathBuf, Arc<Sandbox>, CommandRunner) {
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let ws = std::fs::canonicalize(&ws).expect("canonical");
+    let c = cfg(SandboxMode::WorkspaceWrite, true);
+    let sandbox = Arc::new(Sandbox::new(&c, &ws, &dir.join("state")).expect("sandbox"));
+    let runner = CommandRunner::new(ws.clone(), Duration::from_secs(20), 64 * 1024)
+        .with_sandbox(sandbox.clone(), None);
+    (ws, sandbox, runner)
+}
+
+/// `cmd` run to its end (at most 20 s).
+async fn ran(runner: &CommandRunner, cmd: &str) -> Value {
+    let params = json!({ "command": cmd });
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        runner.run(&params, CancellationToken::new()),
+    )
+    .await
+    .expect("finished")
+    .expect("ran")
 }

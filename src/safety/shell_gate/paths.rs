@@ -141,6 +141,11 @@ pub fn resolve(cwd: &str, rel: &str) -> String {
     }
 }
 
+/// [`normalize`], for the other rules of the gate.
+pub(super) fn normalized(path: &str) -> Option<String> {
+    normalize(path)
+}
+
 /// `path` with `//`, `.` and `..` segments and a trailing `/` removed, for
 /// an absolute or `~` path; `None` for a relative one.
 fn normalize(path: &str) -> Option<String> {

@@ -68,6 +68,7 @@ const EACH_RULE: &[(&str, &str)] = &[
     ("mv-protected", "mv ~ /dev/null"),
     ("mv-protected", "mv -t /tmp /etc"),
     ("rsync-delete", "rsync -a --delete empty/ /usr/"),
+    ("proc-secrets", "cat /proc/*/environ"),
 ];
 
 /// Issue 38.6: the gate's known misses, each with the rule that must now
