@@ -353,6 +353,7 @@ fn loaded_values() -> Vec<(&'static str, Get)> {
         ("builtin.sandboxAllowRead", |c| {
             home(&c.builtin.sandbox_allow_read)
         }),
+        ("builtin.commandEnv", |c| json!(c.builtin.command_env)),
         ("taskEngine.defaultTimeout", |c| {
             ms(c.task_engine.default_timeout)
         }),

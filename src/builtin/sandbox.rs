@@ -103,7 +103,7 @@ pub fn decide(mode: SandboxMode, network: bool, abi: i32) -> Confinement {
     }
     if !network && abi < NET_ABI {
         return Confinement::Refused {
-            why: format!("builtin.sandboxNetwork is false, but this kernel's Landlock (ABI {abi}) cannot deny TCP; ABI {NET_ABI} (Linux 6.7) can"),
+            why: format!("builtin.sandboxNetwork is false (the default), but this kernel's Landlock (ABI {abi}) cannot deny TCP; ABI {NET_ABI} (Linux 6.7) can"),
             fix: format!("set builtin.sandboxNetwork to true (commands may then use the network), run the hub on Linux 6.7 or newer, {off}"),
         };
     }

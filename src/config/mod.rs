@@ -243,8 +243,8 @@ pub struct BuiltinConfig {
     pub max_read_bytes: usize,
     /// `builtin.sandbox`: how `run_command` is confined (Landlock).
     pub sandbox: SandboxMode,
-    /// `builtin.sandboxNetwork`: false denies TCP connect and bind to
-    /// `run_command` (Landlock ABI 4 or newer).
+    /// `builtin.sandboxNetwork`: false (the default) denies TCP connect
+    /// and bind to `run_command` (Landlock ABI 4 or newer).
     pub sandbox_network: bool,
     /// `builtin.sandboxDenyRead`: what `run_command` may not read (absolute,
     /// `~` expanded); the hub's own config file and state dir are denied

@@ -63,7 +63,7 @@ pub(super) fn builtin(ctx: &Ctx, r: RawBuiltin) -> Result<BuiltinConfig, ConfigE
             "/builtin/maxReadBytes",
         )?,
         sandbox: r.sandbox.unwrap_or_default(),
-        sandbox_network: r.sandbox_network.unwrap_or(true),
+        sandbox_network: r.sandbox_network.unwrap_or(false),
         sandbox_deny_read: read_paths(ctx, r.sandbox_deny_read, "/builtin/sandboxDenyRead")?,
         sandbox_allow_read: read_paths(
             ctx,

@@ -175,7 +175,7 @@ mod tests {
         assert_eq!(c.builtin.max_output_bytes, 1_048_576);
         assert_eq!(c.builtin.max_read_bytes, 10_485_760);
         assert_eq!(c.builtin.sandbox, SandboxMode::WorkspaceWrite);
-        assert!(c.builtin.sandbox_network);
+        assert!(!c.builtin.sandbox_network);
         let t = &c.task_engine;
         assert_eq!(t.default_timeout, Duration::from_secs(60));
         assert_eq!(t.state_dir, PathBuf::from("/tmp/cfgtest/state"));

@@ -237,13 +237,14 @@ async fn sandbox_network_false_refuses_tcp_to_the_hub_s_own_port() {
     let connect = |port: &str| {
         format!("node -e \"require('net').connect({port}, '127.0.0.1').on('connect', () => {{ console.log('connected'); process.exit(0) }}).on('error', e => {{ console.error(e.message); process.exit(3) }})\"")
     };
-    // Allowed (the default): the same command connects.
-    let (open, _) = hub_with(json!({}), &[]).await;
+    // Allowed: the same command connects.
+    let (open, _) = hub_with(json!({"builtin": {"sandboxNetwork": true}}), &[]).await;
     let mut c = open.connect().await;
     let r = run(&mut c, &connect(&port(&open))).await;
     assert_eq!(r["result"]["stdout"], "connected\n", "{r}");
 
-    let (closed, _) = hub_with(json!({"builtin": {"sandboxNetwork": false}}), &[]).await;
+    // Denied: the default.
+    let (closed, _) = hub_with(json!({}), &[]).await;
     let mut c = closed.connect().await;
     let r = run(&mut c, &connect(&port(&closed))).await;
     assert_eq!(r["success"], false, "{r}");

@@ -8,10 +8,11 @@
 
 use serde_json::{json, Value};
 
+use crate::procs;
 use crate::sandbox::{confined_kernel, hub_with, run, sandbox_check};
 use crate::sandbox_reads::listener;
 use crate::servers::wait_running;
-use crate::support::{testserver_entry, Client, TestHub};
+use crate::support::{testserver_entry, until_changed, Client, TestHub, WAIT};
 
 const SERVER_SECRET: &str = "SERVER-API-KEY-0f1e2d3c4b5a";
 const HUB_SECRET: &str = "HUB-ENV-SECRET-9a8b7c6d5e4f";
@@ -215,4 +216,40 @@ async fn without_a_pid_namespace_the_sandbox_says_so_and_the_gate_asks() {
         .await;
     let r = c.recv_where("declined", |v| v["replyTo"] == "e").await;
     assert_eq!(r["error"]["errorType"], "SAFETY_BLOCKED", "{r}");
+}
+
+/// A confined command is three processes (the hub's child that waits, PID
+/// 1 of the namespace, the shell): a timeout ends every one of them and
+/// what the shell started (a job that ignores SIGTERM too), and a
+/// SIGKILLed hub takes them all with it (parent-death signals).
+#[tokio::test]
+async fn a_confined_command_ends_with_its_timeout_and_with_the_hub() {
+    if !confined_kernel() {
+        return;
+    }
+    let (mut hub, _) = hub_with(json!({}), &[]).await;
+    let ws = hub.path().join("workspace");
+    let mut c = hub.connect().await;
+    // Both jobs are forked before the marker is written.
+    let command = "trap '' TERM; sleep 100 & sleep 100 & echo up > up1; wait";
+    c.send(json!({"type": "tool_call", "id": "t", "tool": "run_command", "params": {"command": command, "timeout": 3000}}))
+        .await;
+    assert!(until_changed(&ws, WAIT, || ws.join("up1").exists()).await);
+    let mine = procs::descendants(hub.pid());
+    assert!(mine.len() >= 5, "waiter, init, shell, two jobs: {mine:?}");
+    let r = c.recv_where("timed out", |v| v["replyTo"] == "t").await;
+    assert_eq!(r["error"]["errorType"], "TIMEOUT", "{r}");
+    procs::wait_gone(&mine, WAIT, "a timed-out confined command").await;
+
+    c.send(json!({"type": "tool_call", "id": "k", "tool": "run_command", "params": {"command": "sleep 100 & echo up > up2; wait"}}))
+        .await;
+    assert!(until_changed(&ws, WAIT, || ws.join("up2").exists()).await);
+    let mine = procs::descendants(hub.pid());
+    assert!(mine.len() >= 4, "waiter, init, shell, sleeps: {mine:?}");
+    hub.child.start_kill().expect("SIGKILL the hub");
+    tokio::time::timeout(WAIT, hub.child.wait())
+        .await
+        .expect("the hub did not die")
+        .expect("wait");
+    procs::wait_gone(&mine, WAIT, "a confined command of a SIGKILLed hub").await;
 }
