@@ -157,7 +157,7 @@ pub struct Sandbox {
     /// What `/proc` a confined command sees.
     procs: pidns::ProcView,
     /// How its own PID namespace is made (`procs` is `Own`).
-    ns: Option<pidns::Plan>,
+    ns: Option<pidns::NsPlan>,
 }
 
 /// A ruleset ready to be applied in a child; closed when dropped.
@@ -165,7 +165,7 @@ pub struct Prepared {
     #[cfg(target_os = "linux")]
     fd: std::os::fd::OwnedFd,
     /// The command's own PID namespace, when the kernel gives one.
-    ns: Option<pidns::Plan>,
+    ns: Option<pidns::NsPlan>,
 }
 
 impl Sandbox {
@@ -208,7 +208,7 @@ impl Sandbox {
                 } else {
                     rules::read_bits()
                 };
-                sandbox.ns = Some(pidns::Plan::new(user_ns, proc_read));
+                sandbox.ns = Some(pidns::NsPlan::new(user_ns, proc_read));
             }
         }
         sandbox.log_start();

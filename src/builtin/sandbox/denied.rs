@@ -53,7 +53,7 @@ pub fn path_of(line: &str) -> Option<String> {
 
 /// What a refusal line's tool was doing, from its words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub enum FsAccess {
     /// `cannot read`, `cannot access`, `cannot open directory`, dash's
     /// `cannot open` (an input redirection), `… for reading`.
     Read,
@@ -83,21 +83,21 @@ const READ_WORDS: [&str; 6] = [
     "for reading",
 ];
 
-/// The [`Access`] one refusal line reports.
-pub fn access_of(line: &str) -> Access {
+/// The [`FsAccess`] one refusal line reports.
+pub fn access_of(line: &str) -> FsAccess {
     let lower = line.to_ascii_lowercase();
     if WRITE_WORDS.iter().any(|w| lower.contains(w)) {
-        Access::Write
+        FsAccess::Write
     } else if READ_WORDS.iter().any(|w| lower.contains(w)) {
-        Access::Read
+        FsAccess::Read
     } else {
-        Access::Unknown
+        FsAccess::Unknown
     }
 }
 
-/// Every path of [`paths`] with the [`Access`] its line reports.
-pub fn refused(stderr: &str) -> Vec<(String, Access)> {
-    let mut out: Vec<(String, Access)> = Vec::new();
+/// Every path of [`paths`] with the [`FsAccess`] its line reports.
+pub fn refused(stderr: &str) -> Vec<(String, FsAccess)> {
+    let mut out: Vec<(String, FsAccess)> = Vec::new();
     for line in stderr.lines() {
         let Some(p) = path_of(line) else { continue };
         if out.iter().any(|(q, _)| *q == p) {

@@ -93,14 +93,14 @@ impl Sandbox {
             // refused read is another process's /proc entry (which the
             // hub cannot check: the command may see another /proc), or a
             // file made after the command started beside a denied path.
-            if abs.starts_with("/proc") && access != denied::Access::Write {
+            if abs.starts_with("/proc") && access != denied::FsAccess::Write {
                 found.other_reads.push(p);
                 continue;
             }
             if !denied::outside(&abs, writable, &DEVICES) || !denied::hub_could_write(&abs) {
                 continue;
             }
-            if access == denied::Access::Read {
+            if access == denied::FsAccess::Read {
                 found.other_reads.push(p);
             } else {
                 found.writes.push(p);

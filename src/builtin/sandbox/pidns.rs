@@ -62,7 +62,7 @@ impl Line {
 
 /// Everything the child needs, made before the fork (`Copy`, no heap).
 #[derive(Debug, Clone, Copy)]
-pub struct Plan {
+pub struct NsPlan {
     /// `Some`: make a user namespace with these maps.
     maps: Option<(Line, Line)>,
     /// The hub's argument and environment strings (`/proc/self/stat`),
@@ -72,13 +72,13 @@ pub struct Plan {
     proc_read: u64,
 }
 
-impl Plan {
+impl NsPlan {
     /// The plan for this hub (`user_ns`: the user-namespace way);
     /// `proc_read` is granted on the command's own `/proc`.
-    pub fn new(user_ns: bool, proc_read: u64) -> Plan {
+    pub fn new(user_ns: bool, proc_read: u64) -> NsPlan {
         // SAFETY: plain getters.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-        Plan {
+        NsPlan {
             maps: user_ns.then(|| (Line::of(uid), Line::of(gid))),
             scrub: own_strings(),
             proc_read,
@@ -140,7 +140,7 @@ pub fn view() -> ProcView {
 /// that it is PID 2 of a namespace whose `/proc` shows only its own.
 fn probe(user_ns: bool) -> Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let plan = Plan::new(user_ns, 0);
+    let plan = NsPlan::new(user_ns, 0);
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg("echo $$; ls /proc | grep -c '^[0-9]'")
@@ -283,7 +283,7 @@ unsafe fn wait(pid: libc::pid_t) -> Option<(libc::pid_t, libc::c_int)> {
 /// Only between fork and exec of a `Command`: it makes system calls and
 /// never allocates, but ends the calling process (the waiter, the init)
 /// with `_exit`.
-pub unsafe fn enter(plan: &Plan) -> io::Result<()> {
+pub unsafe fn enter(plan: &NsPlan) -> io::Result<()> {
     // The waiter and the init hold a copy of the hub's memory: never a
     // core file of it (and not dumpable, below, once the init has written
     // its maps: /proc/self of a process that is not dumpable is root's).
@@ -340,7 +340,7 @@ unsafe fn waiter(init: libc::pid_t, status_r: libc::c_int, status_w: libc::c_int
 
 /// PID 1: maps, mounts, the shell, then reaping. Returns only in the
 /// shell.
-unsafe fn init_process(plan: &Plan, status_w: libc::c_int) -> io::Result<()> {
+unsafe fn init_process(plan: &NsPlan, status_w: libc::c_int) -> io::Result<()> {
     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
     // The waiter died before the line above: no signal will come.
     let mut pfd = libc::pollfd {
@@ -418,7 +418,7 @@ unsafe fn init_process(plan: &Plan, status_w: libc::c_int) -> io::Result<()> {
 ///
 /// # Safety
 /// Between fork and exec; `ruleset` is the call's Landlock ruleset.
-pub unsafe fn grant_proc(ruleset: libc::c_int, plan: &Plan) -> io::Result<()> {
+pub unsafe fn grant_proc(ruleset: libc::c_int, plan: &NsPlan) -> io::Result<()> {
     #[repr(C, packed)]
     struct PathBeneath {
         allowed_access: u64,

@@ -296,35 +296,38 @@ async fn a_confined_command_writes_inside_and_is_refused_outside_with_the_path_n
 
 #[test]
 fn a_refused_read_says_read_and_never_suggests_turning_the_sandbox_off() {
-    use denied::Access;
+    use denied::FsAccess;
     for (line, want) in [
         (
             "ls: cannot read symbolic link '/proc/9/cwd': Permission denied",
-            Access::Read,
+            FsAccess::Read,
         ),
         (
             "ls: cannot access '/proc/9/fd': Permission denied",
-            Access::Read,
+            FsAccess::Read,
         ),
         (
             "head: cannot open '/x/y' for reading: Permission denied",
-            Access::Read,
+            FsAccess::Read,
         ),
-        ("sh: 1: cannot open /x/y: Permission denied", Access::Read),
+        ("sh: 1: cannot open /x/y: Permission denied", FsAccess::Read),
         (
             "sh: 1: cannot create /x/y: Permission denied",
-            Access::Write,
+            FsAccess::Write,
         ),
         (
             "truncate: cannot open '/x/y' for writing: Permission denied",
-            Access::Write,
+            FsAccess::Write,
         ),
-        ("rm: cannot remove '/x/y': Permission denied", Access::Write),
+        (
+            "rm: cannot remove '/x/y': Permission denied",
+            FsAccess::Write,
+        ),
         (
             "ln: failed to create symbolic link '/x/l': Permission denied",
-            Access::Write,
+            FsAccess::Write,
         ),
-        ("cat: /x/y: Permission denied", Access::Unknown),
+        ("cat: /x/y: Permission denied", FsAccess::Unknown),
     ] {
         assert_eq!(denied::access_of(line), want, "{line}");
     }
