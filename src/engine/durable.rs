@@ -150,7 +150,20 @@ impl Engine {
     }
 
     pub(crate) fn persist_state(&self, task: &Task) {
-        let (state, error) = task.with(|d| (d.state, d.error.clone()));
+        // A journaled task's error is masked in memory as in its journal:
+        // the same before a restart as after.
+        let secrets = self.hub().config().security.secrets.clone();
+        let journaled = task.with_journal(|w| w.is_some());
+        let (state, error) = task.with(|d| {
+            if let Some(e) = d.error.as_mut().filter(|_| journaled) {
+                for s in [&mut e.message, &mut e.suggestion] {
+                    if let std::borrow::Cow::Owned(m) = secrets.mask_str(s) {
+                        *s = m;
+                    }
+                }
+            }
+            (d.state, d.error.clone())
+        });
         self.append(
             task,
             Record::State {
