@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::direct::message;
 use super::revision::{conforms, request, stateless_as};
+use super::task_caps::{send, Asker, EXT};
 use super::{hub_with, wait_running};
 use crate::support::{call_log, testserver_entry, TestHub};
 
@@ -134,4 +135,61 @@ async fn a_confirm_rule_asks_a_stateless_client_by_input_required_result() {
     // Calls the rule does not match run at once.
     let m = message(&stateless_as(&hub, echo(10, "harmless", None), json!({})).await);
     assert_eq!(m["result"]["content"][0]["text"], "harmless", "{m}");
+}
+
+/// A `requestState` is bound to the token's client and the view of the
+/// request's path, not only to the `clientInfo` a request says (review
+/// S11): a state minted for the main token at `/mcp` does not redeem for
+/// the client `ext` at `/mcp/chat` nor for the main token at `/mcp/chat`,
+/// though both send the same call and the same `clientInfo`; the person's
+/// own retry still runs it, once.
+#[tokio::test]
+async fn a_request_state_redeems_only_for_the_token_and_view_it_was_minted_for() {
+    let config = json!({
+        "safety": {"rules": [{"tool": "echo", "match": {"message": "danger"},
+            "action": "confirm", "reason": "dangerous echo"}]},
+        "views": {"chat": {"tools": ["t__*"]}},
+        "clients": {"ext": {"token": EXT, "views": ["chat"]}},
+    });
+    let hub = hub_with(|d| json!({"t": testserver_entry(d, "t", &[])}), config).await;
+    let mut ws = hub.connect().await;
+    wait_running(&mut ws, &["t"]).await;
+    let token = hub.token.clone().expect("token");
+    let person = Asker {
+        token: &token,
+        path: "/mcp",
+        session: None,
+    };
+    let call = json!({"name": "t__echo", "arguments": {"message": "danger"}});
+    let m = send(&hub, &person, 1, "tools/call", call.clone()).await;
+    assert_eq!(m["result"]["resultType"], "input_required", "{m}");
+    let state = m["result"]["requestState"].as_str().expect("state");
+    let mut retry = call;
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] =
+        json!({"toolhub_confirm": {"action": "accept", "content": {"approve": true}}});
+    let ext = Asker {
+        token: EXT,
+        path: "/mcp/chat",
+        session: None,
+    };
+    let in_view = Asker {
+        path: "/mcp/chat",
+        ..person
+    };
+    for (who, other) in [("ext", &ext), ("the main token in view chat", &in_view)] {
+        let m = send(&hub, other, 2, "tools/call", retry.clone()).await;
+        assert_eq!(m["error"]["code"], -32602, "{who}: {m}");
+        assert!(
+            m["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("requestState"),
+            "{who}: {m}"
+        );
+    }
+    assert_eq!(echoes(&hub), 0, "a leaked state ran the call");
+    let m = send(&hub, &person, 3, "tools/call", retry).await;
+    assert_eq!(m["result"]["content"][0]["text"], "danger", "{m}");
+    assert_eq!(echoes(&hub), 1);
 }

@@ -15,7 +15,7 @@ use crate::barrier;
 use crate::support::{testserver_entry, Client, TestHub, WAIT};
 
 const TASKS: &str = "io.modelcontextprotocol/tasks";
-const EXT: &str = "ext-token-0123456789abcdef";
+pub(super) const EXT: &str = "ext-token-0123456789abcdef";
 const CAP: usize = 16;
 const SENT: usize = 100;
 
@@ -38,14 +38,21 @@ async fn hub(server: Value) -> (TestHub, Client) {
 
 /// Who sends: a token, the path it may open, and its session (`None`: a
 /// stateless 2026-07-28 request).
-struct Asker<'a> {
-    token: &'a str,
-    path: &'a str,
-    session: Option<&'a str>,
+pub(super) struct Asker<'a> {
+    pub token: &'a str,
+    pub path: &'a str,
+    pub session: Option<&'a str>,
 }
 
-/// One JSON-RPC request as `from` sends it; the answer.
-async fn send(hub: &TestHub, from: &Asker<'_>, id: u64, method: &str, mut params: Value) -> Value {
+/// One JSON-RPC request as `from` sends it (a stateless one declares
+/// elicitation and the tasks extension, as client "raw"); the answer.
+pub(super) async fn send(
+    hub: &TestHub,
+    from: &Asker<'_>,
+    id: u64,
+    method: &str,
+    mut params: Value,
+) -> Value {
     let version = match from.session {
         Some(_) => "2025-11-25",
         None => "2026-07-28",
@@ -54,7 +61,7 @@ async fn send(hub: &TestHub, from: &Asker<'_>, id: u64, method: &str, mut params
         let meta = params["_meta"].as_object().cloned().unwrap_or_default();
         let mut m = json!({
             "io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
             "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
         });
         for (k, v) in meta {
