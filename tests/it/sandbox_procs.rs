@@ -253,3 +253,52 @@ async fn a_confined_command_ends_with_its_timeout_and_with_the_hub() {
         .expect("wait");
     procs::wait_gone(&mine, WAIT, "a confined command of a SIGKILLed hub").await;
 }
+
+/// The way a hub that is not root gets its namespaces (a user namespace
+/// mapping its own uid and gid), forced on a root hub: the command is PID 2,
+/// sees a handful of processes (never the hub's), and files keep their owner.
+#[tokio::test]
+async fn the_user_namespace_way_hides_other_processes_too() {
+    if !confined_kernel() {
+        return;
+    }
+    let (hub, _) = hub_with(json!({}), &[("TOOLHUB_TEST_PIDNS", "user")]).await;
+    let line = hub.wait_log("run_command is confined by Landlock").await;
+    if !line.contains("made in a user namespace") {
+        eprintln!("skipped: no user namespace on this kernel: {line}");
+        return;
+    }
+    let mut c = hub.connect().await;
+    let r = run(
+        &mut c,
+        &format!(
+            "echo $$; ls /proc | grep -c '^[0-9]'; test -e /proc/{}/stat && echo visible; id -u",
+            hub.pid()
+        ),
+    )
+    .await;
+    assert!(
+        !r.to_string().contains("visible"),
+        "the hub's /proc entry is there: {r}"
+    );
+    let stdout = r["raw"]["structuredContent"]["stdout"]
+        .as_str()
+        .or(r["result"]["stdout"].as_str())
+        .unwrap_or("");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first(), Some(&"2"), "{r}");
+    assert!(
+        lines
+            .get(1)
+            .and_then(|n| n.parse::<u32>().ok())
+            .is_some_and(|n| n <= 5),
+        "{r}"
+    );
+    // SAFETY: a plain getter.
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        lines.last(),
+        Some(&uid.to_string().as_str()),
+        "files keep their owner: {r}"
+    );
+}
