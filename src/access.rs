@@ -121,6 +121,11 @@ impl Access {
 /// hub's or another client's is refused (it could not say who presents it).
 fn clients(cfg: &Config, main: Option<&str>) -> Result<Vec<ClientAccess>, String> {
     use crate::config::views::{ClientToken, MIN_TOKEN_LEN};
+    if main.is_none() && !cfg.clients.is_empty() {
+        // The config loader refuses this already; the gate must never see
+        // it, as it admits everyone as the main token when there is none.
+        return Err("clients need a hub token: server.token is false, so every request would count as the main token's; set server.token or delete clients".into());
+    }
     let mut out: Vec<ClientAccess> = Vec::new();
     for c in cfg.clients.values() {
         let token = match &c.token {

@@ -140,7 +140,7 @@ impl Controls {
         let (hub, engine, recorder) = (&app.hub, &app.engine, &app.recorder);
         let params = call.params;
         match tool {
-            Tool::HealthCheck => Ok(app.health().await),
+            Tool::HealthCheck => Ok(app.health(&call.caller()).await),
             Tool::ListTools => Ok(hub.listing(call.view)),
             Tool::History => {
                 let limit = params

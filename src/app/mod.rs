@@ -102,15 +102,30 @@ impl App {
         Ok(app)
     }
 
-    /// The `health_status` object: the call layer's report with the task
-    /// engine's part (recoverable tasks, confirmations, journal problems).
-    pub async fn health(&self) -> Value {
-        let tasks = self.engine.health();
-        let mut checks = tasks.checks;
-        checks.extend(self.builtin.sandbox().map(|s| s.check()));
-        let mut report = crate::hub::health::report(&self.hub, checks).await;
+    /// The `health_status` object for `caller`: the call layer's report
+    /// with the task engine's part (recoverable tasks, confirmations,
+    /// journal problems). A client's (`hub::health::Sight`) shows its
+    /// views' servers and leaves out the engine's tasks, which name other
+    /// principals' work, and the sandbox unless its views hold
+    /// `run_command`.
+    pub async fn health(&self, caller: &crate::caller::Caller) -> Value {
+        let sight = crate::hub::health::Sight::of(&self.hub, caller);
+        let (tasks, mut checks) = match sight.is_main() {
+            true => {
+                let t = self.engine.health();
+                (Some(t.summary), t.checks)
+            }
+            false => (None, Vec::new()),
+        };
+        let run_command = format!("{}__run_command", crate::hub::BUILTIN_SERVER);
+        if sight.tool(&run_command) {
+            checks.extend(self.builtin.sandbox().map(|s| s.check()));
+        }
+        let mut report = crate::hub::health::report(&self.hub, checks, &sight).await;
         if let Some(obj) = report.as_object_mut() {
-            obj.insert("tasks".into(), tasks.summary);
+            if let Some(t) = tasks {
+                obj.insert("tasks".into(), t);
+            }
             // The threads running the hub's tasks (`server.workerThreads`).
             let workers = tokio::runtime::Handle::current().metrics().num_workers();
             obj.insert("runtime".into(), json!({ "workerThreads": workers }));

@@ -100,6 +100,15 @@ pub(super) fn parse(text: &str, path: &Path) -> Result<LoadedConfig, ConfigError
     }
     let views = super::views::views(&ctx, raw.views.unwrap_or_default())?;
     let clients = super::views::clients(&ctx, raw.clients.unwrap_or_default(), &views)?;
+    if server.token == super::TokenSetting::Disabled && !clients.is_empty() {
+        // With no hub token the gate admits every request as the main
+        // token before it reads a client's: each client would open the
+        // whole aggregate, not its views.
+        return Err(ctx.err(
+            "/clients",
+            "clients are set but server.token is false: with no hub token every request counts as the main token's, so a client's token would open every view and tool, not only its own; remove \"token\": false from server (the hub then generates a token into <stateDir>/token) or set a token there, or delete clients",
+        ));
+    }
     let mut config = Config {
         views,
         clients,

@@ -289,6 +289,10 @@ mod tests {
                 r#"{"views": {"v": {}}, "clients": {"c": {"token": "0123456789abcdef0", "tokenFile": "x", "views": ["v"]}}}"#,
                 "both",
             ),
+            (
+                r#"{"server": {"token": false}, "views": {"v": {}}, "clients": {"c": {"token": "0123456789abcdef0", "views": ["v"]}}}"#,
+                "server.token is false",
+            ),
         ] {
             let (_, _, e) = bad(text);
             assert!(e.contains(says), "{text}: {e}");

@@ -62,8 +62,14 @@ impl Connected {
     /// many sessions are connected and which clients they are, e.g.
     /// `{"chat": {"sessions": 2, "clients": ["extension"], "ws": 1, "mcp": 1}}`.
     pub fn summary(&self) -> Value {
+        self.summary_where(|_| true)
+    }
+
+    /// [`Connected::summary`] of the sessions `keep` picks (a client's
+    /// health shows only its own).
+    pub fn summary_where(&self, keep: impl Fn(&Presence) -> bool) -> Value {
         let mut views = std::collections::BTreeMap::<String, (u64, u64, Vec<String>)>::new();
-        for p in self.map.iter() {
+        for p in self.map.iter().filter(|p| keep(p.value())) {
             let e = views
                 .entry(p.view.as_deref().unwrap_or("").to_string())
                 .or_default();

@@ -1,7 +1,13 @@
 //! `health_status`: what each server is doing and checks a person can act
 //! on (each with an exact `fix`), plus the periodic prober that pings live
 //! servers and, with `autoFix`, restarts wedged or crash-looped ones.
+//!
+//! A report is made for one caller ([`Sight`]): the main token's names
+//! every server, client and session; a client's only the servers that
+//! have a tool in its views, its own instances and sessions, and no other
+//! client (docs/protocol.md, `health_status`).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,6 +15,8 @@ use rmcp::model::{ClientRequest, PingRequest};
 use serde_json::{json, Value};
 
 use super::Hub;
+use crate::caller::Caller;
+use crate::client_context::ClientContext;
 use crate::config::Transport;
 use crate::mcp::supervisor::ServerState;
 
@@ -24,17 +32,108 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
-/// Build the `health_status` object (without `type`/`replyTo`).
-/// `extra`: checks of the services above this layer (the task engine's),
-/// placed after the state dir's.
-pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
+/// What one caller's health report shows.
+pub enum Sight {
+    /// The main token: everything.
+    All,
+    /// A client of `clients`: what its views reach.
+    Client(ClientSight),
+}
+
+/// A client's part of the hub, for its health report.
+pub struct ClientSight {
+    caller: Caller,
+    /// The views its token opens (config `clients.<name>.views`).
+    views: Vec<String>,
+    /// The servers with a tool in one of those views.
+    servers: BTreeSet<String>,
+    /// The real qualified names of those views' tools.
+    tools: BTreeSet<String>,
+}
+
+impl Sight {
+    /// What `caller` may see of the hub now.
+    pub fn of(hub: &Hub, caller: &Caller) -> Sight {
+        let Some(name) = caller.client_name() else {
+            return Sight::All;
+        };
+        let views = hub
+            .config()
+            .clients
+            .get(name)
+            .map(|c| c.views.clone())
+            .unwrap_or_default();
+        let (mut servers, mut tools) = (BTreeSet::new(), BTreeSet::new());
+        let all = hub.tools();
+        let projected = hub.views();
+        for v in views.iter().filter_map(|v| projected.get(v)) {
+            for t in all.tools() {
+                if v.shown(&t.qualified_name).is_some() {
+                    servers.insert(t.server.clone());
+                    tools.insert(t.qualified_name.clone());
+                }
+            }
+        }
+        Sight::Client(ClientSight {
+            caller: caller.clone(),
+            views,
+            servers,
+            tools,
+        })
+    }
+
+    /// Whether the report may name `server` (and show its state).
+    pub fn server(&self, server: &str) -> bool {
+        match self {
+            Sight::All => true,
+            Sight::Client(c) => c.servers.contains(server),
+        }
+    }
+
+    /// Whether the report may name the real tool `qualified`.
+    pub fn tool(&self, qualified: &str) -> bool {
+        match self {
+            Sight::All => true,
+            Sight::Client(c) => c.tools.contains(qualified),
+        }
+    }
+
+    /// Whether the report may show the view `name`.
+    fn view(&self, name: &str) -> bool {
+        match self {
+            Sight::All => true,
+            Sight::Client(c) => c.views.iter().any(|v| v == name),
+        }
+    }
+
+    /// Whether the report may show the instance in `context`.
+    fn instance(&self, hub: &Hub, context: &str) -> bool {
+        match self {
+            Sight::All => true,
+            Sight::Client(c) => hub.owns_context(&c.caller, &ClientContext::parse(context)),
+        }
+    }
+
+    pub fn is_main(&self) -> bool {
+        matches!(self, Sight::All)
+    }
+}
+
+/// Build the `health_status` object (without `type`/`replyTo`) for what
+/// `sight` may see. `extra`: checks of the services above this layer (the
+/// task engine's), placed after the state dir's.
+pub async fn report(hub: &Hub, extra: Vec<Check>, sight: &Sight) -> Value {
     let cfg = hub.config();
     let mut checks = Vec::new();
     let mut servers = Vec::new();
     let mut enabled = 0usize;
     let mut running = 0usize;
     let mut instances = hub.instances().list();
+    instances.retain(|i| sight.instance(hub, &i.context));
     for h in hub.server_handles() {
+        if !sight.server(&h.name) {
+            continue;
+        }
         // A server that died a moment ago is reported down, not running.
         h.observe_exit();
         let Some(st) = h.status() else { continue };
@@ -95,41 +194,47 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
             }
         }
     }
-    checks.push(match hub.config_error() {
-        None => Check {
-            name: "config".into(),
-            ok: true,
-            message: format!("{} is in force", cfg.path.display()),
-            fix: None,
-        },
-        Some(e) => Check {
-            name: "config".into(),
-            ok: false,
-            message: format!(
-                "the last edit of the config was refused, the previous config stays in force: {e}"
-            ),
-            fix: Some(format!(
-                "correct {} at the line and column named; the hub reloads it on save",
-                cfg.path.display()
-            )),
-        },
-    });
-    let restart = hub.restart_needed();
-    if !restart.is_empty() {
-        checks.push(Check {
-            name: "restartNeeded".into(),
-            ok: false,
-            message: format!(
-                "{} changed in {}: restart needed, the hub runs with the value it started with until then",
-                restart.join(", "),
-                cfg.path.display()
-            ),
-            fix: Some("restart the hub (every other change in the file is already applied)".into()),
+    // The config file, its restart-only keys and the state dir are the
+    // person's: a client's report leaves them out.
+    let mut restart = Vec::new();
+    if sight.is_main() {
+        checks.push(match hub.config_error() {
+            None => Check {
+                name: "config".into(),
+                ok: true,
+                message: format!("{} is in force", cfg.path.display()),
+                fix: None,
+            },
+            Some(e) => Check {
+                name: "config".into(),
+                ok: false,
+                message: format!(
+                    "the last edit of the config was refused, the previous config stays in force: {e}"
+                ),
+                fix: Some(format!(
+                    "correct {} at the line and column named; the hub reloads it on save",
+                    cfg.path.display()
+                )),
+            },
         });
+        restart = hub.restart_needed();
+        if !restart.is_empty() {
+            checks.push(Check {
+                name: "restartNeeded".into(),
+                ok: false,
+                message: format!(
+                    "{} changed in {}: restart needed, the hub runs with the value it started with until then",
+                    restart.join(", "),
+                    cfg.path.display()
+                ),
+                fix: Some("restart the hub (every other change in the file is already applied)".into()),
+            });
+        }
+        checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
     }
-    checks.push(dir_check("stateDir", &cfg.task_engine.state_dir));
     checks.extend(extra);
-    let changed_tools = hub.changed_tools();
+    let mut changed_tools = hub.changed_tools();
+    changed_tools.retain(|t| sight.tool(t));
     if !changed_tools.is_empty() {
         let pinned = cfg.security.pin_tools;
         checks.push(Check {
@@ -144,14 +249,24 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
                     "they are still callable (security.pinTools is off)"
                 }
             ),
-            fix: Some(format!(
-                "review their new description and schema (list_tools), then send {}",
-                super::pins::APPROVE_MSG
-            )),
+            fix: Some(if sight.is_main() {
+                format!(
+                    "review their new description and schema (list_tools), then send {}",
+                    super::pins::APPROVE_MSG
+                )
+            } else {
+                "ask the person to review and approve them: approving changed tools is for the hub's main token".into()
+            }),
         });
     }
     let tools = hub.tools();
-    let ambiguous = tools.ambiguous();
+    // A client calls in its views, where bare names are judged among the
+    // view's tools: the aggregate's ambiguity is not its business.
+    let ambiguous = if sight.is_main() {
+        tools.ambiguous()
+    } else {
+        Vec::new()
+    };
     if !ambiguous.is_empty() {
         // Informational: the person enabled both servers; nothing is broken,
         // but a bare name they may rely on no longer picks one tool.
@@ -182,19 +297,40 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
     } else {
         "degraded"
     };
-    let connected = hub.connected.summary();
+    let mine = |p: &crate::hub::connected::Presence| match sight {
+        Sight::All => true,
+        Sight::Client(c) => p.client == c.caller.client,
+    };
+    let connected = hub.connected.summary_where(mine);
+    let (connections, tool_count, tools_hash) = match sight {
+        Sight::All => (
+            hub.connections.load(std::sync::atomic::Ordering::Relaxed),
+            tools.tools().len(),
+            Some(tools.hash().to_string()),
+        ),
+        // Its own sessions; its views' tools; the hash of what its view lists.
+        Sight::Client(c) => (
+            hub.connected
+                .sessions_of(c.caller.client_name().unwrap_or_default()),
+            c.tools.len(),
+            c.caller
+                .view
+                .as_deref()
+                .and_then(|v| hub.views().get(v).map(|v| v.hash())),
+        ),
+    };
     json!({
         "status": status,
         "version": env!("CARGO_PKG_VERSION"),
         "uptimeMs": hub.uptime().as_millis() as u64,
-        "connections": hub.connections.load(std::sync::atomic::Ordering::Relaxed),
-        "toolCount": tools.tools().len(),
-        "toolsHash": tools.hash(),
+        "connections": connections,
+        "toolCount": tool_count,
+        "toolsHash": tools_hash,
         "servers": servers,
         "changedTools": changed_tools,
         "restartNeeded": restart,
         "ambiguousTools": ambiguous,
-        "views": hub.views().values().map(|v| {
+        "views": hub.views().values().filter(|v| sight.view(&v.name)).map(|v| {
             let mut s = v.summary();
             s["connected"] = connected.get(v.name.as_str()).cloned().unwrap_or_else(
                 || json!({"sessions": 0, "ws": 0, "mcp": 0, "clients": []}),
@@ -203,11 +339,17 @@ pub async fn report(hub: &Hub, extra: Vec<Check>) -> Value {
         }).collect::<Vec<_>>(),
         // Who is connected where: per view ("" is the aggregate).
         "connected": connected,
-        // Names and views only: a client's token is never shown.
-        "clients": hub.config().clients.values().map(|c| json!({
-            "name": c.name, "views": c.views,
-            "sessions": hub.connected.sessions_of(&c.name),
-        })).collect::<Vec<_>>(),
+        // Names and views only: a client's token is never shown; a client
+        // sees only itself.
+        "clients": hub.config().clients.values()
+            .filter(|c| match sight {
+                Sight::All => true,
+                Sight::Client(me) => me.caller.client_name() == Some(c.name.as_str()),
+            })
+            .map(|c| json!({
+                "name": c.name, "views": c.views,
+                "sessions": hub.connected.sessions_of(&c.name),
+            })).collect::<Vec<_>>(),
         "checks": checks.iter().map(|c| json!({
             "name": c.name, "ok": c.ok, "message": c.message, "fix": c.fix,
         })).collect::<Vec<_>>(),

@@ -310,8 +310,16 @@ impl Hub {
     /// `reload_tools`: every running server re-lists (concurrently);
     /// crash-looped ones get another chance. Resolves when the lists are in.
     /// With `approve`, the definitions now listed become the approved pins
-    /// (`security.pinTools`).
-    pub async fn reload_tools_and_wait(&self, approve: bool) {
+    /// (`security.pinTools`): the main token's alone, so a client's
+    /// `approve` is refused (`PERMISSION`) before anything is re-listed.
+    pub async fn reload_tools_and_wait(
+        &self,
+        caller: &crate::caller::Caller,
+        approve: bool,
+    ) -> Result<(), crate::errors::HubError> {
+        if approve {
+            caller.main_only("approving changed tool definitions (reload_tools with approve)")?;
+        }
         let handles = self.server_handles();
         let relists = handles.iter().map(|h| async move {
             match h.status().map(|s| s.state) {
@@ -326,6 +334,7 @@ impl Hub {
             let approved = self.pins.approve(&self.tools());
             tracing::info!(tools = ?approved, "tool definitions approved (reload_tools approve)");
         }
+        Ok(())
     }
 
     /// Tools whose definition changed since first seen or last approved.

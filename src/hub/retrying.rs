@@ -43,7 +43,12 @@ impl Hub {
         let mut retries = Vec::new();
         let mut attempts = 0u32;
         let mut reached = false;
-        hub.retry_budget.call(&info.server, &req.session);
+        let spender = super::budget::Spender {
+            server: &info.server,
+            client: req.client.as_deref(),
+            session: &req.session,
+        };
+        hub.retry_budget.call(spender);
         loop {
             attempts += 1;
             let a = hub
@@ -89,10 +94,10 @@ impl Hub {
             let stopped = blocked && decision.is_some();
             let decision = decision.filter(|_| !blocked);
             // A retry the rules allow still needs the budget of its server
-            // and of its session (`budget`): a failing server is not
-            // hammered by every call's retries at once.
+            // for its principal and of its session (`budget`): a failing
+            // server is not hammered by every call's retries at once.
             let spent = match decision {
-                Some(_) => hub.retry_budget.retry(&info.server, &req.session).err(),
+                Some(_) => hub.retry_budget.retry(spender).err(),
                 None => None,
             };
             let decision = decision.filter(|_| spent.is_none());

@@ -72,7 +72,7 @@ pub fn handle(
         ClientMsg::HealthCheck => {
             let (app, out) = (app.clone(), out.clone());
             tokio::spawn(async move {
-                let report = app.health().await;
+                let report = app.health(&out.caller()).await;
                 drop(place);
                 out.send(protocol::reply("health_status", &id, report));
             });
@@ -80,11 +80,17 @@ pub fn handle(
         ClientMsg::ReloadTools(req) => {
             let (hub, out) = (hub.clone(), out.clone());
             tokio::spawn(async move {
-                hub.reload_tools_and_wait(req.approve).await;
+                let done = hub.reload_tools_and_wait(&out.caller(), req.approve).await;
                 drop(place);
-                let mut msg = hub.listing(out.view.as_deref());
-                msg["reason"] = json!("reload_tools");
-                out.send(protocol::reply("tools", &id, msg));
+                let reply = match done {
+                    Ok(()) => {
+                        let mut msg = hub.listing(out.view.as_deref());
+                        msg["reason"] = json!("reload_tools");
+                        protocol::reply("tools", &id, msg)
+                    }
+                    Err(e) => protocol::error_msg(&id, &e),
+                };
+                out.send(reply);
             });
         }
         ClientMsg::History(req) => {
@@ -109,24 +115,15 @@ pub fn handle(
         ClientMsg::Ack(req) => out.ack(req.seq),
         ClientMsg::StopInstance(req) => {
             let context = ClientContext::parse(&req.context);
-            let reason = format!("stop_instance from session {}", out.session);
-            if hub.instances().stop(&req.server, &context, &reason) {
-                out.send(protocol::reply(
+            let reply = match hub.stop_instance(&out.caller(), &req.server, &context) {
+                Ok(()) => protocol::reply(
                     "instance_stopped",
                     &id,
                     json!({"server": req.server, "context": context}),
-                ));
-            } else {
-                let e = HubError::new(
-                    ErrorType::NotFound,
-                    format!(
-                        "server {} has no instance for context {context}",
-                        req.server
-                    ),
-                )
-                .with_suggestion("health_status lists each server's instances with their contexts");
-                out.send(protocol::error_msg(&id, &e));
-            }
+                ),
+                Err(e) => protocol::error_msg(&id, &e),
+            };
+            out.send(reply);
         }
         ClientMsg::ResumeSession(req) => return Some((id, req)),
         other => crate::engine::handle(&app.engine, out.clone(), id, other, place),

@@ -241,6 +241,8 @@ impl Gate {
     fn check_token(&self, headers: &HeaderMap, surface: Surface) -> Result<Principal, Refusal> {
         let access = self.access.current();
         let Some(expected) = &access.token else {
+            // No hub token (`server.token: false`): there are no clients
+            // either, as config and `Access::resolve` refuse them then.
             return Ok(Principal::Main);
         };
         let bearer = headers

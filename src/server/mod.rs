@@ -215,10 +215,18 @@ fn upgrade(
 }
 
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(r) = state.gate.check(&headers) {
-        return refuse(r);
-    }
-    let report = state.app.health().await;
+    let who = match state.gate.check(&headers) {
+        Ok(who) => who,
+        Err(r) => return refuse(r),
+    };
+    // Health by principal, as `health_check` on /ws: a client's token
+    // gets its views' servers only. The request has no session of its own.
+    let caller = crate::caller::Caller {
+        client: who.client_name().map(std::sync::Arc::from),
+        view: None,
+        session: "GET /health".into(),
+    };
+    let report = state.app.health(&caller).await;
     let code = if report.get("status").and_then(|s| s.as_str()) == Some("down") {
         StatusCode::SERVICE_UNAVAILABLE
     } else {

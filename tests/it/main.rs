@@ -20,6 +20,7 @@ mod instances;
 mod instructions;
 mod keep_result;
 mod lifecycle;
+mod main_only;
 mod mcp;
 mod messages;
 mod node_script;

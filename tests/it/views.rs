@@ -30,7 +30,7 @@ fn config(dir: &std::path::Path, hide: &[&str], with_client: bool) -> Value {
     c
 }
 
-fn names(list: &Value) -> Vec<String> {
+pub(crate) fn names(list: &Value) -> Vec<String> {
     list["tools"]
         .as_array()
         .into_iter()

@@ -433,3 +433,36 @@ fn stop_slot(slot: Arc<InstanceSlot>, reason: String) {
         slot.handle.stop().await;
     });
 }
+
+impl super::Hub {
+    /// Whether `caller` may see and stop the instances of `context`: the
+    /// main token every context; a client only those of its own live
+    /// sessions (a context's owner is a session id).
+    pub fn owns_context(&self, caller: &crate::caller::Caller, context: &ClientContext) -> bool {
+        caller.is_main()
+            || self
+                .connected
+                .presence(context.owner())
+                .is_some_and(|p| caller.may_see(p.client.as_deref()))
+    }
+
+    /// `stop_instance` for `caller`: stop `server`'s instance in `context`.
+    /// Another session's context, for a client, is refused exactly as one
+    /// with no instance (`NOT_FOUND`).
+    pub fn stop_instance(
+        &self,
+        caller: &crate::caller::Caller,
+        server: &str,
+        context: &ClientContext,
+    ) -> Result<(), crate::errors::HubError> {
+        let reason = format!("stop_instance from session {}", caller.session);
+        if self.owns_context(caller, context) && self.instances.stop(server, context, &reason) {
+            return Ok(());
+        }
+        Err(crate::errors::HubError::new(
+            crate::errors::ErrorType::NotFound,
+            format!("server {server} has no instance for context {context}"),
+        )
+        .with_suggestion("health_status lists each server's instances with their contexts"))
+    }
+}
