@@ -69,30 +69,41 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Bring every folder under `root` (and `root`) to 0700 and every file to
 /// 0600 when it allows more (a state dir an older version wrote with the
 /// umask's modes). Symbolic links are not followed. The number of entries
-/// tightened.
+/// tightened; an entry that cannot be changed does not stop the walk, and
+/// the first such error is returned once the rest is done.
 pub fn tighten(root: &Path) -> io::Result<usize> {
     let meta = fs::symlink_metadata(root)?;
-    let mut n = 0;
-    walk(root, &meta, &mut n)?;
-    Ok(n)
+    let (mut n, mut failed) = (0, None);
+    walk(root, &meta, &mut n, &mut failed);
+    failed.map_or(Ok(n), Err)
 }
 
-fn walk(path: &Path, meta: &fs::Metadata, n: &mut usize) -> io::Result<()> {
+fn walk(path: &Path, meta: &fs::Metadata, n: &mut usize, failed: &mut Option<io::Error>) {
     let ft = meta.file_type();
-    if ft.is_dir() {
-        *n += usize::from(loose(meta, DIR_MODE));
-        tighten_one(path, meta, DIR_MODE)?;
-        for e in fs::read_dir(path)?.flatten() {
-            // A file removed meanwhile (a spill file, a pruned journal).
-            if let Ok(m) = e.metadata() {
-                walk(&e.path(), &m, n)?;
+    let mode = if ft.is_dir() { DIR_MODE } else { FILE_MODE };
+    if ft.is_dir() || ft.is_file() {
+        match tighten_one(path, meta, mode) {
+            Ok(()) => *n += usize::from(loose(meta, mode)),
+            Err(e) => {
+                failed.get_or_insert(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
             }
         }
-    } else if ft.is_file() {
-        *n += usize::from(loose(meta, FILE_MODE));
-        tighten_one(path, meta, FILE_MODE)?;
     }
-    Ok(())
+    if ft.is_dir() {
+        match fs::read_dir(path) {
+            Ok(rd) => {
+                for e in rd.flatten() {
+                    // A file removed meanwhile (a spill file, a pruned journal).
+                    if let Ok(m) = e.metadata() {
+                        walk(&e.path(), &m, n, failed);
+                    }
+                }
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
 }
 
 /// The mode allows more than `mode` (group or other bits).
