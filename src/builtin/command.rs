@@ -117,8 +117,8 @@ impl CommandRunner {
         self.run_for(params, cancel, "").await
     }
 
-    /// [`run`](Self::run) for a connection's `session`, whose current run
-    /// folder the sandbox leaves writable. A command the sandbox refused a
+    /// [`run`](Self::run) for a main-token connection's `session`, whose
+    /// current run folder the sandbox leaves writable. A command the sandbox refused a
     /// write answers a `PERMISSION` failure in the ToolResult shape
     /// ([`Sandbox::explain`]).
     pub async fn run_for(
@@ -127,7 +127,7 @@ impl CommandRunner {
         cancel: CancellationToken,
         session: &str,
     ) -> Result<Value, HubError> {
-        self.run_placed(params, Placement::default(), cancel, session)
+        self.run_placed(params, Placement::default(), cancel, (session, None))
             .await
     }
 
@@ -138,7 +138,7 @@ impl CommandRunner {
         params: &Value,
         placement: Placement,
         cancel: CancellationToken,
-        session: &str,
+        (session, client): (&str, Option<&str>),
     ) -> Result<Value, HubError> {
         let req = self.parse(params, placement)?;
         if let Some(e) = self.sandbox.as_ref().and_then(|s| s.refusal()) {
@@ -151,7 +151,7 @@ impl CommandRunner {
             ));
         }
         let writable = match &self.sandbox {
-            Some(s) => s.writable(self.runs.as_ref().and_then(|r| r.folder(session))),
+            Some(s) => s.writable(self.runs.as_ref().and_then(|r| r.folder(session, client))),
             None => Vec::new(),
         };
         // Building the ruleset lists a few folders: off the async workers.

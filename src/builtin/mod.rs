@@ -194,11 +194,12 @@ impl Workspace {
     }
 
     async fn run(&self, tool: Tool, call: LocalCall<'_>) -> Result<Value, HubError> {
+        let who = (call.session, call.client);
         if tool == Tool::RunCommand {
             let placement = self.placement(call)?;
             let v = self
                 .runner
-                .run_placed(call.params, placement, call.cancel.clone(), call.session)
+                .run_placed(call.params, placement, call.cancel.clone(), who)
                 .await?;
             // The sandbox's refusal, already in the ToolResult shape.
             if v.get("ok").and_then(Value::as_bool) == Some(false) {
@@ -214,7 +215,7 @@ impl Workspace {
             return self.file_tool(tool, &self.ws, call.params).await;
         };
         // A `run:` path: the same tool, confined to the run's folder.
-        let rp = run_path::resolve(self.runs.as_deref(), call.session, after, false)?;
+        let rp = run_path::resolve(self.runs.as_deref(), who, after, false)?;
         let ws = fs::Workspace::new(&rp.root, self.max_read_bytes).map_err(|e| {
             HubError::new(
                 ErrorType::NotFound,
@@ -258,7 +259,8 @@ impl Workspace {
         {
             None => None,
             Some(after) => {
-                let rp = run_path::resolve(self.runs.as_deref(), call.session, after, true)?;
+                let who = (call.session, call.client);
+                let rp = run_path::resolve(self.runs.as_deref(), who, after, true)?;
                 let dir = fs::resolve_under(&rp.root, &rp.rest, "cwd")?;
                 if !dir.is_dir() {
                     return Err(HubError::new(
@@ -275,7 +277,7 @@ impl Workspace {
         let env = self
             .runs
             .as_ref()
-            .and_then(|r| r.folder(call.session))
+            .and_then(|r| r.folder(call.session, call.client))
             .map(|dir| run_path::env_of(&dir))
             .unwrap_or_default();
         Ok(command::Placement { cwd, env })

@@ -29,15 +29,18 @@ pub struct CurrentRun {
 /// The calling connection's current run, asked of the runs service (which
 /// sits above this layer and implements it; the application wires it).
 /// `run_command`'s sandbox leaves [`RunFolder::folder`] writable; `run:`
-/// paths resolve against [`RunFolder::current`].
+/// paths resolve against [`RunFolder::current`]. Each is asked for a
+/// call's session and its principal (`client`: the client of `clients`
+/// that made the call, `None`: the main token), as a client's calls have
+/// only the run its session chose, never the person's.
 pub trait RunFolder: Send + Sync {
     /// The folder of `session`'s current run, when it has one (clears
     /// nothing).
-    fn folder(&self, session: &str) -> Option<PathBuf>;
+    fn folder(&self, session: &str, client: Option<&str>) -> Option<PathBuf>;
 
     /// `session`'s current run, or why there is none (with a suggestion
     /// saying how to set one).
-    fn current(&self, session: &str) -> Result<CurrentRun, HubError>;
+    fn current(&self, session: &str, client: Option<&str>) -> Result<CurrentRun, HubError>;
 }
 
 /// A `run:` path split into the folder that confines it and the rest.
@@ -56,11 +59,12 @@ pub fn strip(user: &str) -> Option<&str> {
     user.strip_prefix(PREFIX)
 }
 
-/// Resolve the part after `run:` against `session`'s current run.
-/// `allow_run_root`: the run folder itself may be named (`cwd: "run:"`).
+/// Resolve the part after `run:` against the current run of `session`
+/// for the principal `client`. `allow_run_root`: the run folder itself may
+/// be named (`cwd: "run:"`).
 pub fn resolve(
     folders: Option<&dyn RunFolder>,
-    session: &str,
+    (session, client): (&str, Option<&str>),
     after: &str,
     allow_run_root: bool,
 ) -> Result<RunPath, HubError> {
@@ -71,7 +75,7 @@ pub fn resolve(
         )
         .with_suggestion("use a path relative to the workspace folder")
     })?;
-    let run = folders.current(session)?;
+    let run = folders.current(session, client)?;
     let trimmed = after.trim_start_matches("./");
     let (first, rest) = trimmed.split_once('/').unwrap_or((trimmed, ""));
     let sub = if first.is_empty() && rest.is_empty() && allow_run_root {

@@ -30,6 +30,10 @@ pub struct Capture<'a> {
     pub nested: bool,
     /// The call's `saveImages`: keep the images it returned in the run.
     pub save_images: Option<&'a crate::protocol::SaveImages>,
+    /// The client of `clients` that made the call (`None`: the main token,
+    /// as far as the call knows): a client's call goes only into the run
+    /// its session chose.
+    pub client: Option<&'a str>,
 }
 
 impl<'a> Capture<'a> {
@@ -67,7 +71,14 @@ impl<'a> Capture<'a> {
             started_at,
             nested: false,
             save_images,
+            client: None,
         }
+    }
+
+    /// The same capture, of a call `client` made.
+    pub fn by(mut self, client: Option<&'a str>) -> Capture<'a> {
+        self.client = client;
+        self
     }
 }
 

@@ -88,7 +88,8 @@ impl Hub {
             &outcome,
             started_at,
             watch.save_images,
-        );
+        )
+        .by(req.client.as_deref());
         let event = watch.observer.finished(session, capture).await;
         (outcome, event)
     }

@@ -141,6 +141,14 @@ impl Runs {
     /// token's session has only its own choice: the environment's and the
     /// hub-wide run are the person's. A choice whose run is gone is cleared.
     pub fn current(&self, session: &str) -> Current {
+        self.current_for(session, None)
+    }
+
+    /// [`current`](Self::current) for a call made by `client` (`None`: as
+    /// far as the call knows, the main token; a live client session still
+    /// counts as the client's).
+    pub fn current_for(&self, session: &str, client: Option<&str>) -> Current {
+        let client = client.is_some() || self.is_client(session);
         let storage = self.storage();
         let gone = |id: &str, whence: &str| Current::Cleared {
             run_id: id.to_string(),
@@ -154,7 +162,7 @@ impl Runs {
             self.clear_default(&id);
             return gone(&id, "set on this connection");
         }
-        if self.is_client(session) {
+        if client {
             return Current::Unset;
         }
         if let Some(id) = &self.env {
@@ -178,9 +186,10 @@ impl Runs {
         Current::Unset
     }
 
-    /// The current run's id, or an error saying how to set one.
-    pub fn current_id(&self, session: &str) -> Result<String, HubError> {
-        match self.current(session) {
+    /// The current run's id for a call of `client` on `session`, or an
+    /// error saying how to set one.
+    pub fn current_id(&self, session: &str, client: Option<&str>) -> Result<String, HubError> {
+        match self.current_for(session, client) {
             Current::Set(id) => Ok(id),
             Current::Unset => Err(no_current_run()),
             Current::Cleared { reason, .. } => Err(no_current_run().with_suggestion(format!(
@@ -189,16 +198,16 @@ impl Runs {
         }
     }
 
-    /// The current run of `session` as [`current`](Self::current) finds
-    /// it, without clearing anything: `None` when there is none or it is
-    /// gone.
-    fn peek(&self, session: &str) -> Option<String> {
+    /// The current run of `session` as [`current_for`](Self::current_for)
+    /// finds it, without clearing anything: `None` when there is none or it
+    /// is gone.
+    fn peek(&self, session: &str, client: Option<&str>) -> Option<String> {
         let storage = self.storage();
         let exists = |id: &String| store::exists(&storage, id);
         if let Some(id) = self.sessions.get(session).map(|r| r.clone()) {
             return exists(&id).then_some(id);
         }
-        if self.is_client(session) {
+        if client.is_some() || self.is_client(session) {
             return None;
         }
         if let Some(id) = &self.env {
@@ -317,7 +326,7 @@ impl Runs {
                 check_owner(&self.storage(), &id, caller)?;
                 id
             }
-            None => self.current_id(&caller.session)?,
+            None => self.current_id(&caller.session, caller.client_name())?,
         };
         let entry = LogEntry {
             timestamp: crate::util::now_rfc3339(),
@@ -394,7 +403,7 @@ impl Runs {
         if self.setting.is_marked(session) {
             self.io.barrier(session).await;
         }
-        let run_id = match self.current(session) {
+        let run_id = match self.current_for(session, capture.client) {
             Current::Set(id) => id,
             Current::Unset => return None,
             Current::Cleared { run_id, reason } => return Some(cleared_event(&run_id, &reason)),
@@ -470,13 +479,17 @@ fn append_locked(
 /// `run_command`'s sandbox leaves the current run's folder writable;
 /// `run:` paths of the workspace tools name it.
 impl RunFolder for Runs {
-    fn folder(&self, session: &str) -> Option<PathBuf> {
-        let id = self.peek(session)?;
+    fn folder(&self, session: &str, client: Option<&str>) -> Option<PathBuf> {
+        let id = self.peek(session, client)?;
         store::dir_of(&self.storage(), &id).ok()
     }
 
-    fn current(&self, session: &str) -> Result<crate::builtin::run_path::CurrentRun, HubError> {
-        let run_id = self.current_id(session)?;
+    fn current(
+        &self,
+        session: &str,
+        client: Option<&str>,
+    ) -> Result<crate::builtin::run_path::CurrentRun, HubError> {
+        let run_id = self.current_id(session, client)?;
         let dir = store::dir_of(&self.storage(), &run_id)?;
         Ok(crate::builtin::run_path::CurrentRun { run_id, dir })
     }

@@ -14,8 +14,8 @@ const EXT: &str = "ext-token-0123456789abcdef";
 const NO_REC: &str = "rec-00000000000000000000000000000000";
 
 /// A hub with the test server `t`, a workspace file, and the client `ext`
-/// whose view `chat` holds `t__echo` and the hub's recording, run and
-/// history tools.
+/// whose view `chat` holds `t__echo`, the hub's recording, run and history
+/// tools, and `hub__read_file` and `hub__write_file`.
 async fn hub() -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
@@ -24,7 +24,8 @@ async fn hub() -> (TestHub, Client) {
     let cfg = json!({
         "mcpServers": {"t": testserver_entry(&p, "t", &[])},
         "views": {"chat": {"tools": [
-            "t__echo", "hub__history", "hub__record_*", "hub__run_*"
+            "t__echo", "hub__history", "hub__record_*", "hub__run_*",
+            "hub__read_file", "hub__write_file"
         ]}},
         "clients": {"ext": {"token": EXT, "views": ["chat"]}},
     });
@@ -387,5 +388,79 @@ async fn over_mcp_a_clients_hub_tools_see_only_its_own_work() {
         .request(json!({"type": "get_recording", "recordingId": rec}))
         .await;
     assert_eq!(g["type"], "recording", "{g}");
+    assert!(run_text(&mut main, &run).await.contains("main-call"));
+}
+
+/// One stateless 2026-07-28 `tools/call` at `/mcp/chat` with `ext`'s token:
+/// the raw reply body.
+async fn stateless_ext_call(hub: &TestHub, tool: &str, args: Value) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": tool, "arguments": args, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "ext", "version": "0"},
+    }}})
+    .to_string();
+    let req = format!(
+        "POST /mcp/chat HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer {EXT}\r\nMcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        hub.addr,
+        body.len()
+    );
+    let text = crate::mcp::raw_http(hub, &req).await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    text
+}
+
+#[tokio::test]
+async fn a_clients_calls_never_reach_the_persons_current_run() {
+    let (hub, mut main) = hub().await;
+    // The person's run, current for the hub (the hub-wide default).
+    let run = create_and_set(&mut main, "the person's topic").await;
+    let w = main
+        .call(
+            "hub__write_file",
+            json!({"path": "run:outputs/secret.txt", "content": "the person's output"}),
+        )
+        .await;
+    assert_eq!(w["success"], true, "{w}");
+    let outputs = crate::runs::run_dir(&hub, &run).join("outputs");
+    // Over /ws and over stateless /mcp, a client's run: paths name no run
+    // and its calls are logged into none.
+    let mut c = ext(&hub).await;
+    let r = c
+        .call("hub__read_file", json!({"path": "run:outputs/secret.txt"}))
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    assert!(!r.to_string().contains("the person's output"), "{r}");
+    let r = c
+        .call(
+            "hub__write_file",
+            json!({"path": "run:outputs/ws.txt", "content": "x"}),
+        )
+        .await;
+    assert_eq!(r["success"], false, "{r}");
+    c.call("t__echo", json!({"message": "ext-over-ws"})).await;
+    let read = stateless_ext_call(
+        &hub,
+        "hub__read_file",
+        json!({"path": "run:outputs/secret.txt"}),
+    )
+    .await;
+    assert!(read.contains("no current run"), "{read}");
+    assert!(!read.contains("the person's output"), "{read}");
+    let write = stateless_ext_call(
+        &hub,
+        "hub__write_file",
+        json!({"path": "run:outputs/mcp.txt", "content": "x"}),
+    )
+    .await;
+    assert!(write.contains("no current run"), "{write}");
+    let echo = stateless_ext_call(&hub, "t__echo", json!({"message": "ext-stateless"})).await;
+    assert!(echo.contains("ext-stateless"), "{echo}");
+    assert!(!outputs.join("ws.txt").exists() && !outputs.join("mcp.txt").exists());
+    let log = run_text(&mut main, &run).await;
+    assert!(!log.contains("ext-"), "{log}");
+    // The person's own calls still go there.
+    main.call("t__echo", json!({"message": "main-call"})).await;
     assert!(run_text(&mut main, &run).await.contains("main-call"));
 }
