@@ -56,9 +56,9 @@ pub(super) async fn record(
             started_at: std::time::SystemTime::now() - Duration::from_millis(out.duration_ms),
             nested: owner.is_none(),
             save_images: step.save_images.as_ref(),
-            // The task's principal (issue 49: tasks carry it) goes here;
-            // meanwhile a live client session still counts as the client's.
-            client: None,
+            // The task's principal: a client's steps go only into the run
+            // its session chose, also after that session ended.
+            client: task.client_name(),
         };
         let finished = engine.observer().finished(&session, capture);
         if let Some(ev) = engine.flushed_if_waiting(task, finished).await {

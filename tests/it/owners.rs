@@ -14,9 +14,14 @@ const EXT: &str = "ext-token-0123456789abcdef";
 const NO_REC: &str = "rec-00000000000000000000000000000000";
 
 /// A hub with the test server `t`, a workspace file, and the client `ext`
-/// whose view `chat` holds `t__echo`, the hub's recording, run and history
+/// whose view `chat` holds `t__echo`, `t__slow`, the hub's recording, run and history
 /// tools, and `hub__read_file` and `hub__write_file`.
 async fn hub() -> (TestHub, Client) {
+    hub_with(json!({})).await
+}
+
+/// [`hub`] with `server` settings over the test defaults.
+async fn hub_with(server: Value) -> (TestHub, Client) {
     let dir = tempfile::tempdir().expect("dir");
     let p = dir.path().to_path_buf();
     std::fs::create_dir_all(p.join("workspace")).expect("workspace");
@@ -24,10 +29,11 @@ async fn hub() -> (TestHub, Client) {
     let cfg = json!({
         "mcpServers": {"t": testserver_entry(&p, "t", &[])},
         "views": {"chat": {"tools": [
-            "t__echo", "hub__history", "hub__record_*", "hub__run_*",
+            "t__echo", "t__slow", "hub__history", "hub__record_*", "hub__run_*",
             "hub__read_file", "hub__write_file"
         ]}},
         "clients": {"ext": {"token": EXT, "views": ["chat"]}},
+        "server": server,
     });
     let hub = TestHub::start_in(dir, cfg).await;
     let mut main = hub.connect().await;
@@ -463,4 +469,36 @@ async fn a_clients_calls_never_reach_the_persons_current_run() {
     // The person's own calls still go there.
     main.call("t__echo", json!({"message": "main-call"})).await;
     assert!(run_text(&mut main, &run).await.contains("main-call"));
+}
+
+#[tokio::test]
+async fn a_clients_batch_outliving_its_session_stays_out_of_the_persons_run() {
+    // A dropped socket ends its session at once; its batch goes on.
+    let (hub, mut main) = hub_with(json!({"sessionGraceMs": 0})).await;
+    let run = create_and_set(&mut main, "the person's topic").await;
+    let mut c = ext(&hub).await;
+    c.send(json!({"type": "tool_batch", "id": "late", "steps": [
+        {"tool": "t__slow", "params": {"ms": 1500}},
+        {"tool": "t__echo", "params": {"message": "ext-after-close"}}]}))
+        .await;
+    let started = c.recv_type("task_state").await;
+    let task = started["taskId"].clone();
+    let hello = c.seen.iter().find(|v| v["type"] == "hello").cloned();
+    let session = hello.and_then(|h| h["sessionId"].as_str().map(String::from));
+    let session = session.expect("hello names the session");
+    drop(c);
+    hub.wait_log(&format!("client disconnected session={session}"))
+        .await;
+    // The main token sees the view's tasks from the view.
+    let token = hub.token.clone().expect("token");
+    let mut chat = hub.connect_at("/ws/chat", &token).await.expect("chat");
+    let st = chat
+        .request(json!({"type": "task_status", "taskId": task, "wait": true}))
+        .await;
+    assert_eq!(st["task"]["state"], "success", "{st}");
+    let log = run_text(&mut main, &run).await;
+    assert!(
+        !log.contains("ext-after-close") && !log.contains("t__slow"),
+        "{log}"
+    );
 }
