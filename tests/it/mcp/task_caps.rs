@@ -286,3 +286,72 @@ async fn the_hub_runs_at_most_max_unattended_tasks_of_all_clients() {
     taken_again(&hub, &ext, "after").await;
     barrier::release(&mut ws, "t", "after").await;
 }
+
+/// Held calls count per token too (review S11): a stateless call whose
+/// session-era server asks mid-call is held open for the client's retry,
+/// and keeps its place under its token's cap while held, so one client
+/// cannot hold more than the cap (and none of another's); the retry that
+/// answers a held call takes no second place, so a client at its cap can
+/// still answer. (One held call per server: a session-era server's
+/// question is only relayed while one client has calls on it.)
+#[tokio::test]
+async fn held_calls_keep_their_place_under_their_tokens_cap() {
+    let servers = ["a", "b", "c"];
+    let hub = hub_with(
+        |d| {
+            let mut all = json!({});
+            for s in servers {
+                all[s] = testserver_entry(d, s, &["--conformance"]);
+            }
+            all
+        },
+        json!({
+            "server": {"maxInFlightPerSession": 2},
+            "views": {"chat": {"tools": ["a__*", "b__*", "c__*"]}},
+            "clients": {"ext": {"token": EXT, "views": ["chat"]}},
+        }),
+    )
+    .await;
+    let mut ws = hub.connect().await;
+    super::wait_running(&mut ws, &servers).await;
+    let token = hub.token.clone().expect("token");
+    let ext = Asker {
+        token: EXT,
+        path: "/mcp/chat",
+        session: None,
+    };
+    let main = Asker {
+        token: &token,
+        path: "/mcp",
+        session: None,
+    };
+    let twice = |s: &str| json!({"name": format!("{s}__toolhub_elicit_twice"), "arguments": {}});
+    let held = |m: &Value| -> String {
+        assert_eq!(m["result"]["resultType"], "input_required", "{m}");
+        m["result"]["requestState"]
+            .as_str()
+            .expect("state")
+            .to_string()
+    };
+    let first = held(&send(&hub, &ext, 1, "tools/call", twice("a")).await);
+    held(&send(&hub, &ext, 2, "tools/call", twice("b")).await);
+    let m = send(&hub, &ext, 3, "tools/call", twice("c")).await;
+    let e = &m["result"]["structuredContent"];
+    assert!(limit(e, "server.maxInFlightPerSession"), "{m}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("client \"ext\"")),
+        "{m}"
+    );
+    // The main token's stateless calls are not held back by ext's.
+    held(&send(&hub, &main, 4, "tools/call", twice("c")).await);
+    // ext answers its first held call at its cap: the call goes on.
+    let mut retry = twice("a");
+    retry["requestState"] = json!(first);
+    retry["inputResponses"] =
+        json!({"toolhub_input": {"action": "accept", "content": {"name": "Ada"}}});
+    let m = send(&hub, &ext, 5, "tools/call", retry).await;
+    held(&m);
+    assert!(m.to_string().contains("Step 2"), "{m}");
+}
