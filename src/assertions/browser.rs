@@ -114,7 +114,7 @@ pub async fn look(
             }
             _ => e,
         })?;
-    hub.pin_check(&info)?;
+    hub.pin_check(&info, call.client.is_some())?;
     let params = evaluate_params(plan);
     let timeout = hub.default_timeout(server);
     let attempt = hub

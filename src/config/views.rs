@@ -45,6 +45,21 @@ impl ViewSpec {
         };
         listed && !self.hide.iter().any(|g| super::glob_match(g, qualified))
     }
+
+    /// Whether the view names tools of `server` (`server__…`), whether or
+    /// not the server is up: a view that takes every tool names all; a
+    /// glob such as `u__echo` or `u*__*` names the servers its part before
+    /// `__` matches. A glob without `__` names none by itself (the tools
+    /// it matches now still count where the caller checks them).
+    pub fn names_server(&self, server: &str) -> bool {
+        match &self.tools {
+            None => true,
+            Some(globs) => globs.iter().any(|g| {
+                g.split_once("__")
+                    .is_some_and(|(part, _)| super::glob_match(part, server))
+            }),
+        }
+    }
 }
 
 /// A client: its token and the views it may open.
@@ -229,6 +244,24 @@ fn known(views: &BTreeMap<String, ViewSpec>) -> String {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::{bad, ok};
+
+    #[test]
+    fn a_view_names_the_servers_its_globs_name_whether_up_or_not() {
+        let spec = |tools: Option<Vec<&str>>| super::ViewSpec {
+            name: "chat".into(),
+            tools: tools.map(|t| t.into_iter().map(String::from).collect()),
+            hide: Vec::new(),
+            rename: std::collections::BTreeMap::new(),
+            discovery: false,
+        };
+        let v = spec(Some(vec!["u__echo", "hub__record_*", "w*__*", "*read*"]));
+        assert!(v.names_server("u"));
+        assert!(v.names_server("hub"));
+        assert!(v.names_server("web"));
+        assert!(!v.names_server("t"));
+        assert!(!v.names_server("uu"));
+        assert!(spec(None).names_server("t"));
+    }
 
     #[test]
     fn views_and_clients_parse() {

@@ -74,6 +74,15 @@ impl Sight {
                 }
             }
         }
+        // A server of the view that is down lists no tools: the view's
+        // globs still name it, so its client sees it restarting.
+        for h in hub.server_handles() {
+            if let Some(st) = h.status() {
+                if views.iter().any(|v| hub.view_has_server(v, &st.name)) {
+                    servers.insert(st.name);
+                }
+            }
+        }
         Sight::Client(ClientSight {
             caller: caller.clone(),
             views,

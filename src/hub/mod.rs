@@ -443,13 +443,33 @@ impl Hub {
     }
 
     /// `hello.servers`: name and state of each server.
-    pub fn server_summaries(&self) -> Value {
+    /// Every server's name, state and tool count; in a view (`Some`), only
+    /// the servers that have a tool in it: a view's session hears of no
+    /// other server.
+    pub fn server_summaries(&self, view: Option<&str>) -> Value {
         Value::Array(
             self.server_handles()
                 .iter()
                 .filter_map(|h| h.status())
+                .filter(|s| view.is_none_or(|v| self.view_has_server(v, &s.name)))
                 .map(|s| serde_json::json!({"name": s.name, "state": s.state, "toolCount": s.tool_count}))
                 .collect(),
         )
+    }
+
+    /// Whether `view` reaches `server`: the server has a tool in it now, or
+    /// the view's globs name it (so a server that is down, and so has no
+    /// tools listed, stays in its views' sight). An unknown view reaches
+    /// none.
+    pub fn view_has_server(&self, view: &str, server: &str) -> bool {
+        let named = self
+            .config()
+            .views
+            .get(view)
+            .is_some_and(|spec| spec.names_server(server));
+        named
+            || self
+                .view(view)
+                .is_ok_and(|v| v.tools().iter().any(|t| t.server == server))
     }
 }

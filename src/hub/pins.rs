@@ -131,7 +131,9 @@ impl Pins {
 impl Hub {
     /// With `security.pinTools`, a changed and not yet approved tool is
     /// refused before any attempt reaches its server.
-    pub(crate) fn pin_check(&self, tool: &ToolInfo) -> Result<(), HubError> {
+    /// The suggestion says how to approve to the main token, and to a
+    /// client (`by_client`), which may not approve, to ask the person.
+    pub(crate) fn pin_check(&self, tool: &ToolInfo, by_client: bool) -> Result<(), HubError> {
         if !self.config().security.pin_tools || !self.pins.is_changed(&tool.qualified_name) {
             return Ok(());
         }
@@ -142,9 +144,13 @@ impl Hub {
                 tool.qualified_name
             ),
         )
-        .with_suggestion(format!(
-            "review the tool's new description and schema (list_tools), then approve every current definition with {APPROVE_MSG}"
-        ))
+        .with_suggestion(if by_client {
+            "ask the person who runs the hub to review the tool's new definition and approve it (the dashboard's Servers page, or reload_tools with approve from the main token); a client token may not approve".to_string()
+        } else {
+            format!(
+                "review the tool's new description and schema (list_tools), then approve every current definition with {APPROVE_MSG}"
+            )
+        })
         .with_tool(&tool.qualified_name))
     }
 }

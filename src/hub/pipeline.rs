@@ -160,7 +160,7 @@ impl Hub {
             c.admitted();
         }
         let started = tokio::time::Instant::now();
-        let mut out = match self.pin_check(info) {
+        let mut out = match self.pin_check(info, req.client.is_some()) {
             Err(e) => {
                 let mut out = CallOutcome::failed(&req.tool, e, Duration::ZERO);
                 out.qualified_name = Some(info.qualified_name.clone());

@@ -200,6 +200,7 @@ impl Recorder {
         let dir = storage.join(&id);
         fs::create_dir(&dir).map_err(io)?;
         let tools = hub.tools();
+        let view = caller.view.as_deref().map(|v| hub.view(v));
         let header = Header {
             schema_version: SCHEMA_VERSION,
             recording_id: id.clone(),
@@ -208,14 +209,21 @@ impl Recorder {
             tags,
             created_at: crate::util::now_rfc3339(),
             hub_version: env!("CARGO_PKG_VERSION").into(),
+            // A recording made in a view names only what the view shows:
+            // its maker can read it, and sees no more than it could list.
             servers: hub
-                .server_summaries()
+                .server_summaries(caller.view.as_deref())
                 .as_array()
                 .cloned()
                 .unwrap_or_default(),
             tools: tools
                 .tools()
                 .iter()
+                .filter(|t| match &view {
+                    None => true,
+                    Some(Ok(v)) => v.shown(&t.qualified_name).is_some(),
+                    Some(Err(_)) => false,
+                })
                 .filter_map(|t| serde_json::to_value(t).ok())
                 .collect(),
             tools_hash: None,

@@ -243,8 +243,16 @@ async fn resume(
             link.session.outbox.send(protocol::error_msg(&id, &e));
             return Ok(false);
         }
-        // A session stays in its view: a socket of another view (or of
-        // the aggregate) cannot take it over.
+        // A session stays in its view and with its principal: a socket of
+        // another view (or of the aggregate), or of another token, cannot
+        // take it over, even with its resume token.
+        Ok(t) if t.outbox.client != link.session.outbox.client => {
+            // Answered as for a session that never existed: the socket
+            // learns nothing of another principal's sessions.
+            let e = super::session::gone(&req.session_id);
+            link.session.outbox.send(protocol::error_msg(&id, &e));
+            return Ok(false);
+        }
         Ok(t) if t.outbox.view != link.session.outbox.view => {
             let e = HubError::new(
                 ErrorType::NotFound,

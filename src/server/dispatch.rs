@@ -43,6 +43,15 @@ pub fn handle(
         }
     };
     let id = env.id;
+    // What is the person's alone is refused here, once, before any
+    // handler (`surfaces`); the other rules apply where the state lives.
+    let area = super::surfaces::of_ws(&env.msg);
+    if area.rule() == super::surfaces::ClientRule::MainOnly {
+        if let Err(e) = out.caller().main_only(area.name()) {
+            out.send(protocol::error_msg(&id, &e));
+            return None;
+        }
+    }
     // The one place the session's cap is applied: a message that starts
     // work (a task of its own, or a job on the blocking pool) takes a place
     // before anything runs, and its handler drops it right before the reply.

@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod session;
 pub mod slots;
 pub mod stdio;
+pub mod surfaces;
 pub mod ui;
 
 use axum::extract::ws::WebSocketUpgrade;

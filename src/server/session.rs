@@ -96,7 +96,7 @@ impl Sessions {
         session.outbox.send(protocol::hello(
             &id,
             &session.resume_token,
-            hub.server_summaries(),
+            hub.server_summaries(session.outbox.view.as_deref()),
             hub.listing(session.outbox.view.as_deref())["tools"]
                 .as_array()
                 .map_or(0, Vec::len),
@@ -111,16 +111,7 @@ impl Sessions {
 
     /// The session `req` names, if its token matches and it still lives.
     pub fn find(&self, req: &ResumeSessionReq) -> Result<Arc<Session>, HubError> {
-        let gone = || {
-            HubError::new(
-                ErrorType::NotFound,
-                format!(
-                    "no session {} to resume: it ended (its socket was gone for longer than server.sessionGraceMs, or the hub restarted) or never existed",
-                    req.session_id
-                ),
-            )
-            .with_suggestion(LOST)
-        };
+        let gone = || gone(&req.session_id);
         let s = self
             .map
             .get(req.session_id.as_str())
@@ -322,6 +313,9 @@ async fn forward_events(
                 if ev.get("_except").and_then(Value::as_str) == Some(&outbox.session) {
                     continue;
                 }
+                if !in_sight(&hub, &outbox, &ev) {
+                    continue;
+                }
                 // A question: the main token's sessions and its own
                 // principal's only, in any view (`engine::confirm`).
                 if let Some(p) = ev.get(crate::engine::confirm::PRINCIPAL) {
@@ -344,6 +338,39 @@ async fn forward_events(
     }
 }
 
+/// Whether a server's or an instance's news is for this session: a view's
+/// session hears only of the servers that have a tool in its view, and a
+/// client's only of the instances of its own sessions (docs/security.md,
+/// "Who may see and do what").
+fn in_sight(hub: &crate::hub::Hub, outbox: &Outbox, ev: &Value) -> bool {
+    let server = ev
+        .get("name")
+        .or_else(|| ev.get("server"))
+        .and_then(Value::as_str);
+    match ev.get("type").and_then(Value::as_str) {
+        Some("server_status") => match (&outbox.view, server) {
+            (Some(v), Some(s)) => hub.view_has_server(v, s),
+            _ => true,
+        },
+        Some("instance_status") => {
+            let in_view = match (&outbox.view, server) {
+                (Some(v), Some(s)) => hub.view_has_server(v, s),
+                _ => true,
+            };
+            let context = ev
+                .get("context")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            in_view
+                && hub.owns_context(
+                    &outbox.caller(),
+                    &crate::client_context::ClientContext::parse(context),
+                )
+        }
+        _ => true,
+    }
+}
+
 /// Fields starting with `_` route an event inside the hub; never sent.
 fn strip_private(ev: &Value) -> Value {
     match ev {
@@ -355,4 +382,16 @@ fn strip_private(ev: &Value) -> Value {
         ),
         other => other.clone(),
     }
+}
+
+/// The answer for a session that cannot be resumed: it ended, never
+/// existed, or is not the presenting token's to resume.
+pub fn gone(session_id: &str) -> HubError {
+    HubError::new(
+        ErrorType::NotFound,
+        format!(
+            "no session {session_id} to resume: it ended (its socket was gone for longer than server.sessionGraceMs, or the hub restarted) or never existed"
+        ),
+    )
+    .with_suggestion(LOST)
 }

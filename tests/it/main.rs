@@ -48,6 +48,7 @@ mod sessions;
 mod spawn;
 mod stall;
 mod stores;
+mod surfaces;
 mod tasks_index;
 mod threats;
 mod tools;
