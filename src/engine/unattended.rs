@@ -6,7 +6,8 @@
 //! The engine stays blind to MCP: a [`Kind`] only says how the task's
 //! result is read, a single call's outcome or the batch's summary.
 //!
-//! Each runs under the hub-wide cap `server.maxUnattendedTasks`: its
+//! Each runs under the hub-wide cap `server.maxUnattendedTasks` (with the
+//! `/ws` batches whose session has ended, which count but run on): its
 //! [`place`] is taken before anything is journaled and held until the run
 //! ends, with the starting request's place under its caller's cap.
 
@@ -28,15 +29,32 @@ pub use super::task::Unattended as Kind;
 
 /// A place under `server.maxUnattendedTasks` for one more unattended
 /// task, or `LIMIT_EXCEEDED` saying the cap and what to do.
+/// `/ws` batches whose session has ended run on with no client to drive
+/// them, and count too (never stopped for it: they run already).
 pub fn place(engine: &Engine) -> Result<Place, HubError> {
     let cap = engine.hub().config().server.max_unattended_tasks;
-    engine.unattended.try_take(cap).ok_or_else(|| {
+    let room = cap.saturating_sub(detached(engine));
+    engine.unattended.try_take(room).ok_or_else(|| {
         HubError::new(
             ErrorType::LimitExceeded,
             format!("the hub already runs {cap} tasks no client drives (server.maxUnattendedTasks); this task was not started"),
         )
         .with_suggestion("wait for a task to end (tasks/get), cancel one you no longer need (tasks/cancel), call the tool without a task, or raise server.maxUnattendedTasks in config.json")
     })
+}
+
+/// Running tasks whose owner's session has ended (a `/ws` batch whose
+/// client went away for good); an MCP task is counted by its place.
+fn detached(engine: &Engine) -> usize {
+    engine
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.unattended.get().is_none()
+                && t.owner().is_some_and(|o| o.is_closed())
+                && t.driving.try_lock().is_err()
+        })
+        .count()
 }
 
 /// Validate `req`, create its task (journaled, the header synced: a

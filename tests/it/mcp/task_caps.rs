@@ -355,3 +355,55 @@ async fn held_calls_keep_their_place_under_their_tokens_cap() {
     held(&m);
     assert!(m.to_string().contains("Step 2"), "{m}");
 }
+
+/// A `/ws` batch whose session ended runs on with no client to drive it:
+/// it counts under `server.maxUnattendedTasks` too (and is never stopped
+/// for it), so opening and dropping sessions cannot pile up work past the
+/// hub-wide cap.
+#[tokio::test]
+async fn a_ws_batch_whose_session_ended_counts_as_unattended() {
+    let (hub, mut ws) = hub(json!({
+        "maxInFlightPerSession": CAP,
+        "maxUnattendedTasks": 1,
+        "sessionGraceMs": 0,
+    }))
+    .await;
+    let mut gone = hub.connect().await;
+    gone.send(json!({"type": "tool_batch", "id": "left", "steps": [
+        {"tool": "t__barrier", "params": {"name": "detached"}}
+    ]}))
+    .await;
+    barrier::await_waiting(&mut ws, "t", "detached", 1).await;
+    drop(gone);
+    // The session is gone once health no longer counts it.
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let h = ws.request(json!({"type": "health_check"})).await;
+            if h["connected"][""]["ws"] == 1 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the dropped session ended");
+    let token = hub.token.clone().expect("token");
+    let main = Asker {
+        token: &token,
+        path: "/mcp",
+        session: None,
+    };
+    let (tasks, refused) = task_calls(&hub, &main, 1, "later").await;
+    assert_eq!((tasks.len(), refused.len()), (0, 1), "{refused:?}");
+    assert!(
+        limit(&refused[0], "server.maxUnattendedTasks"),
+        "{}",
+        refused[0]
+    );
+    // The batch ran on, and once it ends its room comes back.
+    barrier::release(&mut ws, "t", "detached").await;
+    hub.wait_log_count("toolhub::engine::runner: task finished", 1)
+        .await;
+    taken_again(&hub, &main, "after").await;
+    barrier::release(&mut ws, "t", "after").await;
+}
