@@ -44,8 +44,17 @@ function render(s) {
   $("message").dataset.state = s.state;
   $("refused-actions").hidden = !["refused", "unconfigured", "error", "disconnected"].includes(s.state);
 
-  // Approvals.
+  // Approvals. The list is drawn anew on every update (an event may come
+  // while the person types into a server's form): what they typed, and
+  // the field they were in, carry over to the new fields.
   const ap = $("approvals");
+  const keyOf = (box) => `${box.closest("li[data-task-id]")?.dataset.taskId}\u0000${box.dataset.field}`;
+  const typed = new Map();
+  for (const box of ap.querySelectorAll("li[data-task-id] [data-field]")) {
+    typed.set(keyOf(box), box.type === "checkbox" ? box.checked : box.value);
+  }
+  const active = document.activeElement;
+  const focused = active && ap.contains(active) && active.dataset.field ? keyOf(active) : null;
   ap.replaceChildren();
   for (const a of s.approvals) {
     const li = el(
@@ -63,6 +72,14 @@ function render(s) {
     deny.onclick = () => answer(a.taskId, false, li);
     li.append(el("div", { class: "actions" }, approve, deny));
     ap.append(li);
+    for (const box of li.querySelectorAll("[data-field]")) {
+      const k = keyOf(box);
+      if (typed.has(k)) {
+        if (box.type === "checkbox") box.checked = typed.get(k);
+        else box.value = typed.get(k);
+      }
+      if (k === focused) box.focus();
+    }
   }
   $("approvals-section").hidden = s.approvals.length === 0;
 

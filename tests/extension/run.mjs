@@ -318,6 +318,10 @@ scenario("form", async () => {
   await popup.waitForSelector(`${item} input[data-field="name"]`, { timeout: WAIT });
   ok("the popup shows the server's form, a text box for its field");
   await popup.fill(`${item} input[data-field="name"]`, "Ada");
+  // An update arriving while the person types draws the list anew: what
+  // they typed stays.
+  await popup.evaluate(() => render(last));
+  check((await popup.inputValue(`${item} input[data-field="name"]`)) === "Ada", "what the person typed survives the popup drawing its list anew");
   await popup.click(`${item} button[data-action="approve"]`);
   await resultWith(chatA, "Hello, Ada!");
   ok("the name typed in the popup reached the server, and the call finished with it");
