@@ -133,7 +133,9 @@
         return;
       }
       for (const step of rec) {
-        const t = resolve(tools, step.qualifiedName) || resolve(tools, step.tool);
+        // The tool the hub will run: the step's qualified name, its tool
+        // only when it has none (recording::export), never a fallback.
+        const t = resolve(tools, step.qualifiedName || step.tool);
         const name2 = t ? t.qualifiedName : step.qualifiedName || step.tool || "";
         // A recorded meta-tool's params may be templates or redacted: ask.
         if (isMeta(t)) unknown(name2, "a recorded meta-tool step");

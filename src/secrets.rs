@@ -137,6 +137,13 @@ impl SecretValues {
         self.with_values(|values| mask_with(s, values))
     }
 
+    /// Mask `s` in place.
+    pub fn mask_string(&self, s: &mut String) {
+        if let Cow::Owned(m) = self.mask_str(s) {
+            *s = m;
+        }
+    }
+
     /// Mask every string inside `v` (object keys too) in place.
     pub fn mask_in_place(&self, v: &mut Value) {
         if self.is_empty() {

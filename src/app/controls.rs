@@ -203,7 +203,14 @@ impl Controls {
                 let stop = move || r.stop(&session, req.context.as_deref(), req.save, "stopped");
                 recorder.io.run(&keys, stop).await
             }
-            Tool::RecordList => Ok(recorder.list(&call.caller(), &params_of(tool, params)?)),
+            Tool::RecordList => {
+                // A client's listing reads the index file: off the worker,
+                // as the /ws message's is.
+                let req: crate::protocol::recording::ListReq = params_of(tool, params)?;
+                let (r, caller) = (recorder.clone(), call.caller());
+                let list = move || Ok(r.list(&caller, &req));
+                recorder.io.run(&[call.session], list).await
+            }
             Tool::RecordGet | Tool::RecordDelete => {
                 let key = required_str(params, "recordingId")?;
                 let (id, keys) = (key.to_string(), [call.session, key]);

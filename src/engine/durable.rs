@@ -156,11 +156,8 @@ impl Engine {
         let journaled = task.with_journal(|w| w.is_some());
         let (state, error) = task.with(|d| {
             if let Some(e) = d.error.as_mut().filter(|_| journaled) {
-                for s in [&mut e.message, &mut e.suggestion] {
-                    if let std::borrow::Cow::Owned(m) = secrets.mask_str(s) {
-                        *s = m;
-                    }
-                }
+                secrets.mask_string(&mut e.message);
+                secrets.mask_string(&mut e.suggestion);
             }
             (d.state, d.error.clone())
         });

@@ -11,11 +11,7 @@ pub(super) fn mask_record(mut rec: Record, secrets: &SecretValues) -> Record {
     if secrets.is_empty() {
         return rec;
     }
-    let text = |s: &mut String| {
-        if let std::borrow::Cow::Owned(m) = secrets.mask_str(s) {
-            *s = m;
-        }
-    };
+    let text = |s: &mut String| secrets.mask_string(s);
     match &mut rec {
         Record::Header {
             task_id,

@@ -10,8 +10,6 @@
 //! docs/security.md ("Who may see and do what") has a row per area, with
 //! the test that holds it; a unit test below keeps the two in step.
 
-use rmcp::model::ClientRequest;
-
 use crate::protocol::recording::RecordingMsg;
 use crate::protocol::runs::RunMsg;
 use crate::protocol::ClientMsg;
@@ -138,38 +136,6 @@ pub fn of_ws(msg: &ClientMsg) -> Area {
         ClientMsg::Artifact(_) => Area::Artifacts,
         ClientMsg::StopInstance(_) => Area::Instances,
         ClientMsg::KeepResult(_) => Area::KeptResults,
-    }
-}
-
-/// The area of an MCP request at `/mcp` or `/mcp/<view>`.
-pub fn of_mcp(req: &ClientRequest) -> Area {
-    match req {
-        ClientRequest::PingRequest(_)
-        | ClientRequest::InitializeRequest(_)
-        | ClientRequest::DiscoverRequest(_)
-        | ClientRequest::SubscriptionsListenRequest(_)
-        | ClientRequest::SetLevelRequest(_)
-        | ClientRequest::CustomRequest(_) => Area::Session,
-        ClientRequest::ListToolsRequest(_) => Area::Tools,
-        ClientRequest::CallToolRequest(_) => Area::Calls,
-        ClientRequest::GetTaskRequest(_)
-        | ClientRequest::UpdateTaskRequest(_)
-        | ClientRequest::CancelTaskRequest(_) => Area::Tasks,
-        ClientRequest::ListResourcesRequest(_)
-        | ClientRequest::ReadResourceRequest(_)
-        | ClientRequest::SubscribeRequest(_)
-        | ClientRequest::UnsubscribeRequest(_)
-        | ClientRequest::ReadResourceDirectoryRequest(_) => Area::Resources,
-        ClientRequest::ListResourceTemplatesRequest(_) => Area::ResourceTemplates,
-        ClientRequest::ListPromptsRequest(_) | ClientRequest::GetPromptRequest(_) => Area::Prompts,
-        ClientRequest::CompleteRequest(_) => Area::Completion,
-        // The hub offers no skills of its own (rmcp answers
-        // method-not-found); were it to, they would be its servers'.
-        ClientRequest::ListSkillsRequest(_) | ClientRequest::GetSkillRequest(_) => Area::Resources,
-        // rmcp marks the enum open, so this match cannot force a decision.
-        // A kind a newer rmcp adds reaches no handler of the hub's (rmcp
-        // answers method-not-found) until one is written: name it here then.
-        _ => Area::Session,
     }
 }
 
